@@ -1,0 +1,107 @@
+// db::Executor: the one way SQL reaches a database.
+//
+// Guarantees, by construction rather than by checking the SQL text:
+//  - connections are opened read-only (SQLITE_OPEN_READONLY, URI mode=ro), with defensive mode
+//    on, extension loading off and ATTACH impossible (SQLITE_LIMIT_ATTACHED = 0);
+//  - an authorizer allows only SELECT, table/column reads, recursive CTEs and ordinary
+//    functions; PRAGMA, ATTACH/DETACH, every write, DDL, transactions and load_extension are
+//    denied at prepare time;
+//  - exactly one statement runs: sqlite3_stmt_readonly() must hold, and any non-blank text
+//    after the first statement (other than comments) rejects the query;
+//  - a deadline enforced by a progress handler (timeout) and a row cap end runaway queries.
+// Expected failures are statuses inside ExecutionResult, never exceptions.
+//
+// Thread-safety: run() may be called from any number of threads. Each database path has a
+// pool of connections; a thread takes one for the duration of a query and returns it, so
+// connections are never shared by two threads at once.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nl2sql/core/status.h"
+#include "nl2sql/db/value.h"
+
+struct sqlite3;
+
+namespace nl2sql::db {
+
+enum class ExecStatus : uint8_t {
+  kOk = 0,
+  kError = 1,     // syntax/schema/runtime error reported by SQLite
+  kTimeout = 2,   // deadline passed
+  kRowCap = 3,    // more rows (or bytes) than allowed
+  kRejected = 4,  // not a single read-only query; never executed
+};
+
+const char* exec_status_name(ExecStatus s);
+
+struct ExecutionResult {
+  ExecStatus status = ExecStatus::kOk;
+  std::string error;  // SQLite's message or the guardrail's reason
+  ResultSet result;
+  double elapsed_ms = 0;
+  bool ok() const { return status == ExecStatus::kOk; }
+};
+
+struct QueryLimits {
+  double timeout_s = 30.0;             // <= 0: no timeout
+  size_t row_cap = 100000;             // 0: unlimited
+  size_t max_result_bytes = 1ull << 30;  // memory guard on one result
+};
+
+struct ExecutorOptions {
+  QueryLimits limits;
+  // Open databases with immutable=1 (no locking; faster). Only safe when nothing writes the
+  // file while we read it; benchmark databases qualify. Ignored when a -wal file exists.
+  bool immutable = true;
+};
+
+class Executor {
+ public:
+  explicit Executor(ExecutorOptions options = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  ExecutionResult run(const std::filesystem::path& db, std::string_view sql) const;
+  ExecutionResult run(const std::filesystem::path& db, std::string_view sql,
+                      const QueryLimits& limits) const;
+
+  // EXPLAIN QUERY PLAN rows (id, parent, detail) for a read-only query.
+  ExecutionResult explain_query_plan(const std::filesystem::path& db, std::string_view sql) const;
+
+  const ExecutorOptions& options() const { return options_; }
+
+  // Fault injection for tests: when set, called with the 1-based number of each run() call;
+  // a non-OK status returned makes that call fail with it (kError) without executing.
+  void set_fault_injector(std::function<Status(uint64_t call_number)> injector);
+
+ private:
+  struct Connection;
+  class Pool;
+  ExecutionResult run_impl(const std::filesystem::path& db, std::string_view sql,
+                           const QueryLimits& limits, bool explain) const;
+
+  ExecutorOptions options_;
+  mutable std::mutex pools_mu_;
+  mutable std::map<std::string, std::unique_ptr<Pool>> pools_;  // guarded by pools_mu_
+  mutable std::atomic<uint64_t> calls_{0};
+  std::function<Status(uint64_t)> fault_injector_;
+};
+
+// Opens `path` read-only with the same guardrails (authorizer included), for code that needs
+// the raw handle (schema introspection). Caller closes with sqlite3_close_v2.
+Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutable = false);
+
+// XXH3-128 of the database file's bytes, memoized per (path, size, mtime).
+Result<std::string> database_fingerprint(const std::filesystem::path& path);
+
+}  // namespace nl2sql::db

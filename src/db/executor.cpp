@@ -1,0 +1,324 @@
+#include "nl2sql/db/executor.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstring>
+#include <unordered_map>
+
+#include "nl2sql/core/hash.h"
+
+namespace nl2sql::db {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Per-connection state read by the progress handler.
+struct Deadline {
+  Clock::time_point at{};
+  bool active = false;
+  bool fired = false;
+};
+
+int progress_handler(void* arg) {
+  auto* d = static_cast<Deadline*>(arg);
+  if (d->active && Clock::now() >= d->at) {
+    d->fired = true;
+    return 1;  // interrupt
+  }
+  return 0;
+}
+
+// Allows only what a read-only query needs.
+int authorizer(void*, int action, const char* arg1, const char*, const char*, const char*) {
+  switch (action) {
+    case SQLITE_SELECT:
+    case SQLITE_READ:
+    case SQLITE_RECURSIVE:
+      return SQLITE_OK;
+    case SQLITE_FUNCTION:
+      if (arg1 && (sqlite3_stricmp(arg1, "load_extension") == 0 ||
+                   sqlite3_stricmp(arg1, "readfile") == 0 ||
+                   sqlite3_stricmp(arg1, "writefile") == 0 || sqlite3_stricmp(arg1, "edit") == 0))
+        return SQLITE_DENY;
+      return SQLITE_OK;
+    default:
+      return SQLITE_DENY;
+  }
+}
+
+std::string uri_for(const std::filesystem::path& path, bool immutable) {
+  std::string p = std::filesystem::absolute(path).string();
+  std::string out = "file:";
+  for (char c : p) {
+    if (c == '?' || c == '#' || c == '%') {
+      char buf[4];
+      std::snprintf(buf, sizeof(buf), "%%%02X", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out.push_back(c);
+    }
+  }
+  out += "?mode=ro";
+  if (immutable) out += "&immutable=1";
+  return out;
+}
+
+bool only_blank_or_comments(const char* tail) {
+  // SQLite's own tokenizer decides: preparing the tail yields no statement iff it holds only
+  // whitespace and comments. We avoid preparing by scanning the same way.
+  const char* p = tail;
+  while (*p) {
+    if (std::isspace(static_cast<unsigned char>(*p)) || *p == ';') {
+      ++p;
+    } else if (p[0] == '-' && p[1] == '-') {
+      while (*p && *p != '\n') ++p;
+    } else if (p[0] == '/' && p[1] == '*') {
+      const char* end = std::strstr(p + 2, "*/");
+      if (!end) return true;  // unterminated comment runs to the end
+      p = end + 2;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+size_t value_bytes(const Value& v) { return sizeof(Value) + v.s.size(); }
+
+}  // namespace
+
+const char* exec_status_name(ExecStatus s) {
+  switch (s) {
+    case ExecStatus::kOk: return "ok";
+    case ExecStatus::kError: return "error";
+    case ExecStatus::kTimeout: return "timeout";
+    case ExecStatus::kRowCap: return "row_cap";
+    case ExecStatus::kRejected: return "rejected";
+  }
+  return "unknown";
+}
+
+Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutable) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return not_found("database file not found: " + path.string());
+  std::filesystem::path wal = path;
+  wal += "-wal";
+  if (std::filesystem::exists(wal, ec)) immutable = false;
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(uri_for(path, immutable).c_str(), &db,
+                           SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db);
+    return Status(ErrorCode::kIo, "cannot open database " + path.string() + ": " + msg);
+  }
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
+  sqlite3_set_authorizer(db, authorizer, nullptr);
+  return db;
+}
+
+struct Executor::Connection {
+  sqlite3* db = nullptr;
+  Deadline deadline;
+  ~Connection() {
+    if (db) sqlite3_close_v2(db);
+  }
+};
+
+class Executor::Pool {
+ public:
+  Pool(std::filesystem::path path, bool immutable) : path_(std::move(path)), immutable_(immutable) {}
+
+  Result<std::unique_ptr<Connection>> acquire() {
+    {
+      std::lock_guard lock(mu_);
+      if (!idle_.empty()) {
+        auto c = std::move(idle_.back());
+        idle_.pop_back();
+        return c;
+      }
+    }
+    auto db = open_read_only(path_, immutable_);
+    if (!db) return db.status();
+    auto c = std::make_unique<Connection>();
+    c->db = *db;
+    sqlite3_progress_handler(c->db, 1000, progress_handler, &c->deadline);
+    return c;
+  }
+  void release(std::unique_ptr<Connection> c) {
+    std::lock_guard lock(mu_);
+    idle_.push_back(std::move(c));
+  }
+
+ private:
+  std::filesystem::path path_;
+  bool immutable_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
+};
+
+Executor::Executor(ExecutorOptions options) : options_(options) {}
+Executor::~Executor() = default;
+
+void Executor::set_fault_injector(std::function<Status(uint64_t)> injector) {
+  fault_injector_ = std::move(injector);
+}
+
+ExecutionResult Executor::run(const std::filesystem::path& db, std::string_view sql) const {
+  return run_impl(db, sql, options_.limits, false);
+}
+ExecutionResult Executor::run(const std::filesystem::path& db, std::string_view sql,
+                              const QueryLimits& limits) const {
+  return run_impl(db, sql, limits, false);
+}
+ExecutionResult Executor::explain_query_plan(const std::filesystem::path& db,
+                                             std::string_view sql) const {
+  return run_impl(db, sql, options_.limits, true);
+}
+
+ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::string_view sql,
+                                   const QueryLimits& limits, bool explain) const {
+  auto started = Clock::now();
+  ExecutionResult out;
+  auto finish = [&](ExecStatus st, std::string err) {
+    out.status = st;
+    out.error = std::move(err);
+    out.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+    if (st != ExecStatus::kOk) out.result.rows.clear();
+    return std::move(out);
+  };
+
+  uint64_t call = calls_.fetch_add(1) + 1;
+  if (fault_injector_) {
+    Status injected = fault_injector_(call);
+    if (!injected) return finish(ExecStatus::kError, "injected fault: " + injected.message());
+  }
+
+  Pool* pool;
+  {
+    std::lock_guard lock(pools_mu_);
+    auto& slot = pools_[db_path.string()];
+    if (!slot) slot = std::make_unique<Pool>(db_path, options_.immutable);
+    pool = slot.get();
+  }
+  auto conn_or = pool->acquire();
+  if (!conn_or) return finish(ExecStatus::kError, conn_or.status().message());
+  std::unique_ptr<Connection> conn = std::move(*conn_or);
+  struct Return {
+    Pool* pool;
+    std::unique_ptr<Connection>& conn;
+    ~Return() { pool->release(std::move(conn)); }
+  } give_back{pool, conn};
+
+  std::string text(sql);
+  if (explain) text = "EXPLAIN QUERY PLAN " + text;
+
+  sqlite3_stmt* stmt = nullptr;
+  const char* tail = nullptr;
+  int rc = sqlite3_prepare_v3(conn->db, text.c_str(), static_cast<int>(text.size()), 0, &stmt,
+                              &tail);
+  struct Finalize {
+    sqlite3_stmt*& s;
+    ~Finalize() { sqlite3_finalize(s); }
+  } fin{stmt};
+
+  if (rc != SQLITE_OK) {
+    std::string msg = sqlite3_errmsg(conn->db);
+    if (rc == SQLITE_AUTH || msg == "not authorized")
+      return finish(ExecStatus::kRejected, "not read-only: " + msg);
+    return finish(ExecStatus::kError, msg);
+  }
+  if (stmt == nullptr) return finish(ExecStatus::kRejected, "empty statement");
+  if (tail && !only_blank_or_comments(tail))
+    return finish(ExecStatus::kRejected, "more than one statement");
+  if (!sqlite3_stmt_readonly(stmt)) return finish(ExecStatus::kRejected, "not read-only");
+  if (!explain && sqlite3_stmt_isexplain(stmt))
+    return finish(ExecStatus::kRejected, "EXPLAIN is not a query");
+
+  int ncol = sqlite3_column_count(stmt);
+  out.result.columns.reserve(static_cast<size_t>(ncol));
+  for (int c = 0; c < ncol; ++c) {
+    const char* name = sqlite3_column_name(stmt, c);
+    out.result.columns.emplace_back(name ? name : "");
+  }
+
+  conn->deadline.fired = false;
+  conn->deadline.active = limits.timeout_s > 0;
+  if (conn->deadline.active)
+    conn->deadline.at =
+        started + std::chrono::duration_cast<Clock::duration>(
+                      std::chrono::duration<double>(limits.timeout_s));
+  struct Disarm {
+    Deadline& d;
+    ~Disarm() { d.active = false; }
+  } disarm{conn->deadline};
+
+  size_t bytes = 0;
+  auto& rows = out.result.rows;
+  for (;;) {
+    rc = sqlite3_step(stmt);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) {
+      if (conn->deadline.fired || rc == SQLITE_INTERRUPT)
+        return finish(ExecStatus::kTimeout,
+                      "query exceeded the " + std::to_string(limits.timeout_s) + " s timeout");
+      return finish(ExecStatus::kError, sqlite3_errmsg(conn->db));
+    }
+    if (limits.row_cap > 0 && rows.size() >= limits.row_cap)
+      return finish(ExecStatus::kRowCap,
+                    "result has more than " + std::to_string(limits.row_cap) + " rows");
+    Row row;
+    row.reserve(static_cast<size_t>(ncol));
+    for (int c = 0; c < ncol; ++c) {
+      switch (sqlite3_column_type(stmt, c)) {
+        case SQLITE_INTEGER: row.push_back(Value::integer(sqlite3_column_int64(stmt, c))); break;
+        case SQLITE_FLOAT: row.push_back(Value::real(sqlite3_column_double(stmt, c))); break;
+        case SQLITE_TEXT: {
+          const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
+          row.push_back(Value::text(std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt, c)))));
+          break;
+        }
+        case SQLITE_BLOB: {
+          const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt, c));
+          int n = sqlite3_column_bytes(stmt, c);
+          row.push_back(Value::blob(p ? std::string(p, static_cast<size_t>(n)) : std::string()));
+          break;
+        }
+        default: row.push_back(Value::null()); break;
+      }
+      bytes += value_bytes(row.back());
+    }
+    if (bytes > limits.max_result_bytes)
+      return finish(ExecStatus::kRowCap, "result larger than " +
+                                             std::to_string(limits.max_result_bytes) + " bytes");
+    rows.push_back(std::move(row));
+  }
+  return finish(ExecStatus::kOk, "");
+}
+
+Result<std::string> database_fingerprint(const std::filesystem::path& path) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::pair<std::string, std::string>> memo;  // guarded
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return not_found("database file not found: " + path.string());
+  std::string stamp = std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+                      std::to_string(st.st_mtim.tv_nsec);
+  {
+    std::lock_guard lock(mu);
+    auto it = memo.find(path.string());
+    if (it != memo.end() && it->second.first == stamp) return it->second.second;
+  }
+  auto h = core::xxh128_file(path);
+  if (!h) return h.status();
+  std::lock_guard lock(mu);
+  memo[path.string()] = {stamp, *h};
+  return *h;
+}
+
+}  // namespace nl2sql::db
