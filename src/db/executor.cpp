@@ -126,6 +126,7 @@ Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutabl
 struct Executor::Connection {
   sqlite3* db = nullptr;
   Deadline deadline;
+  bool reverse_scan = false;
   ~Connection() {
     if (db) sqlite3_close_v2(db);
   }
@@ -215,6 +216,17 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     std::unique_ptr<Connection>& conn;
     ~Return() { pool->release(std::move(conn)); }
   } give_back{pool, conn};
+
+  if (conn->reverse_scan != limits.reverse_scan_order) {
+    // A fixed statement of ours, run with the authorizer briefly lifted (it denies PRAGMA).
+    sqlite3_set_authorizer(conn->db, nullptr, nullptr);
+    sqlite3_exec(conn->db,
+                 limits.reverse_scan_order ? "PRAGMA reverse_unordered_selects=1"
+                                           : "PRAGMA reverse_unordered_selects=0",
+                 nullptr, nullptr, nullptr);
+    sqlite3_set_authorizer(conn->db, authorizer, nullptr);
+    conn->reverse_scan = limits.reverse_scan_order;
+  }
 
   std::string text(sql);
   if (explain) text = "EXPLAIN QUERY PLAN " + text;

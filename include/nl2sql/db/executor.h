@@ -55,6 +55,10 @@ struct QueryLimits {
   double timeout_s = 30.0;             // <= 0: no timeout
   size_t row_cap = 100000;             // 0: unlimited
   size_t max_result_bytes = 1ull << 30;  // memory guard on one result
+  // Run with PRAGMA reverse_unordered_selects on: tables and indexes are scanned in reverse
+  // where no order is required, so rows that tie under ORDER BY come out in another order.
+  // Used to detect gold answers that depend on tie order.
+  bool reverse_scan_order = false;
 };
 
 struct ExecutorOptions {

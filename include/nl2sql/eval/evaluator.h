@@ -1,0 +1,114 @@
+// The evaluator: executes gold and predicted SQL through db::Executor (with the persistent
+// result cache), applies every requested metric per question, assigns an outcome code, and
+// aggregates EX with bootstrap confidence intervals and breakdowns.
+//
+// Takes a loaded data::Dataset and predictions aligned to its questions; hands back an
+// EvalReport that eval/report.h writes as eval.json / eval.md / eval.csv. One bad question
+// (missing prediction, failing SQL, unusable gold) never stops the evaluation.
+// evaluate() is thread-safe and itself runs questions on `threads` workers.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/core/status.h"
+#include "nl2sql/data/dataset.h"
+#include "nl2sql/db/executor.h"
+#include "nl2sql/db/result_cache.h"
+
+namespace nl2sql::eval {
+
+enum class Metric { kBird, kSpiderTs, kRelaxed };
+const char* metric_name(Metric m);  // "bird", "spider_ts", "relaxed"
+// "bird" | "spider-ts" | "relaxed" | "all"
+Result<std::vector<Metric>> parse_metrics(const std::string& spec);
+
+struct Prediction {
+  std::string sql;
+  bool present = false;  // false: the prediction file had nothing for this question
+};
+
+enum class PredictionFormat { kAuto, kBird, kSpider, kJsonl };
+Result<PredictionFormat> parse_prediction_format(const std::string& name);
+
+// Reads predictions and aligns them with `ds.questions` (same order). BIRD predict_dev.json is
+// keyed by position in the question file, Spider text is one SQL per line in question order,
+// JSONL is {"question_id","sql"} per line.
+Result<std::vector<Prediction>> read_predictions(const std::filesystem::path& path,
+                                                 PredictionFormat format,
+                                                 const data::Dataset& ds,
+                                                 std::vector<std::string>* warnings = nullptr);
+
+struct EvalOptions {
+  std::vector<Metric> metrics = {Metric::kBird};
+  bool keep_distinct = false;  // spider-ts: keep DISTINCT
+  size_t threads = 0;          // 0: one per core
+  db::QueryLimits pred_limits;                       // 30 s, 100,000 rows
+  db::QueryLimits gold_limits{30.0, 0, 1ull << 30};  // 30 s, no row cap
+  std::optional<std::filesystem::path> cache_file;   // unset: no persistent cache
+  bool check_ties = true;
+  uint64_t bootstrap_seed = 20240101;
+  int bootstrap_samples = 1000;
+};
+
+struct ItemResult {
+  std::string question_id;
+  size_t index = 0;
+  std::string db_id;
+  std::string difficulty;
+  std::map<std::string, bool> verdicts;  // by metric_name
+  std::string outcome;                   // RES1..RES6
+  double soft_f1 = 0;
+  std::string pred_status;  // ok | error | timeout | row_cap | rejected | missing
+  std::string error;        // prediction's error message
+  std::string gold_status;
+  std::string gold_error;
+  bool gold_unusable = false;
+  bool gold_tie_dependent = false;
+  size_t pred_rows = 0, gold_rows = 0;
+  double pred_ms = 0, gold_ms = 0, total_ms = 0;
+  bool pred_cached = false, gold_cached = false;
+};
+
+struct EvalReport {
+  std::string benchmark, split;
+  std::string dataset_fingerprint;
+  std::string predictions_file;
+  std::vector<Metric> metrics;
+  std::vector<ItemResult> items;
+  std::vector<data::SkippedQuestion> skipped;
+  std::vector<std::string> warnings;
+  double wall_s = 0;
+  double exec_ms_total = 0;  // time inside SQLite (pred + gold), summed over threads
+  size_t threads = 1;
+  size_t cache_hits = 0, cache_misses = 0;
+  nlohmann::json summary;  // filled by summarize()
+};
+
+// Executes and scores every question. Fails only on setup problems (cache cannot be opened).
+Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Prediction>& preds,
+                            const EvalOptions& options);
+
+// The outcome precedence (documented in the README):
+// gold unusable → RES6; prediction timeout / row cap → RES6; missing, rejected or failing
+// prediction → RES1; correct under the primary metric → RES3; empty where gold is not → RES4;
+// gold's answer contained in a larger result → RES5; otherwise RES2.
+std::string outcome_code(const ItemResult& item, bool primary_correct, bool pred_empty,
+                         bool contains);
+
+struct Interval {
+  double low = 0, high = 0;
+};
+// Percentile bootstrap of the mean of 0/1 outcomes (deterministic for a seed).
+Interval bootstrap_ci(const std::vector<int>& outcomes, int samples, uint64_t seed);
+
+// Fills report.summary: per metric EX (all questions, and excluding unusable gold) with 95% CI,
+// by difficulty and by database, outcome counts, Soft-F1, gold-unusable and tie lists, timings.
+void summarize(EvalReport& report, const EvalOptions& options);
+
+}  // namespace nl2sql::eval

@@ -1,0 +1,142 @@
+// nl2sql eval: execution accuracy of a prediction file, exactly as the official evaluators
+// compute it, with breakdowns, outcome codes and reports.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/dataset_options.h"
+#include "nl2sql/core/thread_pool.h"
+#include "nl2sql/eval/evaluator.h"
+#include "nl2sql/eval/report.h"
+
+namespace nl2sql::cli {
+namespace {
+
+struct EvalArgs {
+  DatasetOptions dataset;
+  std::string pred;
+  std::string pred_format = "auto";
+  std::string metric = "auto";
+  std::string out;
+  size_t threads = 0;
+  double timeout = 30.0;
+  size_t row_cap = 100000;
+  double fail_under = -1;
+  bool keep_distinct = false;
+  std::string cache_dir;
+  bool no_cache = false;
+  bool no_tie_check = false;
+};
+
+int run_eval(const EvalArgs& a) {
+  auto spec = a.dataset.spec();
+  if (!spec) {
+    spdlog::error("{}", spec.status().message());
+    return kExitBadInput;
+  }
+  auto ds = data::load_dataset(*spec);
+  if (!ds) {
+    spdlog::error("{}", ds.status().message());
+    return kExitBadInput;
+  }
+  if (!ds->skipped.empty())
+    spdlog::warn("{} of {} questions skipped (database missing); they are listed in the report",
+                 ds->skipped.size(), ds->total_questions);
+  auto fmt_or = eval::parse_prediction_format(a.pred_format);
+  if (!fmt_or) {
+    spdlog::error("{}", fmt_or.status().message());
+    return kExitBadInput;
+  }
+  std::vector<std::string> warnings;
+  auto preds = eval::read_predictions(a.pred, *fmt_or, *ds, &warnings);
+  if (!preds) {
+    spdlog::error("{}", preds.status().message());
+    return kExitBadInput;
+  }
+  for (const auto& w : warnings) spdlog::warn("{}", w);
+
+  eval::EvalOptions opts;
+  std::string metric = a.metric;
+  if (metric == "auto") metric = spec->benchmark == data::Benchmark::kSpider ? "spider-ts" : "bird";
+  auto metrics = eval::parse_metrics(metric);
+  if (!metrics) {
+    spdlog::error("{}", metrics.status().message());
+    return kExitBadInput;
+  }
+  opts.metrics = *metrics;
+  opts.keep_distinct = a.keep_distinct;
+  opts.threads = a.threads;
+  opts.pred_limits.timeout_s = a.timeout;
+  opts.pred_limits.row_cap = a.row_cap;
+  opts.gold_limits.timeout_s = a.timeout;
+  opts.check_ties = !a.no_tie_check;
+  if (!a.no_cache) {
+    std::filesystem::path dir = a.cache_dir.empty() ? db::default_cache_dir() : std::filesystem::path(a.cache_dir);
+    opts.cache_file = dir / "results.sqlite";
+  }
+  auto report = eval::evaluate(*ds, *preds, opts);
+  if (!report) {
+    spdlog::error("{}", report.status().message());
+    return report.status().code() == ErrorCode::kInvalidInput ? kExitBadInput : kExitFailure;
+  }
+  report->predictions_file = std::filesystem::path(a.pred).filename().string();
+  report->warnings.insert(report->warnings.end(), warnings.begin(), warnings.end());
+  eval::summarize(*report, opts);
+
+  const auto& s = report->summary;
+  std::cout << fmt::format("{} {}: {} questions evaluated, {} skipped, {} gold unusable\n",
+                           report->benchmark, report->split, report->items.size(),
+                           report->skipped.size(), s["gold_unusable"].get<size_t>());
+  double primary_ex = 0;
+  bool first = true;
+  for (auto& [name, m] : s["metrics"].items()) {
+    const auto& o = m["overall"];
+    std::cout << fmt::format("  {:<10} EX {:6.2f}%  95% CI [{:.2f}, {:.2f}]  ({}/{})\n", name,
+                             o["ex"].get<double>(), o["ci95"][0].get<double>(),
+                             o["ci95"][1].get<double>(), o["correct"].get<long>(), o["n"].get<size_t>());
+    if (first) primary_ex = o["ex"].get<double>();
+    first = false;
+  }
+  std::cout << fmt::format("  soft-F1    {:6.2f}\n", s["soft_f1"].get<double>());
+  std::cout << fmt::format("  {:.3f} s, {:.1f} questions/s\n", report->wall_s,
+                           s["timing"]["questions_per_s"].get<double>());
+  if (!a.out.empty()) {
+    Status st = eval::write_report(*report, a.out);
+    if (!st) {
+      spdlog::error("{}", st.message());
+      return kExitFailure;
+    }
+    std::cout << "  report: " << (std::filesystem::path(a.out) / "eval.md").string() << "\n";
+  }
+  if (a.fail_under >= 0 && primary_ex < a.fail_under) {
+    std::cout << fmt::format("FAIL: EX {:.2f}% is under --fail-under {:.2f}%\n", primary_ex, a.fail_under);
+    return kExitFailUnder;
+  }
+  return kExitOk;
+}
+
+RunFn setup(CLI::App& app) {
+  auto args = std::make_shared<EvalArgs>();
+  auto* cmd = app.add_subcommand("eval", "Score predictions by execution (BIRD, Spider test-suite, relaxed)");
+  args->dataset.add_to(*cmd);
+  cmd->add_option("--pred", args->pred, "Prediction file: BIRD predict_dev.json, Spider one-SQL-per-line, or JSONL {question_id, sql}")->required();
+  cmd->add_option("--pred-format", args->pred_format, "auto | bird | spider | jsonl (auto: by extension .json/.jsonl/other)")->capture_default_str();
+  cmd->add_option("--metric", args->metric, "bird | spider-ts | relaxed | all, or a comma list (auto: spider-ts for Spider, bird otherwise); the first is primary")->capture_default_str();
+  cmd->add_option("--out", args->out, "Folder for eval.json, eval.md, eval.csv");
+  cmd->add_option("--threads", args->threads, "Worker threads (0: one per core)")->capture_default_str();
+  cmd->add_option("--timeout", args->timeout, "Per-query timeout in seconds")->capture_default_str();
+  cmd->add_option("--row-cap", args->row_cap, "Most rows a prediction may return (0: unlimited)")->capture_default_str();
+  cmd->add_option("--fail-under", args->fail_under, "Exit 3 when the primary metric's EX % is below this");
+  cmd->add_flag("--keep-distinct", args->keep_distinct, "spider-ts: do not remove DISTINCT");
+  cmd->add_option("--cache-dir", args->cache_dir, "Result cache folder (default $NL2SQL_CACHE_DIR or ~/.cache/nl2sql)");
+  cmd->add_flag("--no-cache", args->no_cache, "Execute everything; read and write no result cache");
+  cmd->add_flag("--no-tie-check", args->no_tie_check, "Skip the tie-order check of gold queries with LIMIT");
+  return [args] { return run_eval(*args); };
+}
+
+NL2SQL_REGISTER_COMMAND("eval", setup);
+
+}  // namespace
+}  // namespace nl2sql::cli

@@ -1,0 +1,45 @@
+// Shared CLI options that select a dataset (--benchmark, --data, --split, --questions,
+// --db-root, --tables), used by every subcommand that reads questions.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "nl2sql/core/status.h"
+#include "nl2sql/data/dataset.h"
+
+namespace nl2sql::cli {
+
+struct DatasetOptions {
+  std::string benchmark = "bird";
+  std::string data;
+  std::string split = "dev";
+  std::string questions;
+  std::string db_root;
+  std::string tables;
+
+  void add_to(CLI::App& cmd) {
+    cmd.add_option("--benchmark", benchmark, "bird | spider | jsonl")->capture_default_str();
+    cmd.add_option("--data", data, "Benchmark folder (BIRD: dev.json, dev_databases/; Spider: dev.json, database/)");
+    cmd.add_option("--split", split, "bird: dev | mini_dev; spider: dev | train")->capture_default_str();
+    cmd.add_option("--questions", questions, "Question file (overrides the split's; required for jsonl)");
+    cmd.add_option("--db-root", db_root, "Folder holding <db_id>/<db_id>.sqlite (required for jsonl)");
+    cmd.add_option("--tables", tables, "tables.json to use instead of the split's");
+  }
+
+  Result<data::DatasetSpec> spec() const {
+    auto b = data::parse_benchmark(benchmark);
+    if (!b) return b.status();
+    data::DatasetSpec s;
+    s.benchmark = *b;
+    s.data_dir = data;
+    s.split = split;
+    s.questions = questions;
+    s.db_root = db_root;
+    s.tables = tables;
+    return s;
+  }
+};
+
+}  // namespace nl2sql::cli

@@ -1,0 +1,470 @@
+#include "nl2sql/eval/evaluator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <random>
+
+#include "nl2sql/core/files.h"
+#include "nl2sql/core/thread_pool.h"
+#include "nl2sql/eval/compare.h"
+#include "nl2sql/eval/hardness.h"
+
+namespace nl2sql::eval {
+namespace fs = std::filesystem;
+using db::ExecStatus;
+using db::ExecutionResult;
+
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::kBird: return "bird";
+    case Metric::kSpiderTs: return "spider_ts";
+    case Metric::kRelaxed: return "relaxed";
+  }
+  return "?";
+}
+
+Result<std::vector<Metric>> parse_metrics(const std::string& spec) {
+  if (spec == "all") return std::vector<Metric>{Metric::kBird, Metric::kSpiderTs, Metric::kRelaxed};
+  std::vector<Metric> out;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    std::string m = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (m == "bird") out.push_back(Metric::kBird);
+    else if (m == "spider-ts" || m == "spider_ts") out.push_back(Metric::kSpiderTs);
+    else if (m == "relaxed") out.push_back(Metric::kRelaxed);
+    else return invalid_input("--metric \"" + m + "\": expected bird, spider-ts, relaxed or all");
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+Result<PredictionFormat> parse_prediction_format(const std::string& name) {
+  if (name == "auto") return PredictionFormat::kAuto;
+  if (name == "bird") return PredictionFormat::kBird;
+  if (name == "spider") return PredictionFormat::kSpider;
+  if (name == "jsonl") return PredictionFormat::kJsonl;
+  return invalid_input("--pred-format \"" + name + "\": expected auto, bird, spider or jsonl");
+}
+
+Result<std::vector<Prediction>> read_predictions(const fs::path& path, PredictionFormat format,
+                                                 const data::Dataset& ds,
+                                                 std::vector<std::string>* warnings) {
+  auto text = core::read_file(path);
+  if (!text) return text.status();
+  if (format == PredictionFormat::kAuto) {
+    std::string ext = path.extension().string();
+    format = ext == ".json" ? PredictionFormat::kBird
+             : ext == ".jsonl" ? PredictionFormat::kJsonl
+                               : PredictionFormat::kSpider;
+  }
+  std::vector<Prediction> out(ds.questions.size());
+  auto warn = [&](std::string w) {
+    if (warnings) warnings->push_back(std::move(w));
+  };
+  if (format == PredictionFormat::kBird) {
+    auto doc = core::parse_json(*text, path.string());
+    if (!doc) return doc.status();
+    if (!doc->is_object())
+      return invalid_input(path.string() + ": expected a JSON object {\"0\": \"SQL\\t----- bird -----\\tdb_id\", …}");
+    std::map<size_t, size_t> by_index;  // file position -> our question
+    for (size_t i = 0; i < ds.questions.size(); ++i) by_index[ds.questions[i].index] = i;
+    static const std::string kSep = "\t----- bird -----\t";
+    for (auto it = doc->begin(); it != doc->end(); ++it) {
+      size_t pos;
+      try {
+        size_t used = 0;
+        pos = std::stoul(it.key(), &used);
+        if (used != it.key().size()) throw std::invalid_argument("trailing");
+      } catch (...) {
+        return invalid_input(path.string() + ": key \"" + it.key() + "\" is not a question position");
+      }
+      if (!it->is_string())
+        return invalid_input(path.string() + ": value for \"" + it.key() + "\" must be a string");
+      std::string v = it->get<std::string>();
+      std::string sql = v, db_id;
+      if (auto sep = v.find(kSep); sep != std::string::npos) {
+        sql = v.substr(0, sep);
+        db_id = v.substr(sep + kSep.size());
+      }
+      auto q = by_index.find(pos);
+      if (q == by_index.end()) {
+        if (pos >= ds.total_questions)
+          warn(path.string() + ": prediction \"" + it.key() + "\" has no question at that position");
+        continue;
+      }
+      if (!db_id.empty() && db_id != ds.questions[q->second].db_id)
+        warn(path.string() + ": prediction \"" + it.key() + "\" names db " + db_id +
+             " but question " + ds.questions[q->second].question_id + " is on " +
+             ds.questions[q->second].db_id);
+      out[q->second] = {sql, true};
+    }
+  } else if (format == PredictionFormat::kSpider) {
+    std::vector<std::string> lines;
+    size_t start = 0;
+    const std::string& t = *text;
+    while (start < t.size()) {
+      size_t nl = t.find('\n', start);
+      std::string line = t.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      lines.push_back(line);
+      if (nl == std::string::npos) break;
+      start = nl + 1;
+    }
+    if (lines.size() != ds.total_questions)
+      warn(path.string() + ": " + std::to_string(lines.size()) + " lines for " +
+           std::to_string(ds.total_questions) + " questions; missing lines count as no prediction");
+    for (size_t i = 0; i < ds.questions.size(); ++i) {
+      size_t pos = ds.questions[i].index;
+      if (pos >= lines.size()) continue;
+      std::string sql = lines[pos];
+      if (auto tab = sql.find('\t'); tab != std::string::npos) sql = sql.substr(0, tab);
+      out[i] = {sql, true};
+    }
+  } else {
+    std::map<std::string, size_t> by_id;
+    for (size_t i = 0; i < ds.questions.size(); ++i) by_id[ds.questions[i].question_id] = i;
+    size_t start = 0, line_no = 0;
+    const std::string& t = *text;
+    while (start < t.size()) {
+      size_t nl = t.find('\n', start);
+      std::string line = t.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+      ++line_no;
+      start = nl == std::string::npos ? t.size() : nl + 1;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      std::string label = path.string() + ":" + std::to_string(line_no);
+      auto o = core::parse_json(line, label);
+      if (!o) return o.status();
+      if (!o->is_object() || !o->contains("question_id") || !o->contains("sql") ||
+          !(*o)["sql"].is_string())
+        return invalid_input(label + ": expected {\"question_id\": …, \"sql\": \"…\"}");
+      const auto& idj = (*o)["question_id"];
+      std::string id = idj.is_string() ? idj.get<std::string>() : idj.dump();
+      auto q = by_id.find(id);
+      if (q == by_id.end()) {
+        warn(label + ": question_id " + id + " is not among the evaluated questions");
+        continue;
+      }
+      out[q->second] = {(*o)["sql"].get<std::string>(), true};
+    }
+  }
+  return out;
+}
+
+std::string outcome_code(const ItemResult& item, bool primary_correct, bool pred_empty,
+                         bool contains) {
+  if (item.gold_unusable) return "RES6";
+  if (item.pred_status == "timeout" || item.pred_status == "row_cap") return "RES6";
+  if (item.pred_status != "ok") return "RES1";
+  if (primary_correct) return "RES3";
+  if (pred_empty && item.gold_rows > 0) return "RES4";
+  if (contains) return "RES5";
+  return "RES2";
+}
+
+namespace {
+
+struct Runner {
+  const db::Executor& executor;
+  db::ResultCache* cache;
+  std::atomic<size_t>& hits;
+  std::atomic<size_t>& misses;
+
+  // Executes through the cache. `variant` separates executions with other settings.
+  db::CachedExecution run(const fs::path& db_path, const std::string& fingerprint,
+                          const std::string& sql, const db::QueryLimits& limits, bool* cached,
+                          std::string_view variant = "") {
+    std::string key;
+    if (cache) {
+      key = db::ResultCache::key(fingerprint, sql, limits, variant);
+      if (auto hit = cache->get(key)) {
+        ++hits;
+        if (cached) *cached = true;
+        return std::move(*hit);
+      }
+      ++misses;
+    }
+    db::CachedExecution e;
+    e.result = executor.run(db_path, sql, limits);
+    if (cache) cache->put(key, e);
+    return e;
+  }
+};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  return s;
+}
+
+}  // namespace
+
+Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Prediction>& preds,
+                            const EvalOptions& options) {
+  if (preds.size() != ds.questions.size())
+    return internal_error("predictions are not aligned with the questions");
+  auto started = std::chrono::steady_clock::now();
+  EvalReport report;
+  report.benchmark = data::benchmark_name(ds.benchmark);
+  report.split = ds.split;
+  report.metrics = options.metrics;
+  report.skipped = ds.skipped;
+  report.warnings = ds.warnings;
+  report.threads = options.threads == 0 ? core::default_threads() : options.threads;
+
+  std::unique_ptr<db::ResultCache> cache;
+  if (options.cache_file) {
+    auto c = db::ResultCache::open(*options.cache_file);
+    if (!c) return c.status();
+    cache = std::move(*c);
+  }
+  std::map<std::string, std::string> fingerprints;
+  for (const auto& [db_id, path] : ds.db_paths) {
+    auto f = db::database_fingerprint(path);
+    if (!f) return f.status();
+    fingerprints[db_id] = *f;
+  }
+
+  db::ExecutorOptions exec_opts;
+  exec_opts.limits = options.pred_limits;
+  db::Executor executor(exec_opts);
+  std::atomic<size_t> hits{0}, misses{0};
+  Runner runner{executor, cache.get(), hits, misses};
+  std::mutex exec_mu;
+  double exec_ms_total = 0;
+
+  const bool want_bird = std::count(options.metrics.begin(), options.metrics.end(), Metric::kBird);
+  const bool want_ts = std::count(options.metrics.begin(), options.metrics.end(), Metric::kSpiderTs);
+  const bool want_relaxed =
+      std::count(options.metrics.begin(), options.metrics.end(), Metric::kRelaxed);
+  // The primary metric decides RES3: spider-ts for Spider, bird otherwise (when computed).
+  Metric primary = options.metrics.empty() ? Metric::kBird : options.metrics.front();
+  if (ds.benchmark == data::Benchmark::kSpider && want_ts) primary = Metric::kSpiderTs;
+  else if (want_bird) primary = Metric::kBird;
+
+  report.items.resize(ds.questions.size());
+  core::parallel_for(ds.questions.size(), report.threads, [&](size_t i) {
+    auto t0 = std::chrono::steady_clock::now();
+    const data::Question& q = ds.questions[i];
+    ItemResult& item = report.items[i];
+    item.question_id = q.question_id;
+    item.index = q.index;
+    item.db_id = q.db_id;
+    item.difficulty = q.difficulty;
+    if (item.difficulty.empty() && !q.spider_sql.is_null())
+      item.difficulty = spider_hardness(q.spider_sql);
+    const fs::path& db_path = ds.db_paths.at(q.db_id);
+    const std::string& fp = fingerprints.at(q.db_id);
+    double exec_ms = 0;
+
+    auto gold = runner.run(db_path, fp, q.gold_sql, options.gold_limits, &item.gold_cached);
+    exec_ms += item.gold_cached ? 0 : gold.result.elapsed_ms;
+    item.gold_status = db::exec_status_name(gold.result.status);
+    item.gold_error = gold.result.error;
+    item.gold_unusable = !gold.result.ok();
+    item.gold_rows = gold.result.result.rows.size();
+    item.gold_ms = gold.result.elapsed_ms;
+
+    if (options.check_ties && gold.result.ok() &&
+        lower(q.gold_sql).find("limit") != std::string::npos) {
+      db::QueryLimits reversed = options.gold_limits;
+      reversed.reverse_scan_order = true;
+      bool c = false;
+      auto alt = runner.run(db_path, fp, q.gold_sql, reversed, &c, "reverse-scan");
+      exec_ms += c ? 0 : alt.result.elapsed_ms;
+      item.gold_tie_dependent = alt.result.ok() && !bird_equal(alt.result.result, gold.result.result);
+    }
+
+    const Prediction& p = preds[i];
+    db::CachedExecution pred;
+    if (!p.present || p.sql.find_first_not_of(" \t\r\n;") == std::string::npos) {
+      item.pred_status = "missing";
+      item.error = p.present ? "empty prediction" : "no prediction for this question";
+      pred.result.status = ExecStatus::kError;
+    } else {
+      pred = runner.run(db_path, fp, p.sql, options.pred_limits, &item.pred_cached);
+      exec_ms += item.pred_cached ? 0 : pred.result.elapsed_ms;
+      item.pred_status = db::exec_status_name(pred.result.status);
+      item.error = pred.result.error;
+      item.pred_rows = pred.result.result.rows.size();
+      item.pred_ms = pred.result.elapsed_ms;
+    }
+    const bool both_ok = pred.result.ok() && gold.result.ok();
+    const auto& pr = pred.result.result;
+    const auto& gr = gold.result.result;
+    if (want_bird) item.verdicts["bird"] = both_ok && bird_equal(pr, gr);
+    if (want_relaxed) item.verdicts["relaxed"] = both_ok && relaxed_equal(pr, gr);
+    if (want_ts) {
+      bool ok = false;
+      if (both_ok) {
+        auto prep = [&](const std::string& s) {
+          std::string t = spider_postprocess(s);
+          if (!options.keep_distinct) t = remove_distinct(t);
+          return replace_cur_year(t);
+        };
+        std::string g_ts = prep(q.gold_sql), p_ts = prep(p.sql);
+        bool order = spider_order_matters(g_ts);
+        db::ResultSet g_alt, p_alt;
+        const db::ResultSet* g_use = &gr;
+        const db::ResultSet* p_use = &pr;
+        bool g_ok = true, p_ok = true;
+        if (g_ts != q.gold_sql) {
+          bool c = false;
+          auto e = runner.run(db_path, fp, g_ts, options.gold_limits, &c);
+          exec_ms += c ? 0 : e.result.elapsed_ms;
+          g_ok = e.result.ok();
+          g_alt = std::move(e.result.result);
+          g_use = &g_alt;
+        }
+        if (p_ts != p.sql) {
+          bool c = false;
+          auto e = runner.run(db_path, fp, p_ts, options.pred_limits, &c);
+          exec_ms += c ? 0 : e.result.elapsed_ms;
+          p_ok = e.result.ok();
+          p_alt = std::move(e.result.result);
+          p_use = &p_alt;
+        }
+        ok = g_ok && p_ok && spider_ts_equal(*g_use, *p_use, order);
+      }
+      item.verdicts["spider_ts"] = ok;
+    }
+    item.soft_f1 = both_ok ? soft_f1(pr, gr) : 0.0;
+    bool primary_ok = item.verdicts.count(metric_name(primary)) && item.verdicts[metric_name(primary)];
+    bool contains = both_ok && !primary_ok && contains_gold(pr, gr);
+    item.outcome = outcome_code(item, primary_ok, pred.result.ok() && pr.rows.empty(), contains);
+    item.total_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::lock_guard lock(exec_mu);
+    exec_ms_total += exec_ms;
+  });
+  if (cache) cache->flush();
+  report.exec_ms_total = exec_ms_total;
+  report.cache_hits = hits;
+  report.cache_misses = misses;
+  auto fp = ds.fingerprint();
+  report.dataset_fingerprint = fp ? *fp : "unavailable: " + fp.status().message();
+  report.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  summarize(report, options);
+  return report;
+}
+
+Interval bootstrap_ci(const std::vector<int>& outcomes, int samples, uint64_t seed) {
+  if (outcomes.empty()) return {};
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, outcomes.size() - 1);
+  std::vector<double> means;
+  means.reserve(static_cast<size_t>(samples));
+  for (int s = 0; s < samples; ++s) {
+    long sum = 0;
+    for (size_t k = 0; k < outcomes.size(); ++k) sum += outcomes[pick(rng)];
+    means.push_back(100.0 * static_cast<double>(sum) / static_cast<double>(outcomes.size()));
+  }
+  std::sort(means.begin(), means.end());
+  auto at = [&](double q) {
+    size_t idx = static_cast<size_t>(q * static_cast<double>(means.size() - 1) + 0.5);
+    return means[std::min(idx, means.size() - 1)];
+  };
+  return {at(0.025), at(0.975)};
+}
+
+void summarize(EvalReport& report, const EvalOptions& options) {
+  using nlohmann::json;
+  json s;
+  s["benchmark"] = report.benchmark;
+  s["split"] = report.split;
+  s["dataset_fingerprint"] = report.dataset_fingerprint;
+  s["questions_evaluated"] = report.items.size();
+  s["questions_skipped"] = report.skipped.size();
+  size_t unusable = 0, ties = 0;
+  for (const auto& it : report.items) {
+    unusable += it.gold_unusable;
+    ties += it.gold_tie_dependent;
+  }
+  s["gold_unusable"] = unusable;
+  s["gold_tie_dependent"] = ties;
+
+  auto block = [&](const std::vector<const ItemResult*>& items, const std::string& metric,
+                   uint64_t seed) {
+    std::vector<int> all, usable;
+    for (const auto* it : items) {
+      int v = it->verdicts.count(metric) && it->verdicts.at(metric) ? 1 : 0;
+      all.push_back(v);
+      if (!it->gold_unusable) usable.push_back(v);
+    }
+    auto pct = [](const std::vector<int>& v) {
+      if (v.empty()) return 0.0;
+      long sum = 0;
+      for (int x : v) sum += x;
+      return 100.0 * static_cast<double>(sum) / static_cast<double>(v.size());
+    };
+    long correct = 0;
+    for (int x : all) correct += x;
+    auto ci = bootstrap_ci(all, options.bootstrap_samples, seed);
+    json b;
+    b["n"] = all.size();
+    b["correct"] = correct;
+    b["ex"] = pct(all);
+    b["ci95"] = {ci.low, ci.high};
+    b["n_usable_gold"] = usable.size();
+    b["ex_usable_gold"] = pct(usable);
+    return b;
+  };
+
+  std::vector<const ItemResult*> all;
+  std::map<std::string, std::vector<const ItemResult*>> by_diff, by_db;
+  for (const auto& it : report.items) {
+    all.push_back(&it);
+    by_diff[it.difficulty.empty() ? "unknown" : it.difficulty].push_back(&it);
+    by_db[it.db_id].push_back(&it);
+  }
+  json metrics = json::object();
+  for (Metric m : report.metrics) {
+    std::string name = metric_name(m);
+    json mj;
+    mj["overall"] = block(all, name, options.bootstrap_seed);
+    json d = json::object();
+    for (auto& [k, v] : by_diff) d[k] = block(v, name, options.bootstrap_seed);
+    mj["by_difficulty"] = d;
+    json dbs = json::object();
+    for (auto& [k, v] : by_db) dbs[k] = block(v, name, options.bootstrap_seed);
+    mj["by_database"] = dbs;
+    metrics[name] = mj;
+  }
+  s["metrics"] = metrics;
+
+  json outcomes = json::object();
+  for (const char* code : {"RES1", "RES2", "RES3", "RES4", "RES5", "RES6"}) outcomes[code] = 0;
+  double f1 = 0;
+  for (const auto& it : report.items) {
+    outcomes[it.outcome] = outcomes[it.outcome].get<int>() + 1;
+    f1 += it.soft_f1;
+  }
+  s["outcomes"] = outcomes;
+  s["soft_f1"] = report.items.empty() ? 0.0 : 100.0 * f1 / static_cast<double>(report.items.size());
+
+  json gold_bad = json::array(), tie_list = json::array(), skipped = json::array();
+  for (const auto& it : report.items) {
+    if (it.gold_unusable)
+      gold_bad.push_back({{"question_id", it.question_id}, {"db_id", it.db_id},
+                          {"status", it.gold_status}, {"error", it.gold_error}});
+    if (it.gold_tie_dependent) tie_list.push_back(it.question_id);
+  }
+  for (const auto& sk : report.skipped)
+    skipped.push_back({{"question_id", sk.question_id}, {"db_id", sk.db_id}, {"reason", sk.reason}});
+  s["gold_unusable_list"] = gold_bad;
+  s["gold_tie_dependent_list"] = tie_list;
+  s["skipped"] = skipped;
+  s["warnings"] = report.warnings;
+  s["timing"] = {{"wall_s", report.wall_s},
+                 {"questions_per_s", report.wall_s > 0 ? static_cast<double>(report.items.size()) / report.wall_s : 0.0},
+                 {"sqlite_exec_ms_total", report.exec_ms_total},
+                 {"threads", report.threads},
+                 {"cache_hits", report.cache_hits},
+                 {"cache_misses", report.cache_misses}};
+  report.summary = std::move(s);
+}
+
+}  // namespace nl2sql::eval

@@ -1,0 +1,145 @@
+#include "nl2sql/eval/report.h"
+
+#include <fmt/format.h>
+
+#include "nl2sql/core/files.h"
+
+namespace nl2sql::eval {
+using nlohmann::json;
+
+nlohmann::json report_to_json(const EvalReport& r) {
+  json items = json::array();
+  for (const auto& it : r.items) {
+    json v = json::object();
+    for (const auto& [k, b] : it.verdicts) v[k] = b;
+    items.push_back({{"question_id", it.question_id},
+                     {"index", it.index},
+                     {"db_id", it.db_id},
+                     {"difficulty", it.difficulty},
+                     {"verdicts", v},
+                     {"outcome", it.outcome},
+                     {"soft_f1", it.soft_f1},
+                     {"pred_status", it.pred_status},
+                     {"error", it.error},
+                     {"gold_status", it.gold_status},
+                     {"gold_error", it.gold_error},
+                     {"gold_unusable", it.gold_unusable},
+                     {"gold_tie_dependent", it.gold_tie_dependent},
+                     {"pred_rows", it.pred_rows},
+                     {"gold_rows", it.gold_rows},
+                     {"timings_ms", {{"pred", it.pred_ms}, {"gold", it.gold_ms}, {"total", it.total_ms}}},
+                     {"cached", {{"pred", it.pred_cached}, {"gold", it.gold_cached}}}});
+  }
+  json out;
+  out["tool"] = {{"name", "nl2sql"}, {"version", NL2SQL_VERSION}};
+  out["predictions_file"] = r.predictions_file;
+  out["summary"] = r.summary;
+  out["items"] = std::move(items);
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += "\"\"";
+    else out.push_back(c);
+  }
+  return out + "\"";
+}
+
+std::string report_to_csv(const EvalReport& r) {
+  std::string out = "question_id,db_id,difficulty";
+  for (Metric m : r.metrics) out += std::string(",") + metric_name(m);
+  out += ",outcome,soft_f1,pred_status,gold_status,gold_tie_dependent,pred_rows,gold_rows,pred_ms,gold_ms,error\n";
+  for (const auto& it : r.items) {
+    out += csv_field(it.question_id) + "," + csv_field(it.db_id) + "," + csv_field(it.difficulty);
+    for (Metric m : r.metrics) {
+      auto v = it.verdicts.find(metric_name(m));
+      out += ",";
+      out += (v != it.verdicts.end() && v->second) ? "1" : "0";
+    }
+    out += fmt::format(",{},{:.4f},{},{},{},{},{},{:.3f},{:.3f},{}\n", it.outcome, it.soft_f1,
+                       it.pred_status, it.gold_status, it.gold_tie_dependent ? 1 : 0, it.pred_rows,
+                       it.gold_rows, it.pred_ms, it.gold_ms, csv_field(it.error));
+  }
+  return out;
+}
+
+std::string report_to_markdown(const EvalReport& r) {
+  const json& s = r.summary;
+  std::string md = fmt::format("# nl2sql eval: {} {}\n\n", r.benchmark, r.split);
+  md += fmt::format("Predictions: `{}`  \nDataset fingerprint: `{}`  \n", r.predictions_file,
+                    s.value("dataset_fingerprint", ""));
+  md += fmt::format("Questions evaluated: {} (skipped: {}, gold unusable: {}, gold tie-dependent: {})\n\n",
+                    s["questions_evaluated"].get<size_t>(), s["questions_skipped"].get<size_t>(),
+                    s["gold_unusable"].get<size_t>(), s["gold_tie_dependent"].get<size_t>());
+  md += "## Execution accuracy\n\n| metric | EX % | 95% CI | correct / n | EX % excl. unusable gold |\n|---|---:|---|---:|---:|\n";
+  for (auto& [name, m] : s["metrics"].items()) {
+    const json& o = m["overall"];
+    md += fmt::format("| {} | {:.2f} | [{:.2f}, {:.2f}] | {} / {} | {:.2f} (n={}) |\n", name,
+                      o["ex"].get<double>(), o["ci95"][0].get<double>(), o["ci95"][1].get<double>(),
+                      o["correct"].get<long>(), o["n"].get<size_t>(), o["ex_usable_gold"].get<double>(),
+                      o["n_usable_gold"].get<size_t>());
+  }
+  md += fmt::format("\nSoft-F1: {:.2f}\n", s["soft_f1"].get<double>());
+  for (const char* section : {"by_difficulty", "by_database"}) {
+    md += fmt::format("\n## EX {}\n\n| {} | n", section == std::string("by_difficulty") ? "by difficulty" : "by database",
+                      section == std::string("by_difficulty") ? "difficulty" : "database");
+    for (auto& [name, m] : s["metrics"].items()) md += " | " + name;
+    md += " |\n|---|---:";
+    for (size_t i = 0; i < s["metrics"].size(); ++i) md += "|---:";
+    md += "|\n";
+    if (s["metrics"].empty()) continue;
+    const json& first = s["metrics"].begin().value()[section];
+    for (auto& [key, blk] : first.items()) {
+      md += fmt::format("| {} | {}", key, blk["n"].get<size_t>());
+      for (auto& [name, m] : s["metrics"].items())
+        md += fmt::format(" | {:.2f}", m[section][key]["ex"].get<double>());
+      md += " |\n";
+    }
+  }
+  md += "\n## Outcomes\n\n| code | meaning | count |\n|---|---|---:|\n";
+  static const char* kMeaning[] = {"failed execution", "wrong result", "correct",
+                                   "empty where gold is not", "gold answer plus extra columns/rows",
+                                   "timeout / row cap / gold unusable"};
+  for (int i = 0; i < 6; ++i) {
+    std::string code = "RES" + std::to_string(i + 1);
+    md += fmt::format("| {} | {} | {} |\n", code, kMeaning[i], s["outcomes"][code].get<int>());
+  }
+  if (!s["gold_unusable_list"].empty()) {
+    md += "\n## Gold unusable\n\n| question | db | status | error |\n|---|---|---|---|\n";
+    for (const auto& g : s["gold_unusable_list"])
+      md += fmt::format("| {} | {} | {} | {} |\n", g["question_id"].get<std::string>(),
+                        g["db_id"].get<std::string>(), g["status"].get<std::string>(),
+                        g["error"].get<std::string>());
+  }
+  if (!s["gold_tie_dependent_list"].empty()) {
+    md += "\n## Gold answers that depend on tie order\n\nThese gold queries return a different "
+          "answer set when rows that tie under ORDER BY come out in another order (LIMIT cuts "
+          "inside a tie): a known source of evaluator disagreement.\n\n";
+    for (const auto& q : s["gold_tie_dependent_list"]) md += "- " + q.get<std::string>() + "\n";
+  }
+  if (!s["skipped"].empty()) {
+    md += "\n## Skipped questions\n\n";
+    std::map<std::string, size_t> reasons;
+    for (const auto& k : s["skipped"]) ++reasons[k["reason"].get<std::string>()];
+    for (auto& [reason, n] : reasons) md += fmt::format("- {} question(s): {}\n", n, reason);
+  }
+  const json& t = s["timing"];
+  md += fmt::format("\n## Timing\n\n{:.3f} s wall, {:.1f} questions/s on {} threads; time inside "
+                    "SQLite {:.1f} ms (summed over threads); result cache {} hits / {} misses.\n",
+                    t["wall_s"].get<double>(), t["questions_per_s"].get<double>(),
+                    t["threads"].get<size_t>(), t["sqlite_exec_ms_total"].get<double>(),
+                    t["cache_hits"].get<size_t>(), t["cache_misses"].get<size_t>());
+  return md;
+}
+
+Status write_report(const EvalReport& report, const std::filesystem::path& out_dir) {
+  NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "eval.json", report_to_json(report).dump(2)));
+  NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "eval.md", report_to_markdown(report)));
+  NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "eval.csv", report_to_csv(report)));
+  return Status::ok();
+}
+
+}  // namespace nl2sql::eval
