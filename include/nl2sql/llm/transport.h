@@ -1,0 +1,71 @@
+// Transport: the one door to the network. The client builds an HttpRequest (URL, headers,
+// JSON body, timeout) and a Transport performs the POST; tests inject a fake (or point the
+// real one at an in-process server on 127.0.0.1). Transports report what happened on the wire
+// only: an HTTP status of any value is a successful post(); connection failures, timeouts and
+// cancellation are error Statuses (kUnavailable, kTimeout, kCancelled). The client decides
+// what to retry.
+//
+// CurlTransport is the real one (libcurl). It is thread-safe: each concurrent post() borrows
+// an easy handle from a pool (so keep-alive connections are reused across calls) and blocks its
+// calling thread; callers get parallelism from their own thread pools.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nl2sql/core/status.h"
+
+namespace nl2sql::llm {
+
+// Named constants (see STYLE.md): connecting should never take long on a healthy network.
+inline constexpr std::chrono::seconds kConnectTimeout{10};
+
+struct HttpRequest {
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;  // may hold secrets: never log
+  std::string body;
+  std::chrono::milliseconds timeout{60000};
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual Result<HttpResponse> post(const HttpRequest& request) = 0;
+  // Abandons in-flight posts (they return kCancelled) and refuses new ones. Thread-safe.
+  virtual void cancel() {}
+};
+
+class CurlTransport : public Transport {
+ public:
+  CurlTransport();
+  ~CurlTransport() override;
+  CurlTransport(const CurlTransport&) = delete;
+  CurlTransport& operator=(const CurlTransport&) = delete;
+
+  Result<HttpResponse> post(const HttpRequest& request) override;
+  void cancel() override { cancelled_.store(true); }
+
+ private:
+  void* acquire_handle();
+  void release_handle(void* handle);
+
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  std::vector<void*> idle_handles_;  // guarded by mu_; CURL* easy handles
+};
+
+std::shared_ptr<Transport> make_curl_transport();
+
+}  // namespace nl2sql::llm

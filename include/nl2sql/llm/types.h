@@ -1,0 +1,108 @@
+// Value types of a model call: the request a stage builds (messages, sampling overrides, the
+// sample index that makes repeated samples distinct, the tags accounting groups by, and the
+// optional SimContext the offline `sim` provider answers from), the response the client hands
+// back (choices, token usage, cost, latency, where it came from), and the typed error kinds a
+// caller can branch on. All are plain values: cheap to copy, not synchronised.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nl2sql/core/status.h"
+#include "nl2sql/llm/sim_context.h"
+
+namespace nl2sql::llm {
+
+struct Message {
+  std::string role;  // "system" | "user" | "assistant"
+  std::string content;
+  bool operator==(const Message&) const = default;
+};
+
+// What a stage asks for. Sampling fields left empty take the profile's values.
+struct ChatRequest {
+  std::string role;     // a role from llm.roles (generate, fix, select, …): picks the profile
+  std::string profile;  // or a profile name directly; wins over `role` when set
+  std::vector<Message> messages;
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int64_t> max_tokens;
+  std::optional<int64_t> seed;
+  std::vector<std::string> stop;
+  int n = 1;                  // choices per call (most servers support n; sim returns n)
+  int64_t sample_index = 0;   // distinct samples of one prompt use distinct indices
+  std::string template_hash;  // PromptTemplate::hash() of the template the prompt came from
+  bool accept_truncated = false;  // finish_reason "length" is an error unless set
+  // Accounting tags.
+  std::string stage;
+  std::string question_id;
+  // Only read by the `sim` provider (ignored by real models and not part of the cache key).
+  SimContext sim;
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+
+struct ChatResponse {
+  std::vector<std::string> choices;  // message contents, at least one, none empty
+  std::vector<std::string> finish_reasons;
+  Usage usage;
+  double cost_usd = 0.0;
+  double latency_s = 0.0;      // wall time of the call including retries (0 for cache hits)
+  int attempts = 0;            // HTTP attempts made (0 for cache hits and sim)
+  bool from_cache = false;
+  std::string provider;        // "openai" (any compatible server) or "sim" (simulated!)
+  std::string profile;
+  std::string model;
+  const std::string& text() const { return choices.front(); }
+  bool simulated() const { return provider == "sim"; }
+};
+
+struct EmbeddingRequest {
+  std::string role;
+  std::string profile;
+  std::vector<std::string> inputs;
+  std::string stage;
+  std::string question_id;
+};
+
+struct EmbeddingResponse {
+  std::vector<std::vector<float>> vectors;  // one per input, same order
+  Usage usage;
+  double cost_usd = 0.0;
+  double latency_s = 0.0;
+};
+
+// Typed failure kinds. Every error the client returns is a Status whose message starts with
+// "[<kind>] " so callers branch with call_error_kind(status) instead of parsing text.
+enum class CallErrorKind {
+  kNone,
+  kConfig,          // unknown role/profile, missing API key                (kInvalidInput)
+  kHttpClient,      // HTTP 400/404/422…: not retried                       (kInvalidInput)
+  kAuth,            // HTTP 401/403: not retried                            (kPermission)
+  kRateLimited,     // HTTP 429 after the last attempt                      (kUnavailable)
+  kServer,          // HTTP 5xx after the last attempt                      (kUnavailable)
+  kConnection,      // refused/reset/DNS after the last attempt             (kUnavailable)
+  kTimeout,         // the profile's timeout_s passed on the last attempt   (kTimeout)
+  kCancelled,       // shutdown requested                                   (kCancelled)
+  kNotJson,         // body is not JSON (or truncated JSON)                 (kInvalidInput)
+  kMissingField,    // JSON without choices[].message.content etc.          (kInvalidInput)
+  kEmptyChoices,    // "choices": []                                        (kInvalidInput)
+  kEmptyContent,    // content "" or null                                   (kInvalidInput)
+  kTruncated,       // finish_reason "length" (and accept_truncated unset)  (kInvalidInput)
+  kReplayMiss,      // cache mode replay and the call was never recorded    (kNotFound)
+  kCache,           // the cache file could not be read or written          (kIo)
+};
+
+const char* call_error_kind_name(CallErrorKind kind);
+Status make_call_error(CallErrorKind kind, std::string message);
+// kNone for OK statuses and for statuses not made by make_call_error.
+CallErrorKind call_error_kind(const Status& status);
+// True for malformed-answer kinds (kNotJson … kTruncated): the server answered, badly.
+bool is_malformed_answer(CallErrorKind kind);
+
+}  // namespace nl2sql::llm

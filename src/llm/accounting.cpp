@@ -1,0 +1,60 @@
+#include "nl2sql/llm/accounting.h"
+
+namespace nl2sql::llm {
+
+void UsageTotals::add(const UsageTotals& o) {
+  calls += o.calls;
+  cache_hits += o.cache_hits;
+  simulated += o.simulated;
+  errors += o.errors;
+  attempts += o.attempts;
+  prompt_tokens += o.prompt_tokens;
+  completion_tokens += o.completion_tokens;
+  cost_usd += o.cost_usd;
+  latency_s += o.latency_s;
+}
+
+nlohmann::json UsageTotals::to_json() const {
+  return {{"calls", calls},
+          {"cache_hits", cache_hits},
+          {"simulated", simulated},
+          {"errors", errors},
+          {"attempts", attempts},
+          {"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"cost_usd", cost_usd},
+          {"latency_s", latency_s},
+          {"mean_latency_s", calls > 0 ? latency_s / static_cast<double>(calls) : 0.0}};
+}
+
+void Accounting::record(const std::string& stage, const std::string& question_id,
+                        const UsageTotals& call) {
+  std::lock_guard lock(mu_);
+  total_.add(call);
+  by_stage_[stage.empty() ? "(none)" : stage].add(call);
+  if (!question_id.empty()) by_question_[question_id].add(call);
+}
+
+UsageTotals Accounting::total() {
+  std::lock_guard lock(mu_);
+  return total_;
+}
+
+std::map<std::string, UsageTotals> Accounting::by_stage() {
+  std::lock_guard lock(mu_);
+  return by_stage_;
+}
+
+std::map<std::string, UsageTotals> Accounting::by_question() {
+  std::lock_guard lock(mu_);
+  return by_question_;
+}
+
+nlohmann::json Accounting::to_json() {
+  std::lock_guard lock(mu_);
+  nlohmann::json stages = nlohmann::json::object();
+  for (const auto& [k, v] : by_stage_) stages[k] = v.to_json();
+  return {{"total", total_.to_json()}, {"by_stage", stages}};
+}
+
+}  // namespace nl2sql::llm

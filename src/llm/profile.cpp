@@ -1,0 +1,255 @@
+#include "nl2sql/llm/profile.h"
+
+#include <cstdlib>
+#include <set>
+
+#include "nl2sql/core/log.h"
+#include "nl2sql/llm/types.h"
+
+namespace nl2sql::llm {
+namespace {
+
+const std::set<std::string> kKnownRoles = {"keywords", "column_filter", "generate", "fix",
+                                           "select",   "rank",          "nl_eval",  "judge"};
+const std::set<std::string> kProfileKeys = {
+    "provider",   "base_url", "model",       "api_key_env",       "temperature",
+    "top_p",      "max_tokens", "price_in_per_mtok", "price_out_per_mtok", "max_in_flight",
+    "rpm",        "tpm",      "timeout_s",   "embedding_model"};
+const std::set<std::string> kLlmKeys = {"models", "roles", "default_profile", "max_in_flight",
+                                        "retry",  "cache", "sim"};
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? std::string(v) : fallback;
+}
+
+Status check_keys(const core::Config& config, const std::string& key,
+                  const std::set<std::string>& allowed) {
+  const auto* j = config.find(key);
+  if (!j) return Status::ok();
+  if (!j->is_object()) return invalid_input("config key \"" + key + "\" must be an object");
+  for (const auto& [k, v] : j->items()) {
+    if (!allowed.count(k)) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      return invalid_input("config key \"" + key + "." + k + "\" is not known (expected one of: " +
+                           list + ")");
+    }
+  }
+  return Status::ok();
+}
+
+// Reads the API key named by the profile from the environment and registers it as a secret.
+void read_api_key(ModelProfile& p) {
+  if (p.api_key_env.empty()) return;
+  const char* v = std::getenv(p.api_key_env.c_str());
+  if (v && *v) {
+    p.api_key = v;
+    core::register_secret(p.api_key);
+  } else {
+    spdlog::debug("llm profile {}: environment variable {} is not set; calling without an API key",
+                  p.name, p.api_key_env);
+  }
+}
+
+Result<ModelProfile> load_profile(const core::Config& config, const std::string& name) {
+  const std::string base = "llm.models." + name;
+  NL2SQL_RETURN_IF_ERROR(check_keys(config, base, kProfileKeys));
+  ModelProfile p;
+  p.name = name;
+#define NL2SQL_READ(field, getter, def)                          \
+  {                                                              \
+    auto r = config.getter(base + "." #field, def);              \
+    if (!r) return r.status();                                   \
+    p.field = *r;                                                \
+  }
+  NL2SQL_READ(provider, get_string, std::string("openai"));
+  NL2SQL_READ(base_url, get_string, env_or("OPENAI_BASE_URL", kDefaultBaseUrl));
+  NL2SQL_READ(model, get_string, std::string(""));
+  NL2SQL_READ(api_key_env, get_string, std::string("OPENAI_API_KEY"));
+  NL2SQL_READ(temperature, get_number, 0.0);
+  NL2SQL_READ(top_p, get_number, 1.0);
+  NL2SQL_READ(max_tokens, get_int, int64_t{1024});
+  NL2SQL_READ(price_in_per_mtok, get_number, 0.0);
+  NL2SQL_READ(price_out_per_mtok, get_number, 0.0);
+  NL2SQL_READ(max_in_flight, get_int, int64_t{16});
+  NL2SQL_READ(rpm, get_number, 0.0);
+  NL2SQL_READ(tpm, get_number, 0.0);
+  NL2SQL_READ(timeout_s, get_number, 120.0);
+  NL2SQL_READ(embedding_model, get_string, std::string(""));
+#undef NL2SQL_READ
+  if (p.base_url.rfind("sim:", 0) == 0) p.provider = "sim";
+  if (p.provider != "openai" && p.provider != "sim")
+    return invalid_input("config key \"" + base + ".provider\" must be \"openai\" or \"sim\", not \"" +
+                         p.provider + "\"");
+  if (p.provider == "sim") {
+    p.base_url = kSimBaseUrl;
+    p.api_key_env.clear();
+    if (p.model.empty()) p.model = "sim";
+  }
+  if (p.model.empty()) return invalid_input("config key \"" + base + ".model\" is required");
+  if (p.temperature < 0 || p.temperature > 2)
+    return invalid_input("config key \"" + base + ".temperature\" must be in [0, 2]");
+  if (p.top_p <= 0 || p.top_p > 1)
+    return invalid_input("config key \"" + base + ".top_p\" must be in (0, 1]");
+  if (p.max_tokens <= 0) return invalid_input("config key \"" + base + ".max_tokens\" must be > 0");
+  if (p.timeout_s <= 0) return invalid_input("config key \"" + base + ".timeout_s\" must be > 0");
+  if (p.rpm < 0 || p.tpm < 0 || p.price_in_per_mtok < 0 || p.price_out_per_mtok < 0)
+    return invalid_input("config keys \"" + base +
+                         ".{rpm,tpm,price_in_per_mtok,price_out_per_mtok}\" must be >= 0");
+  read_api_key(p);
+  return p;
+}
+
+Result<double> read_probability(const core::Config& config, const std::string& key, double def) {
+  auto r = config.get_number(key, def);
+  if (!r) return r.status();
+  if (*r < 0 || *r > 1) return invalid_input("config key \"" + key + "\" must be in [0, 1]");
+  return *r;
+}
+
+}  // namespace
+
+const char* cache_mode_name(CacheMode mode) {
+  switch (mode) {
+    case CacheMode::kReadWrite: return "read-write";
+    case CacheMode::kReadOnly: return "read-only";
+    case CacheMode::kOff: return "off";
+    case CacheMode::kReplay: return "replay";
+  }
+  return "?";
+}
+
+Result<CacheMode> parse_cache_mode(const std::string& text) {
+  for (auto m : {CacheMode::kReadWrite, CacheMode::kReadOnly, CacheMode::kOff, CacheMode::kReplay})
+    if (text == cache_mode_name(m)) return m;
+  return invalid_input("cache mode \"" + text +
+                       "\" is not one of read-write, read-only, off, replay");
+}
+
+double SimSettings::p_correct_for(const std::string& generator,
+                                  const std::string& difficulty) const {
+  for (const auto& key : {generator + "/" + difficulty, generator, difficulty}) {
+    auto it = p_correct_by.find(key);
+    if (it != p_correct_by.end()) return it->second;
+  }
+  return p_correct;
+}
+
+bool is_known_role(const std::string& role) { return kKnownRoles.count(role) > 0; }
+
+Result<const ModelProfile*> LlmSettings::resolve(const std::string& role,
+                                                 const std::string& profile) const {
+  std::string name = profile;
+  if (name.empty() && !role.empty()) {
+    auto it = roles.find(role);
+    name = it != roles.end() ? it->second : default_profile;
+  }
+  if (name.empty()) name = default_profile;
+  auto it = profiles.find(name);
+  if (it == profiles.end()) {
+    std::string known;
+    for (const auto& [k, v] : profiles) known += (known.empty() ? "" : ", ") + k;
+    return make_call_error(CallErrorKind::kConfig,
+                           "no model profile \"" + name + "\"" +
+                               (role.empty() ? "" : " (for role \"" + role + "\")") +
+                               "; llm.models has: " + known);
+  }
+  return &it->second;
+}
+
+Result<LlmSettings> load_llm_settings(const core::Config& config) {
+  NL2SQL_RETURN_IF_ERROR(check_keys(config, "llm", kLlmKeys));
+  LlmSettings s;
+  const auto* models = config.find("llm.models");
+  if (models && !models->is_object())
+    return invalid_input("config key \"llm.models\" must be an object");
+  if (!models || models->empty()) {
+    ModelProfile p;
+    p.name = "default";
+    p.base_url = env_or("OPENAI_BASE_URL", kDefaultBaseUrl);
+    p.model = "gpt-4o-mini";
+    p.api_key_env = "OPENAI_API_KEY";
+    read_api_key(p);
+    s.profiles[p.name] = p;
+  } else {
+    for (const auto& [name, v] : models->items()) {
+      auto p = load_profile(config, name);
+      if (!p) return p.status();
+      s.profiles[name] = std::move(p).value();
+    }
+  }
+  auto def = config.get_string("llm.default_profile",
+                               s.profiles.count("default") ? "default" : s.profiles.begin()->first);
+  if (!def) return def.status();
+  s.default_profile = *def;
+  if (!s.profiles.count(s.default_profile))
+    return invalid_input("config key \"llm.default_profile\" names \"" + s.default_profile +
+                         "\", which is not in llm.models");
+  if (const auto* roles = config.find("llm.roles")) {
+    if (!roles->is_object()) return invalid_input("config key \"llm.roles\" must be an object");
+    for (const auto& [role, v] : roles->items()) {
+      const std::string key = "llm.roles." + role;
+      if (!is_known_role(role)) {
+        std::string list;
+        for (const auto& r : kKnownRoles) list += (list.empty() ? "" : ", ") + r;
+        return invalid_input("config key \"" + key + "\": unknown role (known: " + list + ")");
+      }
+      if (!v.is_string()) return invalid_input("config key \"" + key + "\" must be a profile name");
+      auto name = v.get<std::string>();
+      if (!s.profiles.count(name))
+        return invalid_input("config key \"" + key + "\" names profile \"" + name +
+                             "\", which is not in llm.models");
+      s.roles[role] = name;
+    }
+  }
+  auto mif = config.get_int("llm.max_in_flight", 64);
+  if (!mif) return mif.status();
+  s.max_in_flight = *mif;
+
+  auto attempts = config.get_int("llm.retry.max_attempts", 5);
+  if (!attempts) return attempts.status();
+  if (*attempts < 1 || *attempts > 100)
+    return invalid_input("config key \"llm.retry.max_attempts\" must be in [1, 100]");
+  s.retry.max_attempts = static_cast<int>(*attempts);
+  auto base = config.get_number("llm.retry.base_delay_s", 1.0);
+  if (!base) return base.status();
+  s.retry.base_delay_s = *base;
+  auto maxd = config.get_number("llm.retry.max_delay_s", 60.0);
+  if (!maxd) return maxd.status();
+  s.retry.max_delay_s = *maxd;
+
+  auto mode = config.get_string("llm.cache.mode", "read-write");
+  if (!mode) return mode.status();
+  auto parsed = parse_cache_mode(*mode);
+  if (!parsed) return parsed.status().with_context("config key \"llm.cache.mode\"");
+  s.cache.mode = *parsed;
+  auto path = config.get_string("llm.cache.path", s.cache.path);
+  if (!path) return path.status();
+  s.cache.path = *path;
+
+  auto seed = config.get_int("llm.sim.seed", 0);
+  if (!seed) return seed.status();
+  s.sim.seed = *seed;
+  struct P {
+    const char* key;
+    double* field;
+  };
+  for (P p : {P{"llm.sim.p_correct", &s.sim.p_correct}, P{"llm.sim.p_fix", &s.sim.p_fix},
+              P{"llm.sim.p_sel", &s.sim.p_sel}, P{"llm.sim.p_hallucinate", &s.sim.p_hallucinate}}) {
+    auto r = read_probability(config, p.key, *p.field);
+    if (!r) return r.status();
+    *p.field = *r;
+  }
+  if (const auto* by = config.find("llm.sim.p_correct_by")) {
+    if (!by->is_object()) return invalid_input("config key \"llm.sim.p_correct_by\" must be an object");
+    for (const auto& [k, v] : by->items()) {
+      auto r = read_probability(config, "llm.sim.p_correct_by." + k, 0);
+      if (!r) return r.status();
+      s.sim.p_correct_by[k] = *r;
+    }
+  }
+  return s;
+}
+
+}  // namespace nl2sql::llm

@@ -1,0 +1,606 @@
+// The offline `sim` provider: gold-derived answers with a controlled error rate.
+#include "nl2sql/llm/sim_provider.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/core/hash.h"
+
+namespace nl2sql::llm {
+namespace {
+
+using json = nlohmann::json;
+
+// ---- a small SQL tokenizer: enough structure for robust text mutations ----
+
+enum class Tok { kWord, kQuotedIdent, kString, kNumber, kPunct, kSpace };
+
+struct Token {
+  Tok kind;
+  std::string text;
+  int depth = 0;  // parenthesis depth at the token
+};
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<Token> tokenize(const std::string& sql) {
+  std::vector<Token> out;
+  int depth = 0;
+  size_t i = 0;
+  const size_t n = sql.size();
+  while (i < n) {
+    char c = sql[i];
+    size_t start = i;
+    Tok kind;
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      while (i < n && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
+      kind = Tok::kSpace;
+    } else if (c == '\'' || c == '"' || c == '`' || c == '[') {
+      char close = c == '[' ? ']' : c;
+      ++i;
+      while (i < n) {
+        if (sql[i] == close) {
+          if (close != ']' && i + 1 < n && sql[i + 1] == close) { i += 2; continue; }
+          ++i;
+          break;
+        }
+        ++i;
+      }
+      kind = c == '\'' ? Tok::kString : Tok::kQuotedIdent;
+    } else if (std::isdigit(static_cast<unsigned char>(c))) {
+      while (i < n && (std::isalnum(static_cast<unsigned char>(sql[i])) || sql[i] == '.')) ++i;
+      kind = Tok::kNumber;
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' || static_cast<unsigned char>(c) >= 0x80) {
+      while (i < n && (std::isalnum(static_cast<unsigned char>(sql[i])) || sql[i] == '_' ||
+                       static_cast<unsigned char>(sql[i]) >= 0x80))
+        ++i;
+      kind = Tok::kWord;
+    } else {
+      ++i;
+      kind = Tok::kPunct;
+    }
+    Token t{kind, sql.substr(start, i - start), depth};
+    if (kind == Tok::kPunct && t.text == "(") ++depth;
+    if (kind == Tok::kPunct && t.text == ")") { depth = std::max(0, depth - 1); t.depth = depth; }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::string join(const std::vector<Token>& toks) {
+  std::string s;
+  for (const auto& t : toks) s += t.text;
+  return s;
+}
+
+bool is_kw(const Token& t, const char* kw) { return t.kind == Tok::kWord && upper(t.text) == kw; }
+
+const std::set<std::string>& keywords() {
+  static const std::set<std::string> k = {
+      "SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "IN", "IS", "NULL", "AS", "ON", "JOIN",
+      "INNER", "LEFT", "RIGHT", "OUTER", "CROSS", "NATURAL", "GROUP", "BY", "ORDER", "HAVING",
+      "LIMIT", "OFFSET", "DISTINCT", "CASE", "WHEN", "THEN", "ELSE", "END", "LIKE", "BETWEEN",
+      "EXISTS", "UNION", "ALL", "INTERSECT", "EXCEPT", "ASC", "DESC", "CAST", "REAL", "INTEGER",
+      "TEXT", "WITH", "GLOB", "ESCAPE", "TRUE", "FALSE", "USING", "OVER", "PARTITION"};
+  return k;
+}
+
+size_t next_nonspace(const std::vector<Token>& t, size_t i) {
+  ++i;
+  while (i < t.size() && t[i].kind == Tok::kSpace) ++i;
+  return i;
+}
+size_t prev_nonspace(const std::vector<Token>& t, size_t i) {
+  // returns t.size() when none
+  while (i > 0) {
+    --i;
+    if (t[i].kind != Tok::kSpace) return i;
+  }
+  return t.size();
+}
+
+struct ColumnRef {
+  size_t token;           // index of the column-name token
+  std::string qualified;  // "T1.name" or "name"
+};
+
+// Column references: names after "alias." and bare names that are not keywords, functions,
+// tables, aliases or qualifiers.
+std::vector<ColumnRef> column_refs(const std::vector<Token>& t) {
+  std::vector<ColumnRef> refs;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].kind != Tok::kWord && t[i].kind != Tok::kQuotedIdent) continue;
+    if (t[i].kind == Tok::kWord && keywords().count(upper(t[i].text))) continue;
+    size_t nx = next_nonspace(t, i);
+    if (nx < t.size() && t[nx].kind == Tok::kPunct && (t[nx].text == "." || t[nx].text == "("))
+      continue;  // qualifier or function
+    size_t pv = prev_nonspace(t, i);
+    if (pv < t.size() && t[pv].kind == Tok::kPunct && t[pv].text == ".") {
+      size_t q = pv > 0 ? pv - 1 : t.size();
+      refs.push_back({i, (q < t.size() ? t[q].text + "." : "") + t[i].text});
+      continue;
+    }
+    if (pv < t.size()) {
+      if (is_kw(t[pv], "FROM") || is_kw(t[pv], "JOIN") || is_kw(t[pv], "AS")) continue;
+      // alias after a table name: FROM tbl alias
+      if (t[pv].kind == Tok::kWord || t[pv].kind == Tok::kQuotedIdent) {
+        if (!keywords().count(upper(t[pv].text))) continue;
+      }
+      if (t[pv].kind == Tok::kPunct && t[pv].text == ")") continue;  // subquery alias
+    }
+    refs.push_back({i, t[i].text});
+  }
+  return refs;
+}
+
+size_t find_kw(const std::vector<Token>& t, const char* kw, size_t from = 0) {
+  for (size_t i = from; i < t.size(); ++i)
+    if (is_kw(t[i], kw)) return i;
+  return t.size();
+}
+
+// ---- the mistakes ----
+
+std::optional<std::string> wrong_column(std::vector<Token> t, SimRng& rng) {
+  auto refs = column_refs(t);
+  std::vector<std::string> names;
+  for (const auto& r : refs)
+    if (std::find(names.begin(), names.end(), t[r.token].text) == names.end())
+      names.push_back(t[r.token].text);
+  if (names.size() < 2) return std::nullopt;
+  const auto& victim = refs[rng.below(refs.size())];
+  std::vector<std::string> others;
+  for (const auto& n : names)
+    if (n != t[victim.token].text) others.push_back(n);
+  t[victim.token].text = others[rng.below(others.size())];
+  return join(t);
+}
+
+bool is_clause_end(const Token& tok) {
+  for (const char* kw : {"GROUP", "ORDER", "LIMIT", "HAVING", "UNION", "INTERSECT", "EXCEPT"})
+    if (is_kw(tok, kw)) return true;
+  return false;
+}
+
+std::optional<std::string> dropped_condition(std::vector<Token> t, SimRng& rng) {
+  size_t w = find_kw(t, "WHERE");
+  if (w == t.size()) return std::nullopt;
+  const int d = t[w].depth;
+  size_t end = t.size();
+  for (size_t i = w + 1; i < t.size(); ++i) {
+    if (t[i].depth < d || (t[i].depth == d && t[i].kind == Tok::kPunct && t[i].text == ")") ||
+        (t[i].depth == d && (is_clause_end(t[i]) || (t[i].kind == Tok::kPunct && t[i].text == ";")))) {
+      end = i;
+      break;
+    }
+  }
+  // Split at top-level AND (not the AND of BETWEEN … AND …).
+  std::vector<size_t> ands;
+  bool pending_between = false;
+  for (size_t i = w + 1; i < end; ++i) {
+    if (t[i].depth != d) continue;
+    if (is_kw(t[i], "BETWEEN")) pending_between = true;
+    if (is_kw(t[i], "OR")) return std::nullopt;  // dropping half of an OR is not a "condition"
+    if (is_kw(t[i], "AND")) {
+      if (pending_between) pending_between = false;
+      else ands.push_back(i);
+    }
+  }
+  if (ands.empty()) {
+    // The only condition: drop the whole WHERE clause (keep one space before what follows).
+    t.erase(t.begin() + static_cast<long>(w), t.begin() + static_cast<long>(end));
+    std::string s = join(t);
+    // tidy double spaces left behind
+    for (size_t p; (p = s.find("  ")) != std::string::npos;) s.erase(p, 1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+    return s;
+  }
+  // Conjunct k spans (bounds[k], bounds[k+1]); remove it with one adjacent AND.
+  size_t k = rng.below(ands.size() + 1);
+  size_t from, to;  // token range [from, to) to erase
+  if (k == 0) {
+    from = w + 1;
+    to = ands[0] + 1;
+  } else {
+    from = ands[k - 1];
+    to = k < ands.size() ? ands[k] : end;
+  }
+  t.erase(t.begin() + static_cast<long>(from), t.begin() + static_cast<long>(to));
+  if (k == 0) t.insert(t.begin() + static_cast<long>(w) + 1, Token{Tok::kSpace, " ", d});
+  std::string s = join(t);
+  for (size_t p; (p = s.find("  ")) != std::string::npos;) s.erase(p, 1);
+  return s;
+}
+
+std::optional<std::string> literal_case(std::vector<Token> t, SimRng& rng) {
+  std::vector<size_t> lits;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (t[i].kind == Tok::kString &&
+        std::any_of(t[i].text.begin(), t[i].text.end(), [](unsigned char c) { return std::isalpha(c); }))
+      lits.push_back(i);
+  if (lits.empty()) return std::nullopt;
+  auto& tok = t[lits[rng.below(lits.size())]];
+  bool has_upper = std::any_of(tok.text.begin(), tok.text.end(), [](unsigned char c) { return std::isupper(c); });
+  std::string changed = has_upper ? lower(tok.text) : upper(tok.text);
+  if (changed == tok.text) return std::nullopt;
+  tok.text = changed;
+  return join(t);
+}
+
+std::optional<std::string> distinct_toggle(std::vector<Token> t, SimRng&) {
+  size_t s = find_kw(t, "SELECT");
+  if (s == t.size()) return std::nullopt;
+  size_t nx = next_nonspace(t, s);
+  if (nx < t.size() && is_kw(t[nx], "DISTINCT")) {
+    size_t after = next_nonspace(t, nx);
+    t.erase(t.begin() + static_cast<long>(s) + 1, t.begin() + static_cast<long>(after));
+    t.insert(t.begin() + static_cast<long>(s) + 1, Token{Tok::kSpace, " ", t[s].depth});
+  } else {
+    t.insert(t.begin() + static_cast<long>(s) + 1, Token{Tok::kWord, " DISTINCT", t[s].depth});
+  }
+  return join(t);
+}
+
+std::optional<std::string> extra_column(std::vector<Token> t, SimRng& rng) {
+  size_t s = find_kw(t, "SELECT");
+  if (s == t.size()) return std::nullopt;
+  size_t from = t.size();
+  for (size_t i = s + 1; i < t.size(); ++i)
+    if (t[i].depth == t[s].depth && is_kw(t[i], "FROM")) { from = i; break; }
+  if (from == t.size()) return std::nullopt;
+  auto refs = column_refs(t);
+  std::string selected;
+  for (size_t i = s + 1; i < from; ++i) selected += t[i].text;
+  std::vector<std::string> candidates;
+  for (const auto& r : refs)
+    if (r.token > from && selected.find(r.qualified) == std::string::npos &&
+        std::find(candidates.begin(), candidates.end(), r.qualified) == candidates.end())
+      candidates.push_back(r.qualified);
+  if (candidates.empty()) return std::nullopt;
+  size_t last = prev_nonspace(t, from);  // end of the select list
+  t.insert(t.begin() + static_cast<long>(last) + 1,
+           Token{Tok::kWord, ", " + candidates[rng.below(candidates.size())], t[s].depth});
+  return join(t);
+}
+
+std::optional<std::string> wrong_aggregate(std::vector<Token> t, SimRng& rng) {
+  static const std::vector<std::string> kAggs = {"COUNT", "SUM", "AVG", "MAX", "MIN"};
+  std::vector<size_t> sites;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].kind != Tok::kWord) continue;
+    if (std::find(kAggs.begin(), kAggs.end(), upper(t[i].text)) == kAggs.end()) continue;
+    size_t p = next_nonspace(t, i);
+    if (p >= t.size() || t[p].text != "(") continue;
+    size_t a = next_nonspace(t, p);
+    if (a < t.size() && t[a].text == "*") continue;  // COUNT(*) has no other aggregate
+    sites.push_back(i);
+  }
+  if (sites.empty()) return std::nullopt;
+  auto& tok = t[sites[rng.below(sites.size())]];
+  std::vector<std::string> others;
+  for (const auto& a : kAggs)
+    if (a != upper(tok.text)) others.push_back(a);
+  tok.text = others[rng.below(others.size())];
+  return join(t);
+}
+
+std::optional<std::string> wrong_join_key(std::vector<Token> t, SimRng& rng) {
+  std::vector<size_t> ons;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (is_kw(t[i], "ON")) ons.push_back(i);
+  if (ons.empty()) return std::nullopt;
+  size_t on = ons[rng.below(ons.size())];
+  // Expect: q1 . c1 = q2 . c2
+  size_t idx[7];
+  idx[0] = next_nonspace(t, on);
+  for (int k = 1; k < 7; ++k) idx[k] = idx[k - 1] < t.size() ? next_nonspace(t, idx[k - 1]) : t.size();
+  for (int k = 0; k < 7; ++k)
+    if (idx[k] >= t.size()) return std::nullopt;
+  if (t[idx[1]].text != "." || t[idx[3]].text != "=" || t[idx[5]].text != ".") return std::nullopt;
+  auto& c1 = t[idx[2]];
+  auto& c2 = t[idx[6]];
+  if (c1.text != c2.text) {
+    std::swap(c1.text, c2.text);
+    return join(t);
+  }
+  auto refs = column_refs(t);
+  std::vector<std::string> others;
+  for (const auto& r : refs)
+    if (t[r.token].text != c1.text &&
+        std::find(others.begin(), others.end(), t[r.token].text) == others.end())
+      others.push_back(t[r.token].text);
+  if (others.empty()) return std::nullopt;
+  c2.text = others[rng.below(others.size())];
+  return join(t);
+}
+
+std::string syntax_error(std::vector<Token> t, SimRng& rng) {
+  size_t from = find_kw(t, "FROM");
+  std::vector<int> options;
+  if (from < t.size()) options.push_back(0);
+  for (size_t i = 0; i < t.size(); ++i)
+    if (t[i].text == ")") { options.push_back(1); break; }
+  size_t s = find_kw(t, "SELECT");
+  if (s < t.size() && from < t.size()) options.push_back(2);
+  if (options.empty()) return join(t) + " WHERE";
+  switch (options[rng.below(options.size())]) {
+    case 0:
+      t[from].text = "FORM";  // a misspelt keyword
+      break;
+    case 1:
+      for (size_t i = t.size(); i-- > 0;)
+        if (t[i].text == ")") { t.erase(t.begin() + static_cast<long>(i)); break; }  // unbalanced
+      break;
+    default: {
+      size_t last = prev_nonspace(t, from);  // a dangling comma before FROM
+      t.insert(t.begin() + static_cast<long>(last) + 1, Token{Tok::kPunct, ",", t[s].depth});
+      break;
+    }
+  }
+  return join(t);
+}
+
+uint64_t seed_from(std::initializer_list<std::string> parts, int64_t seed, int64_t index) {
+  core::KeyHasher h;
+  h.add("nl2sql.sim.v1").add(seed).add(index);
+  for (const auto& p : parts) h.add(p);
+  std::string hex = h.hex();
+  return std::stoull(hex.substr(0, 16), nullptr, 16);
+}
+
+std::string fenced(const std::string& lang, const std::string& body) {
+  return "```" + lang + "\n" + body + "\n```";
+}
+
+std::string short_question(const std::string& q) {
+  std::string s = q.size() > 160 ? q.substr(0, 160) + "…" : q;
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+std::string perturb_answer(const std::string& answer, SimRng& rng) {
+  // Change the last number, else drop the last row, else claim there is nothing.
+  for (size_t i = answer.size(); i-- > 0;) {
+    if (std::isdigit(static_cast<unsigned char>(answer[i]))) {
+      std::string s = answer;
+      s[i] = static_cast<char>('0' + ((s[i] - '0') + 1 + static_cast<int>(rng.below(8))) % 10);
+      if (s != answer) return s;
+    }
+  }
+  auto nl = answer.rfind('\n');
+  if (nl != std::string::npos && nl > 0) return answer.substr(0, nl);
+  return "(no rows)";
+}
+
+const std::set<std::string>& stopwords() {
+  static const std::set<std::string> s = {
+      "a", "an", "the", "of", "in", "on", "for", "to", "and", "or", "is", "are", "was", "were",
+      "be", "by", "with", "what", "which", "who", "whom", "how", "many", "much", "list", "give",
+      "show", "name", "find", "all", "that", "this", "these", "those", "it", "its", "their",
+      "there", "as", "at", "from", "do", "does", "did", "has", "have", "had", "please", "among",
+      "each", "per", "than", "between", "into", "me", "i", "refers", "refer", "if", "not",
+      "among", "whose", "when", "where", "why", "state", "indicate", "provide", "tell"};
+  return s;
+}
+
+std::vector<std::string> keywords_of(const std::string& text) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& k) {
+    if (!k.empty() && std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  };
+  // Quoted values first: they are the most useful for value retrieval.
+  for (size_t i = 0; i < text.size(); ++i) {
+    char q = text[i];
+    if (q != '\'' && q != '"') continue;
+    if (q == '\'' && i > 0 && std::isalpha(static_cast<unsigned char>(text[i - 1]))) continue;  // it's
+    size_t close = text.find(q, i + 1);
+    if (close == std::string::npos) break;
+    add(text.substr(i + 1, close - i - 1));
+    i = close;
+  }
+  // Words, then bigrams and trigrams of consecutive content words.
+  std::vector<std::vector<std::string>> runs(1);
+  std::string word;
+  auto flush = [&](bool boundary) {
+    if (!word.empty()) {
+      if (stopwords().count(lower(word))) {
+        if (!runs.back().empty()) runs.emplace_back();
+      } else {
+        runs.back().push_back(word);
+      }
+      word.clear();
+    }
+    if (boundary && !runs.back().empty()) runs.emplace_back();
+  };
+  for (char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '%' ||
+        static_cast<unsigned char>(c) >= 0x80)
+      word += c;
+    else
+      flush(c == ',' || c == '.' || c == '?' || c == ';' || c == ':' || c == '\'' || c == '"' ||
+            c == '(' || c == ')' || c == '=');
+  }
+  flush(true);
+  for (const auto& run : runs) {
+    for (size_t n = 3; n >= 1; --n)
+      for (size_t i = 0; i + n <= run.size(); ++i) {
+        std::string g = run[i];
+        for (size_t k = 1; k < n; ++k) g += " " + run[i + k];
+        add(g);
+      }
+  }
+  if (out.size() > 24) out.resize(24);
+  return out;
+}
+
+bool mentions_word(const std::string& haystack, const std::string& needle) {
+  std::string h = lower(haystack), n = lower(needle);
+  if (n.empty()) return false;
+  for (size_t p = h.find(n); p != std::string::npos; p = h.find(n, p + 1)) {
+    bool left = p == 0 || !(std::isalnum(static_cast<unsigned char>(h[p - 1])) || h[p - 1] == '_');
+    size_t e = p + n.size();
+    bool right = e >= h.size() || !(std::isalnum(static_cast<unsigned char>(h[e])) || h[e] == '_');
+    if (left && right) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* sql_mistake_name(SqlMistake m) {
+  switch (m) {
+    case SqlMistake::kWrongColumn: return "wrong_column";
+    case SqlMistake::kDroppedCondition: return "dropped_condition";
+    case SqlMistake::kLiteralCase: return "literal_case";
+    case SqlMistake::kDistinctToggle: return "distinct_toggle";
+    case SqlMistake::kExtraColumn: return "extra_column";
+    case SqlMistake::kWrongAggregate: return "wrong_aggregate";
+    case SqlMistake::kWrongJoinKey: return "wrong_join_key";
+    case SqlMistake::kSyntaxError: return "syntax_error";
+  }
+  return "?";
+}
+
+uint64_t SimRng::next_u64() {
+  // SplitMix64: tiny, fast, and identical on every platform.
+  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+double SimRng::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+
+uint64_t SimRng::below(uint64_t n) { return n == 0 ? 0 : next_u64() % n; }
+
+std::optional<std::string> apply_mistake(const std::string& sql, SqlMistake mistake, SimRng& rng) {
+  auto t = tokenize(sql);
+  std::optional<std::string> out;
+  switch (mistake) {
+    case SqlMistake::kWrongColumn: out = wrong_column(t, rng); break;
+    case SqlMistake::kDroppedCondition: out = dropped_condition(t, rng); break;
+    case SqlMistake::kLiteralCase: out = literal_case(t, rng); break;
+    case SqlMistake::kDistinctToggle: out = distinct_toggle(t, rng); break;
+    case SqlMistake::kExtraColumn: out = extra_column(t, rng); break;
+    case SqlMistake::kWrongAggregate: out = wrong_aggregate(t, rng); break;
+    case SqlMistake::kWrongJoinKey: out = wrong_join_key(t, rng); break;
+    case SqlMistake::kSyntaxError: out = syntax_error(t, rng); break;
+  }
+  if (out && *out == sql) return std::nullopt;
+  return out;
+}
+
+std::pair<std::string, SqlMistake> mutate_sql(const std::string& sql, SimRng& rng) {
+  const uint64_t start = rng.below(kSqlMistakeCount);
+  for (int k = 0; k < kSqlMistakeCount; ++k) {
+    auto m = static_cast<SqlMistake>((start + static_cast<uint64_t>(k)) % kSqlMistakeCount);
+    if (auto s = apply_mistake(sql, m, rng)) return {*s, m};
+  }
+  return {sql + " FORM", SqlMistake::kSyntaxError};  // unreachable for non-empty SQL
+}
+
+Result<ChatResponse> SimProvider::answer(const ChatRequest& request) const {
+  const SimContext& c = request.sim;
+  const std::string who = "sim provider, question " + (c.question_id.empty() ? "?" : c.question_id) +
+                          ", task " + sim_task_name(c.task);
+  const int n = std::max(1, request.n);
+  ChatResponse r;
+  r.provider = "sim";
+  for (int choice = 0; choice < n; ++choice) {
+    const int64_t index = c.sample_index * n + choice;
+    SimRng rng(seed_from({sim_task_name(c.task), c.question_id, c.generator}, settings_.seed, index));
+    std::string text;
+    switch (c.task) {
+      case SimTask::kNone:
+        return invalid_input(who + ": the request carries no SimContext task (set request.sim)");
+      case SimTask::kGenerate: {
+        if (c.gold_sql.empty()) return invalid_input(who + ": needs gold_sql");
+        double p = settings_.p_correct_for(c.generator, c.difficulty);
+        std::string sql = c.gold_sql;
+        if (rng.uniform() >= p) sql = mutate_sql(c.gold_sql, rng).first;
+        text = "The question asks: " + short_question(c.question) +
+               "\nI identify the tables and columns it refers to, apply the conditions it states, "
+               "and write one SQLite query.\n\n" + fenced("sql", sql) + "\n";
+        break;
+      }
+      case SimTask::kFix: {
+        if (c.gold_sql.empty() || c.failing_sql.empty())
+          return invalid_input(who + ": needs gold_sql and failing_sql");
+        bool fixed = rng.uniform() < settings_.p_fix;
+        text = "The query failed (" + (c.failure.empty() ? std::string("error") : c.failure) +
+               "). " + (fixed ? "I corrected it." : "I checked it again and kept it.") + "\n\n" +
+               fenced("sql", fixed ? c.gold_sql : c.failing_sql) + "\n";
+        break;
+      }
+      case SimTask::kSelectPair: {
+        if (c.candidates.size() != 2 || c.candidate_matches_gold.size() != 2)
+          return invalid_input(who + ": needs 2 candidates and 2 candidate_matches_gold flags");
+        int pick;
+        bool a = c.candidate_matches_gold[0], b = c.candidate_matches_gold[1];
+        if (a != b) {
+          int correct = a ? 0 : 1;
+          pick = rng.uniform() < settings_.p_sel ? correct : 1 - correct;
+        } else {
+          pick = rng.uniform() < 0.5 ? 0 : 1;
+        }
+        text = "Comparing both queries against the question, candidate " +
+               std::string(pick == 0 ? "A" : "B") + " answers it better.\n\n" +
+               fenced("json", json{{"winner", pick == 0 ? "A" : "B"}}.dump()) + "\n";
+        break;
+      }
+      case SimTask::kRank: {
+        const size_t k = c.candidates.size();
+        if (k == 0 || c.candidate_matches_gold.size() != k)
+          return invalid_input(who + ": needs candidates and one candidate_matches_gold flag each");
+        std::vector<size_t> good, bad;
+        for (size_t i = 0; i < k; ++i) (c.candidate_matches_gold[i] ? good : bad).push_back(i);
+        std::vector<size_t> order;
+        bool right = rng.uniform() < settings_.p_sel;
+        const auto& first_pool = (right && !good.empty()) || bad.empty() ? good : bad;
+        size_t first = first_pool[rng.below(first_pool.size())];
+        order.push_back(first);
+        std::vector<size_t> rest;
+        for (size_t i = 0; i < k; ++i)
+          if (i != first) rest.push_back(i);
+        for (size_t i = rest.size(); i > 1; --i) std::swap(rest[i - 1], rest[rng.below(i)]);
+        order.insert(order.end(), rest.begin(), rest.end());
+        text = "I compared the candidates' logic with the question and ranked them.\n\n" +
+               fenced("json", json{{"ranking", order}}.dump()) + "\n";
+        break;
+      }
+      case SimTask::kNlEval: {
+        std::string answer = c.gold_answer.empty() ? "(no rows)" : c.gold_answer;
+        if (rng.uniform() < settings_.p_hallucinate) answer = perturb_answer(answer, rng);
+        text = "Reading the instance data, the answer is:\n\n" + fenced("text", answer) + "\n";
+        break;
+      }
+      case SimTask::kKeywords: {
+        auto kws = keywords_of(c.question + (c.evidence.empty() ? "" : " ; " + c.evidence));
+        text = fenced("json", json{{"keywords", kws}}.dump()) + "\n";
+        break;
+      }
+      case SimTask::kColumnFilter: {
+        if (c.column.empty()) return invalid_input(who + ": needs column");
+        bool truth = mentions_word(c.gold_sql, c.column);
+        bool said = rng.uniform() < settings_.p_sel ? truth : !truth;
+        text = fenced("json", json{{"relevant", said}}.dump()) + "\n";
+        break;
+      }
+    }
+    r.choices.push_back(std::move(text));
+    r.finish_reasons.push_back("stop");
+  }
+  return r;
+}
+
+}  // namespace nl2sql::llm

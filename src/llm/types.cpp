@@ -1,0 +1,85 @@
+#include "nl2sql/llm/types.h"
+
+#include <string_view>
+
+namespace nl2sql::llm {
+namespace {
+
+struct KindInfo {
+  CallErrorKind kind;
+  const char* name;
+  ErrorCode code;
+};
+
+constexpr KindInfo kKinds[] = {
+    {CallErrorKind::kConfig, "config", ErrorCode::kInvalidInput},
+    {CallErrorKind::kHttpClient, "http_client_error", ErrorCode::kInvalidInput},
+    {CallErrorKind::kAuth, "auth", ErrorCode::kPermission},
+    {CallErrorKind::kRateLimited, "rate_limited", ErrorCode::kUnavailable},
+    {CallErrorKind::kServer, "server_error", ErrorCode::kUnavailable},
+    {CallErrorKind::kConnection, "connection", ErrorCode::kUnavailable},
+    {CallErrorKind::kTimeout, "timeout", ErrorCode::kTimeout},
+    {CallErrorKind::kCancelled, "cancelled", ErrorCode::kCancelled},
+    {CallErrorKind::kNotJson, "not_json", ErrorCode::kInvalidInput},
+    {CallErrorKind::kMissingField, "missing_field", ErrorCode::kInvalidInput},
+    {CallErrorKind::kEmptyChoices, "empty_choices", ErrorCode::kInvalidInput},
+    {CallErrorKind::kEmptyContent, "empty_content", ErrorCode::kInvalidInput},
+    {CallErrorKind::kTruncated, "truncated", ErrorCode::kInvalidInput},
+    {CallErrorKind::kReplayMiss, "replay_miss", ErrorCode::kNotFound},
+    {CallErrorKind::kCache, "cache", ErrorCode::kIo},
+};
+
+}  // namespace
+
+const char* call_error_kind_name(CallErrorKind kind) {
+  for (const auto& k : kKinds)
+    if (k.kind == kind) return k.name;
+  return "none";
+}
+
+Status make_call_error(CallErrorKind kind, std::string message) {
+  for (const auto& k : kKinds)
+    if (k.kind == kind) return Status(k.code, std::string("[") + k.name + "] " + message);
+  return internal_error(std::move(message));
+}
+
+CallErrorKind call_error_kind(const Status& status) {
+  if (status.is_ok()) return CallErrorKind::kNone;
+  std::string_view m = status.message();
+  if (m.empty() || m[0] != '[') return CallErrorKind::kNone;
+  auto close = m.find(']');
+  if (close == std::string_view::npos) return CallErrorKind::kNone;
+  auto name = m.substr(1, close - 1);
+  for (const auto& k : kKinds)
+    if (name == k.name && status.code() == k.code) return k.kind;
+  return CallErrorKind::kNone;
+}
+
+bool is_malformed_answer(CallErrorKind kind) {
+  switch (kind) {
+    case CallErrorKind::kNotJson:
+    case CallErrorKind::kMissingField:
+    case CallErrorKind::kEmptyChoices:
+    case CallErrorKind::kEmptyContent:
+    case CallErrorKind::kTruncated:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const char* sim_task_name(SimTask task) {
+  switch (task) {
+    case SimTask::kNone: return "none";
+    case SimTask::kGenerate: return "generate";
+    case SimTask::kFix: return "fix";
+    case SimTask::kSelectPair: return "select_pair";
+    case SimTask::kRank: return "rank";
+    case SimTask::kNlEval: return "nl_eval";
+    case SimTask::kKeywords: return "keywords";
+    case SimTask::kColumnFilter: return "column_filter";
+  }
+  return "none";
+}
+
+}  // namespace nl2sql::llm
