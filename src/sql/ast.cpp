@@ -77,6 +77,9 @@ SelectCore clone_core(const SelectCore& c) {
   r.having = clone_or_null(c.having);
   for (const auto& [name, w] : c.windows)
     r.windows.emplace_back(name, std::make_unique<WindowSpec>(clone_window(*w)));
+  r.misplaced_order_by = clone_terms(c.misplaced_order_by);
+  r.misplaced_limit = clone_or_null(c.misplaced_limit);
+  r.misplaced_offset = clone_or_null(c.misplaced_offset);
   return r;
 }
 

@@ -23,10 +23,10 @@ const std::set<std::string, std::less<>>& reserved_words() {
       "ALL",     "AND",      "AS",        "BETWEEN",  "BY",        "CASE",         "CAST",
       "COLLATE", "CROSS",    "CURRENT_DATE", "CURRENT_TIME", "CURRENT_TIMESTAMP", "DEFAULT",
       "DELETE",  "DISTINCT", "ELSE",      "END",      "ESCAPE",    "EXCEPT",       "EXISTS",
-      "FROM",    "FULL",     "GLOB",      "GROUP",    "HAVING",    "IN",           "INDEXED",
+      "FROM",    "FULL",                  "GROUP",    "HAVING",    "IN",           "INDEXED",
       "INNER",   "INSERT",   "INTERSECT", "INTO",     "IS",        "ISNULL",       "JOIN",
-      "LEFT",    "LIKE",     "LIMIT",     "MATCH",    "NATURAL",   "NOT",          "NOTNULL",
-      "NULL",    "OFFSET",   "ON",        "OR",       "ORDER",     "OUTER",        "REGEXP",
+      "LEFT",    "LIKE",     "LIMIT",                 "NATURAL",   "NOT",          "NOTNULL",
+      "NULL",    "OFFSET",   "ON",        "OR",       "ORDER",     "OUTER",
       "RIGHT",   "SELECT",   "SET",       "THEN",     "UNION",     "UPDATE",       "USING",
       "VALUES",  "WHEN",     "WHERE",     "WINDOW",   "WITH",      "RETURNING"};
   return k;
@@ -35,7 +35,7 @@ const std::set<std::string, std::less<>>& reserved_words() {
 // Words that may name a column but would be misread as an implicit alias.
 bool not_implicit_alias(std::string_view u) {
   return reserved_words().count(u) || u == "ASC" || u == "DESC" || u == "NULLS" ||
-         u == "FILTER" || u == "OVER";
+         u == "FILTER" || u == "OVER" || u == "GLOB" || u == "MATCH" || u == "REGEXP";
 }
 
 struct ParseFailure {
@@ -251,8 +251,23 @@ class Parser {
     auto s = std::make_unique<Select>();
     s->pos = cur().pos;
     if (peek_kw("WITH")) with_clause(*s);
-    s->cores.push_back(core());
     while (true) {
+      s->cores.push_back(core());
+      std::vector<OrderingTerm> order_by;
+      ExprPtr limit, offset;
+      if (accept_kw("ORDER")) {
+        expect_kw("BY");
+        order_by = ordering_terms();
+      }
+      if (accept_kw("LIMIT")) {
+        limit = expr();
+        if (accept_kw("OFFSET")) {
+          offset = expr();
+        } else if (accept_op(",")) {  // LIMIT offset, count
+          offset = std::move(limit);
+          limit = expr();
+        }
+      }
       if (accept_kw("UNION")) {
         s->ops.push_back(accept_kw("ALL") ? CompoundOp::kUnionAll : CompoundOp::kUnion);
       } else if (accept_kw("INTERSECT")) {
@@ -260,22 +275,16 @@ class Parser {
       } else if (accept_kw("EXCEPT")) {
         s->ops.push_back(CompoundOp::kExcept);
       } else {
+        s->order_by = std::move(order_by);
+        s->limit = std::move(limit);
+        s->offset = std::move(offset);
         break;
       }
-      s->cores.push_back(core());
-    }
-    if (accept_kw("ORDER")) {
-      expect_kw("BY");
-      s->order_by = ordering_terms();
-    }
-    if (accept_kw("LIMIT")) {
-      s->limit = expr();
-      if (accept_kw("OFFSET")) {
-        s->offset = expr();
-      } else if (accept_op(",")) {  // LIMIT offset, count
-        s->offset = std::move(s->limit);
-        s->limit = expr();
-      }
+      // ORDER BY / LIMIT before a compound operator: SQLite rejects it, Spider's gold has it.
+      SelectCore& c = s->cores.back();
+      c.misplaced_order_by = std::move(order_by);
+      c.misplaced_limit = std::move(limit);
+      c.misplaced_offset = std::move(offset);
     }
     return s;
   }

@@ -525,20 +525,26 @@ class Printer {
         out += ' ';
       }
       core(s.cores[k]);
+      order_limit(s.cores[k].misplaced_order_by, s.cores[k].misplaced_limit.get(),
+                  s.cores[k].misplaced_offset.get());
     }
-    if (!s.order_by.empty()) {
+    order_limit(s.order_by, s.limit.get(), s.offset.get());
+  }
+
+  void order_limit(const std::vector<OrderingTerm>& order_by, const Expr* limit, const Expr* offset) {
+    if (!order_by.empty()) {
       out += ' ';
       kw("ORDER BY ");
-      ordering(s.order_by);
+      ordering(order_by);
     }
-    if (s.limit) {
+    if (limit) {
       out += ' ';
       kw("LIMIT ");
-      expr(*s.limit);
-      if (s.offset) {
+      expr(*limit);
+      if (offset) {
         out += ' ';
         kw("OFFSET ");
-        expr(*s.offset);
+        expr(*offset);
       }
     }
   }

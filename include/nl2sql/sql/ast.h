@@ -160,6 +160,12 @@ struct SelectCore {
   std::vector<ExprPtr> group_by;
   ExprPtr having;
   std::vector<std::pair<Ident, std::unique_ptr<WindowSpec>>> windows;
+  // Not SQLite: ORDER BY / LIMIT written on a compound member other than the last
+  // ("… LIMIT 3 INTERSECT SELECT …", found in Spider's gold). Kept so such text still parses
+  // and prints back faithfully; SQLite rejects it when executed.
+  std::vector<OrderingTerm> misplaced_order_by;
+  ExprPtr misplaced_limit;
+  ExprPtr misplaced_offset;
 };
 
 enum class CompoundOp : uint8_t { kUnion, kUnionAll, kIntersect, kExcept };

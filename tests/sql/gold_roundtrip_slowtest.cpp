@@ -1,0 +1,96 @@
+// Whole-benchmark checks of the parser and printer on every gold query: parse coverage, the
+// print→parse fixpoint, and same result for the printed SQL where the database is present.
+#include <algorithm>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "nl2sql/db/executor.h"
+#include "nl2sql/sql/parser.h"
+#include "nl2sql/sql/printer.h"
+#include "sql/gold_queries.h"
+#include "support/test_env.h"
+
+namespace nl2sql::sql {
+namespace {
+
+std::string row_key(const db::Row& r) {
+  std::string k;
+  for (const auto& v : r) k += std::to_string(static_cast<int>(v.type)) + ":" + v.to_display() + "\x1f";
+  return k;
+}
+
+bool same_result(const db::ResultSet& a, const db::ResultSet& b, bool ordered) {
+  if (a.columns.size() != b.columns.size() || a.rows.size() != b.rows.size()) return false;
+  std::vector<std::string> ka, kb;
+  for (const auto& r : a.rows) ka.push_back(row_key(r));
+  for (const auto& r : b.rows) kb.push_back(row_key(r));
+  if (!ordered) {
+    std::sort(ka.begin(), ka.end());
+    std::sort(kb.begin(), kb.end());
+  }
+  return ka == kb;
+}
+
+TEST(SqlGold, ParsesPrintsAndExecutesAllGoldQueries) {
+  NL2SQL_REQUIRE_DATA(data);
+  auto gold = testing::load_gold_queries(data);
+  ASSERT_FALSE(gold.empty());
+  struct Counts {
+    int total = 0, parsed = 0, fixpoint = 0, executed = 0, same = 0, gold_failed = 0;
+  };
+  std::map<std::string, Counts> counts;
+  db::ExecutorOptions opts;
+  opts.limits.timeout_s = 20;
+  db::Executor exec(opts);
+  for (const auto& q : gold) {
+    Counts& c = counts[q.dataset];
+    ++c.total;
+    auto r = parse(q.sql);
+    if (!r.is_ok() || !r->is_query()) {
+      ADD_FAILURE() << q.dataset << "#" << q.index << " does not parse: " << q.sql << "\n"
+                    << (r.is_ok() ? "not a query" : r.status().message());
+      continue;
+    }
+    ++c.parsed;
+    std::string printed = to_sql(*r);
+    auto r2 = parse(printed);
+    if (!r2.is_ok()) {
+      ADD_FAILURE() << q.dataset << "#" << q.index << " printed SQL does not parse: " << printed
+                    << "\n" << r2.status().message();
+      continue;
+    }
+    if (to_sql(*r2) != printed) {
+      ADD_FAILURE() << q.dataset << "#" << q.index << " not a fixpoint:\n" << printed << "\n"
+                    << to_sql(*r2);
+      continue;
+    }
+    ++c.fixpoint;
+    if (!q.db) continue;
+    auto original = exec.run(*q.db, q.sql);
+    if (!original.ok()) {
+      ++c.gold_failed;  // a gold query that itself fails here proves nothing either way
+      continue;
+    }
+    ++c.executed;
+    auto reprinted = exec.run(*q.db, printed);
+    bool ordered = !r->select->order_by.empty();
+    if (reprinted.ok() && same_result(original.result, reprinted.result, ordered)) {
+      ++c.same;
+    } else {
+      ADD_FAILURE() << q.dataset << "#" << q.index << " different result after printing:\n"
+                    << q.sql << "\n" << printed << "\n" << reprinted.error;
+    }
+  }
+  for (const auto& [name, c] : counts) {
+    std::printf("[sql-gold] %-13s total %5d parsed %5d fixpoint %5d executed %5d same-result %5d"
+                " (gold itself failed: %d)\n",
+                name.c_str(), c.total, c.parsed, c.fixpoint, c.executed, c.same, c.gold_failed);
+    EXPECT_EQ(c.parsed, c.total) << name;
+    EXPECT_EQ(c.fixpoint, c.total) << name;
+    EXPECT_EQ(c.same, c.executed) << name;
+  }
+}
+
+}  // namespace
+}  // namespace nl2sql::sql
