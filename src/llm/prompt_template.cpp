@@ -1,5 +1,6 @@
 #include "nl2sql/llm/prompt_template.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "nl2sql/core/files.h"
@@ -33,8 +34,11 @@ Result<PromptTemplate> PromptTemplate::parse(std::string name, std::string text)
     bool valid = !inner.empty() && inner.size() <= 64;
     for (char c : inner) valid = valid && is_name_char(c);
     if (!valid) {
-      return invalid_input("prompt template \"" + t.name_ + "\", " +
-                           core::describe_position(t.text_, open) +
+      size_t line = 1 + static_cast<size_t>(std::count(t.text_.begin(), t.text_.begin() + static_cast<long>(open), '\n'));
+      size_t line_start = t.text_.rfind('\n', open == 0 ? 0 : open - 1);
+      size_t col = open + 1 - (line_start == std::string::npos || line == 1 ? 0 : line_start + 1);
+      return invalid_input("prompt template \"" + t.name_ + "\", line " + std::to_string(line) +
+                           ", column " + std::to_string(col) +
                            ": \"{{\" must open a placeholder {{name}} (letters, digits, _)");
     }
     if (!literal.empty()) t.pieces_.push_back({false, std::move(literal)});
