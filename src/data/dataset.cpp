@@ -132,7 +132,7 @@ Result<std::vector<Question>> read_json_questions(const fs::path& path, Benchmar
       auto ev = string_field(o, "evidence", false, where);
       if (!ev) return ev.status();
       q.evidence = *ev;
-      auto sql = string_field(o, o.contains("SQL") ? "SQL" : "sql", true, where);
+      auto sql = string_field(o, o.contains("sql") && !o.contains("SQL") ? "sql" : "SQL", true, where);
       if (!sql) return sql.status();
       q.gold_sql = *sql;
       auto diff = string_field(o, "difficulty", false, where);

@@ -31,16 +31,17 @@ int progress_handler(void* arg) {
 }
 
 // Allows only what a read-only query needs.
-int authorizer(void*, int action, const char* arg1, const char*, const char*, const char*) {
+int authorizer(void*, int action, const char*, const char* arg2, const char*, const char*) {
   switch (action) {
     case SQLITE_SELECT:
     case SQLITE_READ:
     case SQLITE_RECURSIVE:
       return SQLITE_OK;
     case SQLITE_FUNCTION:
-      if (arg1 && (sqlite3_stricmp(arg1, "load_extension") == 0 ||
-                   sqlite3_stricmp(arg1, "readfile") == 0 ||
-                   sqlite3_stricmp(arg1, "writefile") == 0 || sqlite3_stricmp(arg1, "edit") == 0))
+      // For SQLITE_FUNCTION the function's name is the second argument.
+      if (arg2 && (sqlite3_stricmp(arg2, "load_extension") == 0 ||
+                   sqlite3_stricmp(arg2, "readfile") == 0 ||
+                   sqlite3_stricmp(arg2, "writefile") == 0 || sqlite3_stricmp(arg2, "edit") == 0))
         return SQLITE_DENY;
       return SQLITE_OK;
     default:
@@ -242,7 +243,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
 
   if (rc != SQLITE_OK) {
     std::string msg = sqlite3_errmsg(conn->db);
-    if (rc == SQLITE_AUTH || msg == "not authorized")
+    if (rc == SQLITE_AUTH || msg.find("not authorized") != std::string::npos)
       return finish(ExecStatus::kRejected, "not read-only: " + msg);
     return finish(ExecStatus::kError, msg);
   }
@@ -252,6 +253,9 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
   if (!sqlite3_stmt_readonly(stmt)) return finish(ExecStatus::kRejected, "not read-only");
   if (!explain && sqlite3_stmt_isexplain(stmt))
     return finish(ExecStatus::kRejected, "EXPLAIN is not a query");
+  // Every query returns at least one column; REINDEX, ANALYZE, BEGIN and the like return none.
+  if (sqlite3_column_count(stmt) == 0)
+    return finish(ExecStatus::kRejected, "not a query (returns no columns)");
 
   int ncol = sqlite3_column_count(stmt);
   out.result.columns.reserve(static_cast<size_t>(ncol));

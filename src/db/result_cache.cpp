@@ -10,7 +10,7 @@
 namespace nl2sql::db {
 namespace {
 
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kMaxStoredBytes = 64u << 20;  // results larger than this are not cached
 
 void put_u64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
@@ -55,9 +55,10 @@ std::filesystem::path default_cache_dir() {
 }
 
 std::string ResultCache::key(const std::string& db_fingerprint, std::string_view sql,
-                             const QueryLimits& limits, std::string_view variant) {
+                             std::string_view variant) {
+  // The row cap is not part of the key: get() applies the caller's cap to a stored result.
   core::KeyHasher h;
-  h.add(db_fingerprint).add(sql).add(static_cast<int64_t>(limits.row_cap)).add(variant);
+  h.add(db_fingerprint).add(sql).add(variant);
   return h.hex();
 }
 
@@ -68,6 +69,7 @@ std::string ResultCache::serialize(const CachedExecution& e) {
   out.push_back(static_cast<char>((e.tie_dependent ? 1 : 0) | (e.tie_checked ? 2 : 0)));
   put_str(out, e.result.error);
   put_u64(out, static_cast<uint64_t>(e.result.elapsed_ms * 1000));
+  put_u64(out, e.row_cap);
   put_u64(out, e.result.result.columns.size());
   for (const auto& c : e.result.result.columns) put_str(out, c);
   put_u64(out, e.result.result.rows.size());
@@ -103,6 +105,7 @@ std::optional<CachedExecution> ResultCache::deserialize(std::string_view bytes) 
   e.tie_checked = flags & 2;
   e.result.error = r.str();
   e.result.elapsed_ms = static_cast<double>(r.u64()) / 1000.0;
+  e.row_cap = r.u64();
   uint64_t ncols = r.u64();
   if (!r.ok || ncols > (1u << 20)) return std::nullopt;
   for (uint64_t c = 0; c < ncols; ++c) e.result.result.columns.push_back(r.str());
@@ -163,33 +166,44 @@ Result<std::unique_ptr<ResultCache>> ResultCache::open(const std::filesystem::pa
 
 ResultCache::~ResultCache() {
   flush();
+  sqlite3_finalize(get_stmt_);
   sqlite3_close_v2(db_);
 }
 
-std::optional<CachedExecution> ResultCache::get(const std::string& key) {
+std::optional<CachedExecution> ResultCache::get(const std::string& key, size_t row_cap) {
   std::lock_guard lock(mu_);
   std::string blob;
   if (auto it = pending_.find(key); it != pending_.end()) {
     blob = it->second;
   } else {
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db_, "SELECT value FROM results WHERE key=?", -1, &st, nullptr) !=
-        SQLITE_OK) {
+    if (!get_stmt_ &&
+        sqlite3_prepare_v3(db_, "SELECT value FROM results WHERE key=?", -1,
+                           SQLITE_PREPARE_PERSISTENT, &get_stmt_, nullptr) != SQLITE_OK) {
       ++misses_;
       return std::nullopt;
     }
+    sqlite3_stmt* st = get_stmt_;
     sqlite3_bind_text(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW) {
       const void* p = sqlite3_column_blob(st, 0);
       blob.assign(static_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(st, 0)));
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
   }
   if (blob.empty()) {
     ++misses_;
     return std::nullopt;
   }
   auto e = deserialize(blob);
+  if (e && e->result.status == ExecStatus::kRowCap && (row_cap == 0 || row_cap > e->row_cap))
+    e.reset();  // ran under a lower cap: the answer under this cap is unknown
+  if (e && e->result.ok() && row_cap > 0 && e->result.result.rows.size() > row_cap) {
+    e->result.status = ExecStatus::kRowCap;
+    e->result.error = "result has more than " + std::to_string(row_cap) + " rows";
+    e->result.result.rows.clear();
+    e->row_cap = row_cap;
+  }
   if (e) ++hits_; else ++misses_;
   return e;
 }

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <random>
 
+#include <spdlog/spdlog.h>
+
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/eval/compare.h"
@@ -179,8 +181,8 @@ struct Runner {
                           std::string_view variant = "") {
     std::string key;
     if (cache) {
-      key = db::ResultCache::key(fingerprint, sql, limits, variant);
-      if (auto hit = cache->get(key)) {
+      key = db::ResultCache::key(fingerprint, sql, variant);
+      if (auto hit = cache->get(key, limits.row_cap)) {
         ++hits;
         if (cached) *cached = true;
         return std::move(*hit);
@@ -189,6 +191,7 @@ struct Runner {
     }
     db::CachedExecution e;
     e.result = executor.run(db_path, sql, limits);
+    e.row_cap = limits.row_cap;
     if (cache) cache->put(key, e);
     return e;
   }
@@ -220,6 +223,11 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
     if (!c) return c.status();
     cache = std::move(*c);
   }
+  auto phase = [&](const char* what) {
+    spdlog::debug("eval: {} after {:.1f} ms", what,
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+  };
+  phase("cache opened");
   std::map<std::string, std::string> fingerprints;
   for (const auto& [db_id, path] : ds.db_paths) {
     auto f = db::database_fingerprint(path);
@@ -244,6 +252,7 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
   if (ds.benchmark == data::Benchmark::kSpider && want_ts) primary = Metric::kSpiderTs;
   else if (want_bird) primary = Metric::kBird;
 
+  phase("fingerprints ready");
   report.items.resize(ds.questions.size());
   core::parallel_for(ds.questions.size(), report.threads, [&](size_t i) {
     auto t0 = std::chrono::steady_clock::now();
@@ -339,7 +348,9 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
     std::lock_guard lock(exec_mu);
     exec_ms_total += exec_ms;
   });
+  phase("questions scored");
   if (cache) cache->flush();
+  phase("cache flushed");
   report.exec_ms_total = exec_ms_total;
   report.cache_hits = hits;
   report.cache_misses = misses;
@@ -347,21 +358,23 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
   report.dataset_fingerprint = fp ? *fp : "unavailable: " + fp.status().message();
   report.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  summarize(report, options);
+  summarize(report, options);  // callers that add warnings afterwards summarize again
   return report;
 }
 
 Interval bootstrap_ci(const std::vector<int>& outcomes, int samples, uint64_t seed) {
   if (outcomes.empty()) return {};
+  // For 0/1 outcomes, the number of successes among n draws with replacement is
+  // Binomial(n, k/n): the percentile bootstrap without materializing the resamples.
+  long k = 0;
+  for (int x : outcomes) k += x;
+  const long n = static_cast<long>(outcomes.size());
   std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<size_t> pick(0, outcomes.size() - 1);
+  std::binomial_distribution<long> draw(n, static_cast<double>(k) / static_cast<double>(n));
   std::vector<double> means;
   means.reserve(static_cast<size_t>(samples));
-  for (int s = 0; s < samples; ++s) {
-    long sum = 0;
-    for (size_t k = 0; k < outcomes.size(); ++k) sum += outcomes[pick(rng)];
-    means.push_back(100.0 * static_cast<double>(sum) / static_cast<double>(outcomes.size()));
-  }
+  for (int s = 0; s < samples; ++s)
+    means.push_back(100.0 * static_cast<double>(draw(rng)) / static_cast<double>(n));
   std::sort(means.begin(), means.end());
   auto at = [&](double q) {
     size_t idx = static_cast<size_t>(q * static_cast<double>(means.size() - 1) + 0.5);

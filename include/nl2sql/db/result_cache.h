@@ -20,6 +20,7 @@
 #include "nl2sql/db/executor.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace nl2sql::db {
 
@@ -27,6 +28,7 @@ struct CachedExecution {
   ExecutionResult result;
   bool tie_dependent = false;  // gold only: answer set changes with tie order
   bool tie_checked = false;
+  size_t row_cap = 0;  // the cap the query ran under (0: none)
 };
 
 class ResultCache {
@@ -35,8 +37,10 @@ class ResultCache {
   ~ResultCache();
 
   static std::string key(const std::string& db_fingerprint, std::string_view sql,
-                         const QueryLimits& limits, std::string_view variant = "");
-  std::optional<CachedExecution> get(const std::string& key);
+                         std::string_view variant = "");
+  // A stored result, seen under `row_cap` (0: none): a stored result with more rows comes back
+  // as kRowCap; a stored kRowCap whose cap was lower than `row_cap` is a miss.
+  std::optional<CachedExecution> get(const std::string& key, size_t row_cap);
   void put(const std::string& key, const CachedExecution& value);
   // Writes buffered entries in one transaction (also done by the destructor).
   void flush();
@@ -53,6 +57,7 @@ class ResultCache {
   void flush_locked();  // requires mu_
   std::mutex mu_;
   sqlite3* db_;                                             // guarded by mu_
+  sqlite3_stmt* get_stmt_ = nullptr;                 // guarded by mu_
   std::unordered_map<std::string, std::string> pending_;   // guarded by mu_
   size_t hits_ = 0, misses_ = 0;                           // guarded by mu_
 };

@@ -1,0 +1,121 @@
+// Golden table of tricky result pairs: each row states what the official evaluators (and our
+// relaxed metric) decide, as worked out from their semantics in notes/evaluator-semantics.md.
+#include "nl2sql/eval/compare.h"
+
+#include <gtest/gtest.h>
+
+namespace nl2sql::eval {
+namespace {
+using db::ResultSet;
+using db::Value;
+
+Value I(int64_t v) { return Value::integer(v); }
+Value R(double v) { return Value::real(v); }
+Value T(const char* s) { return Value::text(s); }
+Value N() { return Value::null(); }
+Value B(const char* s) { return Value::blob(s); }
+
+ResultSet rs(std::vector<db::Row> rows) {
+  ResultSet r;
+  if (!rows.empty())
+    for (size_t i = 0; i < rows[0].size(); ++i) r.columns.push_back("c" + std::to_string(i));
+  r.rows = std::move(rows);
+  return r;
+}
+
+struct Case {
+  const char* name;
+  ResultSet pred, gold;
+  bool order_matters;  // for spider-ts
+  bool bird, spider_ts, relaxed;
+};
+
+TEST(Compare, GoldenTable) {
+  std::vector<Case> cases = {
+      {"identical", rs({{I(1), T("a")}}), rs({{I(1), T("a")}}), false, true, true, true},
+      {"int vs integral real", rs({{I(3)}}), rs({{R(3.0)}}), false, true, true, true},
+      {"int vs non-integral real", rs({{I(3)}}), rs({{R(3.5)}}), false, false, false, false},
+      {"text '1' vs int 1", rs({{T("1")}}), rs({{I(1)}}), false, false, false, false},
+      {"NULL equals NULL", rs({{N()}}), rs({{N()}}), false, true, true, true},
+      {"blob vs text", rs({{B("x")}}), rs({{T("x")}}), false, false, false, false},
+      {"duplicates ignored by bird, not by spider", rs({{I(1)}, {I(1)}}), rs({{I(1)}}), false,
+       true, false, true},
+      {"row order without ORDER BY", rs({{I(1)}, {I(2)}}), rs({{I(2)}, {I(1)}}), false, true, true,
+       true},
+      {"row order with ORDER BY", rs({{I(1)}, {I(2)}}), rs({{I(2)}, {I(1)}}), true, true, false,
+       true},
+      {"column permutation", rs({{I(1), T("a")}, {I(2), T("b")}}),
+       rs({{T("a"), I(1)}, {T("b"), I(2)}}), false, false, true, true},
+      {"both empty", rs({}), rs({}), false, true, true, true},
+      {"empty vs non-empty", rs({}), rs({{I(1)}}), false, false, false, false},
+      {"extra column", rs({{I(1), T("a")}}), rs({{I(1)}}), false, false, false, false},
+      {"all-NULL row dropped by relaxed", rs({{I(1)}, {N()}}), rs({{I(1)}}), false, false, false,
+       true},
+      {"case differs", rs({{T("East")}}), rs({{T("east")}}), false, false, false, false},
+      {"multiset differs with equal sets", rs({{I(1)}, {I(1)}, {I(2)}}),
+       rs({{I(1)}, {I(2)}, {I(2)}}), false, true, false, true},
+      {"permutation must hold for every row",
+       rs({{I(1), I(2)}, {I(3), I(4)}}), rs({{I(2), I(1)}, {I(3), I(4)}}), false, false, false,
+       true},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(bird_equal(c.pred, c.gold), c.bird) << "bird: " << c.name;
+    EXPECT_EQ(spider_ts_equal(c.gold, c.pred, c.order_matters), c.spider_ts) << "spider-ts: " << c.name;
+    EXPECT_EQ(relaxed_equal(c.pred, c.gold), c.relaxed) << "relaxed: " << c.name;
+  }
+}
+
+TEST(Compare, SpiderQuickRejectReproducesIntFloatSortQuirk) {
+  // Row (3.0, 10) vs (3, 10): sorted by str(x)+str(type(x)), "10<class 'int'>" < "3.0<class
+  // 'float'>" and "10<class 'int'>" < "3<class 'int'>": same positions, so equal...
+  EXPECT_TRUE(spider_ts_equal(rs({{R(3.0), I(10)}}), rs({{I(3), I(10)}}), false));
+  // ...but with 3.0 vs 3 next to "3.5": "3.0<c..float>" < "3.5<..>" while "3.5<class 'float'>"
+  // < "3<class 'int'>" ('.' < '<'), so the sorted rows pair 3.0 with 3.5: rejected although
+  // Python equality would accept the column-wise match.
+  EXPECT_FALSE(spider_ts_equal(rs({{R(3.0), R(3.5)}}), rs({{I(3), R(3.5)}}), false));
+  EXPECT_TRUE(bird_equal(rs({{R(3.0), R(3.5)}}), rs({{I(3), R(3.5)}})));
+}
+
+TEST(Compare, PythonFloatRepr) {
+  EXPECT_EQ(python_float_repr(3.0), "3.0");
+  EXPECT_EQ(python_float_repr(0.1), "0.1");
+  EXPECT_EQ(python_float_repr(1e16), "1e+16");
+  EXPECT_EQ(python_float_repr(1234567890123456.0), "1234567890123456.0");
+  EXPECT_EQ(python_float_repr(1.5e-05), "1.5e-05");
+  EXPECT_EQ(python_float_repr(0.0001), "0.0001");
+  EXPECT_EQ(python_float_repr(-2.5), "-2.5");
+  EXPECT_EQ(python_float_repr(123.456), "123.456");
+}
+
+TEST(Compare, SoftF1MatchesHandComputedValues) {
+  EXPECT_DOUBLE_EQ(soft_f1(rs({}), rs({})), 1.0);
+  EXPECT_DOUBLE_EQ(soft_f1(rs({{I(1)}}), rs({{I(1)}})), 1.0);
+  EXPECT_DOUBLE_EQ(soft_f1(rs({{I(1)}}), rs({})), 0.0);
+  // pred row (1, 'a') vs gold row (1, 'b'): match 1/2, pred_only 1/2, truth_only 1/2
+  // → precision 0.5, recall 0.5, F1 0.5
+  EXPECT_DOUBLE_EQ(soft_f1(rs({{I(1), T("a")}}), rs({{I(1), T("b")}})), 0.5);
+  // one of two gold rows found: tp 1, fn 1 → P 1, R 0.5, F1 2/3
+  EXPECT_NEAR(soft_f1(rs({{I(1)}}), rs({{I(1)}, {I(2)}})), 2.0 / 3.0, 1e-12);
+  // duplicate pred rows are dropped first
+  EXPECT_DOUBLE_EQ(soft_f1(rs({{I(1)}, {I(1)}}), rs({{I(1)}})), 1.0);
+}
+
+TEST(Compare, ContainsGold) {
+  EXPECT_TRUE(contains_gold(rs({{T("a"), I(1)}, {T("b"), I(2)}}), rs({{I(1)}, {I(2)}})));
+  EXPECT_TRUE(contains_gold(rs({{I(1)}, {I(2)}, {I(3)}}), rs({{I(1)}, {I(2)}})));
+  EXPECT_FALSE(contains_gold(rs({{I(1)}}), rs({{I(1)}, {I(2)}})));
+  EXPECT_FALSE(contains_gold(rs({{I(1)}}), rs({{I(1)}})));  // equal, not a superset
+}
+
+TEST(Compare, SpiderTextPreprocessing) {
+  EXPECT_EQ(remove_distinct("SELECT DISTINCT a, count(distinct b) FROM t WHERE c = 'distinct'"),
+            "SELECT  a, count( b) FROM t WHERE c = 'distinct'");
+  EXPECT_EQ(remove_distinct("SELECT distinctive FROM t"), "SELECT distinctive FROM t");
+  EXPECT_EQ(spider_postprocess("a > = 1 AND b ! = 2"), "a >= 1 AND b != 2");
+  EXPECT_EQ(replace_cur_year("SELECT YEAR(CURDATE()) - age FROM t"), "SELECT 2020- age FROM t");
+  EXPECT_TRUE(spider_order_matters("SELECT a FROM (SELECT a FROM t ORDER BY a)"));
+  EXPECT_FALSE(spider_order_matters("SELECT a FROM t ORDER  BY a"));
+}
+
+}  // namespace
+}  // namespace nl2sql::eval

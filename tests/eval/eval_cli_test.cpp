@@ -1,0 +1,94 @@
+// End-to-end `nl2sql eval` on the bundled mini set: prediction formats, reports, exit codes.
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/core/files.h"
+#include "support/test_env.h"
+
+namespace nl2sql {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class EvalCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = testing::build_mini_bird(dir_ / "mini");
+    questions_ = *core::read_json_file(root_ / "dev.json");
+  }
+  std::string base_args() {
+    return "eval --benchmark bird --data '" + root_.string() + "' --cache-dir '" +
+           (dir_ / "cache").string() + "' ";
+  }
+  testing::TempDir dir_;
+  fs::path root_;
+  json questions_;
+};
+
+TEST_F(EvalCli, GoldAgainstGoldScoresFullMarksUnderEveryMetric) {
+  json pred = json::object();
+  for (size_t i = 0; i < questions_.size(); ++i)
+    pred[std::to_string(i)] = questions_[i]["SQL"].get<std::string>() + "\t----- bird -----\t" +
+                              questions_[i]["db_id"].get<std::string>();
+  std::ofstream(dir_ / "pred.json") << pred.dump();
+  auto r = testing::run_nl2sql(base_args() + "--metric all --pred '" + (dir_ / "pred.json").string() +
+                               "' --out '" + (dir_ / "out").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto report = core::read_json_file(dir_ / "out" / "eval.json");
+  ASSERT_TRUE(report.is_ok());
+  for (const char* m : {"bird", "spider_ts", "relaxed"})
+    EXPECT_DOUBLE_EQ((*report)["summary"]["metrics"][m]["overall"]["ex"].get<double>(), 100.0) << m;
+  ASSERT_EQ((*report)["items"].size(), 21u);
+  EXPECT_EQ((*report)["items"][0]["outcome"], "RES3");
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "eval.md"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "eval.csv"));
+}
+
+TEST_F(EvalCli, OutcomeCodesAndFailUnder) {
+  // JSONL predictions with one of each kind of mistake.
+  std::ofstream f(dir_ / "pred.jsonl");
+  f << R"({"question_id": 0, "sql": "SELECT COUNT(*) FROM school AS T1 INNER JOIN district AS T2 ON T1.district_id = T2.district_id WHERE T2.region = 'east Bohemia'"})" "\n"
+    << R"({"question_id": 1, "sql": "SELECT nme FROM school"})" "\n"                        // RES1
+    << R"({"question_id": 2, "sql": "SELECT name FROM district ORDER BY population ASC LIMIT 1"})" "\n"  // RES2
+    << R"({"question_id": 3, "sql": "SELECT avg_math FROM score WHERE year = 1900"})" "\n"   // RES4
+    << R"({"question_id": 10, "sql": "SELECT name, kind FROM school WHERE opened IS NULL"})" "\n"  // RES5
+    << R"({"question_id": 11, "sql": "DELETE FROM album"})" "\n";                             // RES1, refused
+  f.close();
+  auto r = testing::run_nl2sql(base_args() + "--pred-format jsonl --pred '" +
+                               (dir_ / "pred.jsonl").string() + "' --out '" +
+                               (dir_ / "out").string() + "' --fail-under 50");
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  auto report = *core::read_json_file(dir_ / "out" / "eval.json");
+  std::map<std::string, std::string> outcome;
+  for (const auto& it : report["items"]) outcome[it["question_id"]] = it["outcome"];
+  EXPECT_EQ(outcome["0"], "RES3");
+  EXPECT_EQ(outcome["1"], "RES1");
+  EXPECT_EQ(outcome["2"], "RES2");
+  EXPECT_EQ(outcome["3"], "RES4");
+  EXPECT_EQ(outcome["10"], "RES5");
+  EXPECT_EQ(outcome["11"], "RES1");
+  EXPECT_EQ(outcome["5"], "RES1");  // no prediction
+  for (const auto& it : report["items"])
+    if (it["question_id"] == "11") EXPECT_EQ(it["pred_status"], "rejected");
+  // the database was not touched
+  auto again = testing::run_nl2sql(base_args() + "--pred-format jsonl --pred '" +
+                                   (dir_ / "pred.jsonl").string() + "' --no-cache");
+  EXPECT_EQ(again.exit_code, 0);
+}
+
+TEST_F(EvalCli, BadInputExitsTwoAndNamesTheFile) {
+  std::ofstream(dir_ / "bad.json") << "{\"0\": \"SELECT 1\",";
+  auto r = testing::run_nl2sql(base_args() + "--pred '" + (dir_ / "bad.json").string() + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad.json:1:"), std::string::npos) << r.err;
+  r = testing::run_nl2sql("eval --benchmark bird --data /nonexistent --pred x.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("dev.json"), std::string::npos) << r.err;
+  r = testing::run_nl2sql(base_args() + "--metric exactish --pred x.json");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace nl2sql
