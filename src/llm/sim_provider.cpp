@@ -246,6 +246,9 @@ std::optional<std::string> distinct_toggle(std::vector<Token> t, SimRng&) {
     t.erase(t.begin() + static_cast<long>(s) + 1, t.begin() + static_cast<long>(after));
     t.insert(t.begin() + static_cast<long>(s) + 1, Token{Tok::kSpace, " ", t[s].depth});
   } else {
+    // DISTINCT over a lone aggregate changes nothing: not a mistake.
+    static const std::set<std::string> kAggs = {"COUNT", "SUM", "AVG", "MAX", "MIN"};
+    if (nx < t.size() && kAggs.count(upper(t[nx].text))) return std::nullopt;
     t.insert(t.begin() + static_cast<long>(s) + 1, Token{Tok::kWord, " DISTINCT", t[s].depth});
   }
   return join(t);
