@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "nl2sql/db/executor.h"
+#include "nl2sql/sql/normalize.h"
 #include "nl2sql/sql/parser.h"
 #include "nl2sql/sql/printer.h"
 #include "sql/gold_queries.h"
@@ -38,6 +39,7 @@ TEST(SqlGold, ParsesPrintsAndExecutesAllGoldQueries) {
   ASSERT_FALSE(gold.empty());
   struct Counts {
     int total = 0, parsed = 0, fixpoint = 0, executed = 0, same = 0, gold_failed = 0;
+    int normalized_same = 0;
   };
   std::map<std::string, Counts> counts;
   db::ExecutorOptions opts;
@@ -81,14 +83,26 @@ TEST(SqlGold, ParsesPrintsAndExecutesAllGoldQueries) {
       ADD_FAILURE() << q.dataset << "#" << q.index << " different result after printing:\n"
                     << q.sql << "\n" << printed << "\n" << reprinted.error;
     }
+    // The normal form (aliases renamed, AND/OR operands sorted, names lower-cased) must keep
+    // the result too.
+    std::string normalized = normalized_sql(*r->select);
+    auto renormalized = exec.run(*q.db, normalized);
+    if (renormalized.ok() && same_result(original.result, renormalized.result, ordered)) {
+      ++c.normalized_same;
+    } else {
+      ADD_FAILURE() << q.dataset << "#" << q.index << " different result after normalizing:\n"
+                    << q.sql << "\n" << normalized << "\n" << renormalized.error;
+    }
   }
   for (const auto& [name, c] : counts) {
     std::printf("[sql-gold] %-13s total %5d parsed %5d fixpoint %5d executed %5d same-result %5d"
-                " (gold itself failed: %d)\n",
-                name.c_str(), c.total, c.parsed, c.fixpoint, c.executed, c.same, c.gold_failed);
+                " normalized-same %5d (gold itself failed: %d)\n",
+                name.c_str(), c.total, c.parsed, c.fixpoint, c.executed, c.same, c.normalized_same,
+                c.gold_failed);
     EXPECT_EQ(c.parsed, c.total) << name;
     EXPECT_EQ(c.fixpoint, c.total) << name;
     EXPECT_EQ(c.same, c.executed) << name;
+    EXPECT_EQ(c.normalized_same, c.executed) << name;
   }
 }
 
