@@ -334,6 +334,22 @@ TEST(LlmClient, ExternalCancelFlagAbandonsBackoff) {
   EXPECT_EQ(h.server.requests(), 1);
 }
 
+TEST(LlmClient, CancelAbandonsAnInFlightRequestPromptly) {
+  Harness h([](const httplib::Request&, int64_t) {
+    return FakeReply{200, completion_body("too late"), {}, 1500ms};
+  });
+  auto client = h.client();
+  Result<ChatResponse> result = internal_error("not run");
+  auto start = std::chrono::steady_clock::now();
+  std::thread caller([&] { result = client->chat(ask("q")); });
+  for (int i = 0; i < 200 && h.server.requests() == 0; ++i) std::this_thread::sleep_for(5ms);
+  client->cancel();
+  caller.join();
+  ASSERT_FALSE(result.is_ok());
+  EXPECT_EQ(call_error_kind(result.status()), CallErrorKind::kCancelled) << result.status().to_string();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1000ms);
+}
+
 TEST(LlmClient, EmbeddingsKeepInputOrder) {
   Harness h([](const httplib::Request& req, int64_t) {
     EXPECT_EQ(req.path, "/v1/embeddings");
