@@ -260,7 +260,7 @@ Result<ChatResponse> Client::chat(const ChatRequest& request_in) {
     key = ResponseCache::key_for(profile, request);
     auto hit = cache->lookup(key);
     if (!hit) {
-      Result<ChatResponse> r = make_call_error(CallErrorKind::kCache, hit.status().message());
+      Result<ChatResponse> r = hit.status();  // already a kCache error
       record(request, r);
       return r;
     }
@@ -471,13 +471,32 @@ Result<EmbeddingResponse> Client::embed(const EmbeddingRequest& request) {
     accounting_.record(request.stage, request.question_id, t);
     return posted.status();
   }
-  auto j = json::parse(posted->body, nullptr, false);
+  auto parsed = parse_embeddings(posted->body, request.inputs.size(), label);
+  if (!parsed) {
+    t.errors = 1;
+    accounting_.record(request.stage, request.question_id, t);
+    return parsed.status();
+  }
+  EmbeddingResponse r = std::move(parsed).value();
+  if (r.usage.prompt_tokens == 0) r.usage.prompt_tokens = estimate_tokens(chars);
+  r.cost_usd = static_cast<double>(r.usage.prompt_tokens) * profile.price_in_per_mtok / 1e6;
+  r.latency_s = seconds_between(start, options_.clock->now());
+  t.prompt_tokens = r.usage.prompt_tokens;
+  t.cost_usd = r.cost_usd;
+  t.latency_s = r.latency_s;
+  accounting_.record(request.stage, request.question_id, t);
+  return r;
+}
+
+Result<EmbeddingResponse> parse_embeddings(const std::string& body, size_t inputs,
+                                           const std::string& label) {
+  auto j = json::parse(body, nullptr, false);
   if (j.is_discarded())
     return make_call_error(CallErrorKind::kNotJson, "embeddings answer is not JSON (" + label + ")");
   if (!j.is_object() || !j.contains("data") || !j["data"].is_array())
     return make_call_error(CallErrorKind::kMissingField, "embeddings answer has no \"data\" array (" + label + ")");
   EmbeddingResponse r;
-  r.vectors.resize(request.inputs.size());
+  r.vectors.resize(inputs);
   size_t position = 0;
   for (const auto& d : j["data"]) {
     size_t idx = d.contains("index") && d["index"].is_number_integer() ? d["index"].get<size_t>() : position;
@@ -495,14 +514,6 @@ Result<EmbeddingResponse> Client::embed(const EmbeddingRequest& request) {
   if (j.contains("usage") && j["usage"].is_object() && j["usage"].contains("prompt_tokens") &&
       j["usage"]["prompt_tokens"].is_number_integer())
     r.usage.prompt_tokens = j["usage"]["prompt_tokens"].get<int64_t>();
-  else
-    r.usage.prompt_tokens = estimate_tokens(chars);
-  r.cost_usd = static_cast<double>(r.usage.prompt_tokens) * profile.price_in_per_mtok / 1e6;
-  r.latency_s = seconds_between(start, options_.clock->now());
-  t.prompt_tokens = r.usage.prompt_tokens;
-  t.cost_usd = r.cost_usd;
-  t.latency_s = r.latency_s;
-  accounting_.record(request.stage, request.question_id, t);
   return r;
 }
 

@@ -91,6 +91,9 @@ class Client {
 
 // Parses an OpenAI Chat Completions response body (exposed for tests).
 Result<ChatResponse> parse_chat_completion(const std::string& body, bool accept_truncated);
+// Parses an OpenAI embeddings response body with `inputs` vectors (exposed for tests).
+Result<EmbeddingResponse> parse_embeddings(const std::string& body, size_t inputs,
+                                           const std::string& label);
 // Builds the request body (exposed for tests).
 std::string build_chat_body(const ModelProfile& profile, const ChatRequest& request);
 // Extracts the SQL from a model answer: the last ```sql block, else the last ``` block, else
