@@ -1,0 +1,71 @@
+// Lineage rewriting: which base-table rows a query's result depends on.
+//
+// rewrite_lineage(Q) produces witness queries. Each returns, per output row (or per group),
+// the original output columns followed by one column per base-table occurrence in the FROM
+// clause holding that occurrence's rowid (plain rows) or a comma-separated list of rowids
+// (grouped rows: group_concat). The rewrite keeps joins, WHERE, GROUP BY/HAVING and
+// ORDER BY … LIMIT, so only the rows of the kept output rows/groups are witnesses; DISTINCT
+// without aggregation becomes GROUP BY over the output columns. Rows read by subqueries are
+// witnesses too: an uncorrelated subquery (in WHERE, HAVING, SELECT, ON) contributes its own
+// lineage, computed recursively.
+//
+// Where an exact rewrite is not possible the result over-approximates, and says so in
+// `fallbacks` (one reason per use):
+//  - correlated subquery, recursive CTE, view, or WITHOUT ROWID table: every row of each base
+//    table it reads;
+//  - derived table (subquery in FROM) or CTE reference: the whole lineage of that subquery,
+//    not only the rows the outer query keeps;
+//  - compound query (UNION/INTERSECT/EXCEPT): each member's lineage without the compound's
+//    ORDER BY/LIMIT; DISTINCT over groups: every group.
+// Over-approximating never drops a witness of a monotone query, but for queries with negation
+// (NOT IN, NOT EXISTS, EXCEPT, outer joins with IS NULL tests) extra rows can change the result:
+// the consumer verifies by executing Q on the sub-database (see build_lineage_database).
+// Pure functions except collect_lineage_rows (runs SQL through db::Executor) and
+// build_lineage_database (writes a new SQLite file).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "nl2sql/core/status.h"
+#include "nl2sql/sql/analysis.h"
+#include "nl2sql/sql/ast.h"
+
+namespace nl2sql::db {
+class Executor;
+}
+
+namespace nl2sql::sql {
+
+struct WitnessQuery {
+  std::string sql;                  // empty when all_rows_of is set
+  std::vector<std::string> tables;  // base table of each trailing rowid column
+  bool grouped = false;             // rowid columns hold comma-separated lists
+  std::string all_rows_of;          // fallback: every row of this table is a witness
+};
+
+struct Lineage {
+  std::vector<WitnessQuery> queries;
+  std::vector<std::string> fallbacks;  // reasons an over-approximation was used
+  bool exact() const { return fallbacks.empty(); }
+};
+
+Result<Lineage> rewrite_lineage(const Select& select, const Schema& schema);
+
+// table -> rowids of the witness rows.
+using LineageRows = std::map<std::string, std::set<int64_t>>;
+
+// Runs the witness queries against `db` and gathers the rowids.
+Result<LineageRows> collect_lineage_rows(const Lineage& lineage, const std::filesystem::path& db,
+                                         const db::Executor& executor);
+
+// Writes a new database at `out` with the schema of `src` (tables, indexes, views) holding only
+// the given rows (tables not mentioned are empty). Overwrites `out`.
+Status build_lineage_database(const std::filesystem::path& src, const LineageRows& rows,
+                              const std::filesystem::path& out);
+
+}  // namespace nl2sql::sql

@@ -1,0 +1,416 @@
+#include "nl2sql/sql/lineage.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cctype>
+#include <tuple>
+
+#include "nl2sql/db/executor.h"
+#include "nl2sql/sql/features.h"
+#include "nl2sql/sql/parser.h"
+#include "nl2sql/sql/printer.h"
+
+namespace nl2sql::sql {
+namespace {
+
+std::string lc(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+ExprPtr column_expr(const std::string& qualifier, char quote, const std::string& column) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::kColumn;
+  e->names = {{qualifier, quote}, {column, 0}};
+  return e;
+}
+
+ExprPtr call(const std::string& fn, ExprPtr arg) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::kFunction;
+  e->op = fn;
+  e->children.push_back(std::move(arg));
+  return e;
+}
+
+// Aggregates in an expression, not looking inside subqueries.
+bool has_aggregate(const Expr& e) {
+  if (is_aggregate_call(e)) return true;
+  for (const auto& c : e.children)
+    if (has_aggregate(*c)) return true;
+  return false;
+}
+bool has_window(const Expr& e) {
+  if (e.kind == ExprKind::kFunction && (e.over || !e.over_name.empty())) return true;
+  for (const auto& c : e.children)
+    if (has_window(*c)) return true;
+  return false;
+}
+
+struct VisibleCte {
+  const Cte* cte;
+  bool recursive;
+};
+
+class Rewriter {
+ public:
+  Rewriter(const Schema& schema, Lineage& out) : schema_(schema), out_(out) {}
+  Status status;
+
+  void select(const Select& s) {
+    size_t saved = ctes_.size();
+    for (const auto& c : s.with) ctes_.push_back({&c, s.recursive});
+    bool compound = s.cores.size() > 1;
+    if (compound && (!s.order_by.empty() || s.limit))
+      fallback("compound query with ORDER BY/LIMIT: lineage of every member");
+    for (const auto& c : s.cores) core(c, compound ? nullptr : &s);
+    ctes_.resize(saved);
+  }
+
+ private:
+  void fallback(std::string why) {
+    if (std::find(out_.fallbacks.begin(), out_.fallbacks.end(), why) == out_.fallbacks.end())
+      out_.fallbacks.push_back(std::move(why));
+  }
+
+  void all_rows(const std::string& table, const std::string& why) {
+    fallback(why);
+    for (const auto& q : out_.queries)
+      if (q.all_rows_of == table) return;
+    WitnessQuery w;
+    w.all_rows_of = table;
+    out_.queries.push_back(std::move(w));
+  }
+
+  // A copy of `s` that carries every CTE visible at this point, so it runs on its own.
+  SelectPtr standalone(const Select& s) const {
+    SelectPtr copy = s.clone();
+    std::vector<Cte> with;
+    bool recursive = copy->recursive;
+    for (const auto& v : ctes_) {
+      with.push_back({v.cte->name, v.cte->columns, v.cte->materialized, v.cte->select->clone()});
+      recursive = recursive || v.recursive;
+    }
+    for (auto& c : copy->with) with.push_back(std::move(c));
+    copy->with = std::move(with);
+    copy->recursive = recursive;
+    return copy;
+  }
+
+  const VisibleCte* find_cte(const std::string& name) const {
+    for (auto it = ctes_.rbegin(); it != ctes_.rend(); ++it)
+      if (lc(it->cte->name.name) == name) return &*it;
+    return nullptr;
+  }
+
+  void cte(const VisibleCte& v) {
+    if (!done_ctes_.insert(v.cte).second) return;
+    if (v.recursive) {
+      auto refs = analyze_references(*standalone(*v.cte->select), schema_);
+      for (const auto& t : refs.tables) all_rows(t, "recursive CTE: every row of its tables");
+      return;
+    }
+    fallback("CTE reference: whole lineage of the CTE");
+    // The CTE body sees only the CTEs defined before it.
+    std::vector<VisibleCte> saved = ctes_;
+    while (!ctes_.empty() && ctes_.back().cte != v.cte) ctes_.pop_back();
+    if (!ctes_.empty()) ctes_.pop_back();
+    select(*v.cte->select);
+    ctes_ = std::move(saved);
+  }
+
+  void subquery(const Select& sub) {
+    auto refs = analyze_references(*standalone(sub), schema_);
+    if (refs.correlated || !refs.unresolved.empty()) {
+      for (const auto& t : refs.tables) all_rows(t, "correlated subquery: every row of its tables");
+      return;
+    }
+    select(sub);
+  }
+
+  void expr(const Expr& e) {
+    if (e.select) subquery(*e.select);
+    if (e.filter) expr(*e.filter);
+    for (const auto& c : e.children) expr(*c);
+  }
+
+  struct Occurrence {
+    std::string qualifier;
+    char quote = 0;
+    const TableInfo* table;
+  };
+
+  void sources(const JoinList& j, std::vector<Occurrence>& occ) {
+    for (const auto& t : j.items) {
+      switch (t.kind) {
+        case TableRef::Kind::kJoin:
+          sources(*t.join, occ);
+          break;
+        case TableRef::Kind::kSubquery:
+          fallback("derived table: whole lineage of the subquery");
+          select(*t.select);
+          break;
+        case TableRef::Kind::kFunction:
+          for (const auto& a : t.args) expr(*a);
+          break;
+        case TableRef::Kind::kTable: {
+          if (t.schema.empty())
+            if (const VisibleCte* v = find_cte(lc(t.name.name))) {
+              cte(*v);
+              break;
+            }
+          const TableInfo* info = schema_.find(t.name.name);
+          if (!info) {
+            status = invalid_input("no such table: " + t.name.name);
+            return;
+          }
+          if (info->is_view) {
+            Select probe;
+            SelectCore c;
+            ResultColumn rc;
+            rc.expr = std::make_unique<Expr>();
+            rc.expr->kind = ExprKind::kStar;
+            c.columns.push_back(std::move(rc));
+            c.from = std::make_unique<JoinList>();
+            TableRef ref;
+            ref.name = t.name;
+            c.from->items.push_back(std::move(ref));
+            probe.cores.push_back(std::move(c));
+            for (const auto& b : analyze_references(probe, schema_).tables)
+              all_rows(b, "view: every row of its tables");
+            break;
+          }
+          if (info->without_rowid) {
+            all_rows(info->name, "WITHOUT ROWID table: every row");
+            break;
+          }
+          const Ident& q = t.alias.empty() ? t.name : t.alias;
+          occ.push_back({q.name, static_cast<char>(q.quote ? '"' : 0), info});
+          break;
+        }
+      }
+      if (t.on) expr(*t.on);
+    }
+  }
+
+  static std::string rowid_name(const TableInfo& t) {
+    for (const char* n : {"rowid", "_rowid_", "oid"})
+      if (!t.find_column(n)) return n;
+    return "rowid";
+  }
+
+  void core(const SelectCore& c, const Select* owner) {
+    if (c.is_values) {
+      for (const auto& row : c.values)
+        for (const auto& e : row) expr(*e);
+      return;
+    }
+    std::vector<Occurrence> occ;
+    if (c.from) sources(*c.from, occ);
+    if (!status.is_ok()) return;
+    bool aggregated = !c.group_by.empty();
+    bool windowed = false;
+    bool star = false;
+    for (const auto& rc : c.columns) {
+      if (rc.expr->kind == ExprKind::kStar) star = true;
+      else {
+        expr(*rc.expr);
+        aggregated = aggregated || has_aggregate(*rc.expr);
+        windowed = windowed || has_window(*rc.expr);
+      }
+    }
+    if (c.where) expr(*c.where);
+    for (const auto& g : c.group_by) expr(*g);
+    if (c.having) {
+      expr(*c.having);
+      aggregated = true;
+    }
+    if (owner) {
+      for (const auto& t : owner->order_by) {
+        expr(*t.expr);
+        aggregated = aggregated || has_aggregate(*t.expr);
+        windowed = windowed || has_window(*t.expr);
+      }
+      if (owner->limit) expr(*owner->limit);
+      if (owner->offset) expr(*owner->offset);
+    }
+    if (occ.empty()) return;
+
+    auto w = std::make_unique<Select>();
+    w->cores.push_back(clone_core(c));
+    SelectCore& wc = w->cores[0];
+    wc.misplaced_order_by.clear();
+    wc.misplaced_limit.reset();
+    wc.misplaced_offset.reset();
+    bool keep_order_limit = owner != nullptr;
+    WitnessQuery q;
+    if (windowed) {
+      // A window function reads every row of its partition: keep all surviving rows.
+      if (owner && owner->limit) fallback("window function: every row passing WHERE");
+      keep_order_limit = false;
+      wc.distinct = false;
+    }
+    if (!aggregated && wc.distinct) {
+      if (owner && owner->limit && !star && !windowed) {
+        for (size_t k = 0; k < wc.columns.size(); ++k) {
+          auto pos = std::make_unique<Expr>();
+          pos->kind = ExprKind::kLiteral;
+          pos->text = std::to_string(k + 1);
+          wc.group_by.push_back(std::move(pos));
+        }
+        aggregated = true;
+      } else {
+        keep_order_limit = false;  // DISTINCT drops no contributing row
+      }
+      wc.distinct = false;
+    } else if (aggregated && wc.distinct) {
+      if (owner && owner->limit) fallback("DISTINCT over groups: every group");
+      keep_order_limit = false;
+      wc.distinct = false;
+    }
+    q.grouped = aggregated;
+    for (size_t k = 0; k < occ.size(); ++k) {
+      ExprPtr col = column_expr(occ[k].qualifier, occ[k].quote, rowid_name(*occ[k].table));
+      if (aggregated) col = call("group_concat", std::move(col));
+      ResultColumn rc;
+      rc.expr = std::move(col);
+      rc.alias = {"__lineage_" + std::to_string(k + 1), 0};
+      wc.columns.push_back(std::move(rc));
+      q.tables.push_back(occ[k].table->name);
+    }
+    if (keep_order_limit) {
+      SelectPtr copy = owner->clone();
+      w->order_by = std::move(copy->order_by);
+      w->limit = std::move(copy->limit);
+      w->offset = std::move(copy->offset);
+    }
+    q.sql = to_sql(*standalone(*w));
+    out_.queries.push_back(std::move(q));
+  }
+
+  const Schema& schema_;
+  Lineage& out_;
+  std::vector<VisibleCte> ctes_;
+  std::set<const Cte*> done_ctes_;
+};
+
+}  // namespace
+
+Result<Lineage> rewrite_lineage(const Select& select, const Schema& schema) {
+  Lineage out;
+  Rewriter r(schema, out);
+  r.select(select);
+  if (!r.status.is_ok()) return r.status;
+  return out;
+}
+
+Result<LineageRows> collect_lineage_rows(const Lineage& lineage, const std::filesystem::path& db,
+                                         const db::Executor& executor) {
+  LineageRows rows;
+  db::QueryLimits limits = executor.options().limits;
+  limits.row_cap = 0;
+  for (const auto& q : lineage.queries) {
+    std::string sql = q.sql;
+    if (!q.all_rows_of.empty()) sql = "SELECT rowid FROM " + quote_identifier({q.all_rows_of, '"'});
+    auto r = executor.run(db, sql, limits);
+    if (!r.ok()) return Status(ErrorCode::kSql, "lineage query failed: " + r.error + "\n" + sql);
+    size_t n = q.all_rows_of.empty() ? q.tables.size() : 1;
+    for (const auto& row : r.result.rows) {
+      if (row.size() < n) return internal_error("lineage query returned too few columns");
+      for (size_t k = 0; k < n; ++k) {
+        const db::Value& v = row[row.size() - n + k];
+        auto& set = rows[q.all_rows_of.empty() ? q.tables[k] : q.all_rows_of];
+        if (v.type == db::ValueType::kInteger) {
+          set.insert(v.i);
+        } else if (v.type == db::ValueType::kText) {
+          size_t start = 0;
+          while (start < v.s.size()) {
+            size_t end = v.s.find(',', start);
+            if (end == std::string::npos) end = v.s.size();
+            set.insert(std::stoll(v.s.substr(start, end - start)));
+            start = end + 1;
+          }
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+Status build_lineage_database(const std::filesystem::path& src, const LineageRows& rows,
+                              const std::filesystem::path& out) {
+  std::error_code ec;
+  std::filesystem::remove(out, ec);
+  sqlite3* h = nullptr;
+  if (sqlite3_open_v2(out.string().c_str(), &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                      nullptr) != SQLITE_OK) {
+    sqlite3_close_v2(h);
+    return io_error("cannot create " + out.string());
+  }
+  auto exec = [&](const std::string& sql) -> Status {
+    char* err = nullptr;
+    if (sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : "error";
+      sqlite3_free(err);
+      return Status(ErrorCode::kSql, msg + " in: " + sql.substr(0, 200));
+    }
+    return Status::ok();
+  };
+  auto run = [&]() -> Status {
+    std::string attach = "ATTACH DATABASE '";
+    for (char c : std::filesystem::absolute(src).string()) {
+      if (c == '\'') attach += '\'';
+      attach += c;
+    }
+    attach += "' AS src";
+    NL2SQL_RETURN_IF_ERROR(exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF"));
+    NL2SQL_RETURN_IF_ERROR(exec(attach));
+    NL2SQL_RETURN_IF_ERROR(exec("BEGIN"));
+    NL2SQL_RETURN_IF_ERROR(exec("CREATE TEMP TABLE keep_rows (tbl TEXT, id INTEGER)"));
+    sqlite3_stmt* ins = nullptr;
+    sqlite3_prepare_v2(h, "INSERT INTO keep_rows VALUES (?, ?)", -1, &ins, nullptr);
+    for (const auto& [table, ids] : rows)
+      for (int64_t id : ids) {
+        sqlite3_bind_text(ins, 1, lc(table).c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(ins, 2, id);
+        sqlite3_step(ins);
+        sqlite3_reset(ins);
+      }
+    sqlite3_finalize(ins);
+    std::vector<std::pair<std::string, std::string>> objects;  // (type+name, sql)
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(h,
+                       "SELECT type, name, sql FROM src.sqlite_master WHERE sql IS NOT NULL AND "
+                       "name NOT LIKE 'sqlite_%' ORDER BY type = 'table' DESC, rowid",
+                       -1, &st, nullptr);
+    std::vector<std::tuple<std::string, std::string, std::string>> objs;
+    while (sqlite3_step(st) == SQLITE_ROW)
+      objs.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                        reinterpret_cast<const char*>(sqlite3_column_text(st, 1)),
+                        reinterpret_cast<const char*>(sqlite3_column_text(st, 2)));
+    sqlite3_finalize(st);
+    for (const auto& [type, name, sql] : objs) {
+      if (type == "trigger") continue;
+      NL2SQL_RETURN_IF_ERROR(exec(sql));
+      if (type == "table") {
+        std::string q = quote_identifier({name, '"'});
+        std::string lit;
+        for (char c : lc(name)) {
+          if (c == '\'') lit += '\'';
+          lit += c;
+        }
+        NL2SQL_RETURN_IF_ERROR(exec("INSERT INTO main." + q + " SELECT * FROM src." + q +
+                                    " WHERE rowid IN (SELECT id FROM keep_rows WHERE tbl = '" +
+                                    lit + "')"));
+      }
+    }
+    NL2SQL_RETURN_IF_ERROR(exec("COMMIT"));
+    return exec("DETACH DATABASE src");
+  };
+  Status s = run();
+  sqlite3_close_v2(h);
+  return s;
+}
+
+}  // namespace nl2sql::sql

@@ -1,0 +1,99 @@
+#include <gtest/gtest.h>
+
+#include "nl2sql/db/executor.h"
+#include "nl2sql/sql/lineage.h"
+#include "nl2sql/sql/parser.h"
+#include "support/test_env.h"
+
+namespace nl2sql::sql {
+namespace {
+
+class SqlLineage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = dir_ / "t.sqlite";
+    nl2sql::testing::build_database(db_, R"(
+      CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INT);
+      CREATE TABLE concert (venue TEXT, singer_id INT);
+      INSERT INTO singer VALUES (1, 'A', 'France', 30), (2, 'B', 'Spain', 70), (3, 'C', 'Spain', 50);
+      INSERT INTO concert VALUES ('v1', 1), ('v2', 2), ('v3', 2), ('v4', 3);
+    )");
+    schema_ = std::move(*load_schema(db_));
+  }
+  LineageRows rows(const std::string& sql, Lineage* out = nullptr) {
+    auto q = parse_query(sql);
+    EXPECT_TRUE(q.is_ok());
+    auto l = rewrite_lineage(*q->select, schema_);
+    EXPECT_TRUE(l.is_ok()) << l.status().message();
+    if (!l.is_ok()) return {};
+    if (out) *out = *l;
+    db::ExecutorOptions opts;
+    opts.immutable = false;
+    db::Executor exec(opts);
+    auto r = collect_lineage_rows(*l, db_, exec);
+    EXPECT_TRUE(r.is_ok()) << r.status().message();
+    return r.is_ok() ? *r : LineageRows{};
+  }
+  nl2sql::testing::TempDir dir_;
+  std::filesystem::path db_;
+  Schema schema_;
+};
+
+using Ids = std::set<int64_t>;
+
+TEST_F(SqlLineage, WitnessRowsOfJoinsGroupsAndTopK) {
+  Lineage l;
+  auto r = rows("SELECT name FROM singer WHERE age > 40", &l);
+  EXPECT_TRUE(l.exact());
+  EXPECT_EQ(r["singer"], (Ids{2, 3}));
+  r = rows("SELECT c.venue FROM singer AS s JOIN concert AS c ON s.singer_id = c.singer_id "
+           "WHERE s.country = 'Spain' AND c.venue <> 'v4'");
+  EXPECT_EQ(r["singer"], (Ids{2}));
+  EXPECT_EQ(r["concert"], (Ids{2, 3}));
+  r = rows("SELECT singer_id, count(*) FROM concert GROUP BY singer_id HAVING count(*) > 1");
+  EXPECT_EQ(r["concert"], (Ids{2, 3}));
+  EXPECT_EQ(r.count("singer"), 0u);
+  r = rows("SELECT name FROM singer ORDER BY age DESC LIMIT 1");
+  EXPECT_EQ(r["singer"], (Ids{2}));
+  r = rows("SELECT DISTINCT country FROM singer ORDER BY country LIMIT 1");
+  EXPECT_EQ(r["singer"], (Ids{1}));
+  // Rows read by a WHERE subquery are witnesses too (the average reads every singer).
+  r = rows("SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer)", &l);
+  EXPECT_TRUE(l.exact());
+  EXPECT_EQ(r["singer"], (Ids{1, 2, 3}));
+  r = rows("SELECT venue FROM concert WHERE singer_id IN (SELECT singer_id FROM singer WHERE country = 'France')");
+  EXPECT_EQ(r["concert"], (Ids{1}));
+  EXPECT_EQ(r["singer"], (Ids{1}));
+}
+
+TEST_F(SqlLineage, FallbacksAreReported) {
+  Lineage l;
+  auto r = rows("SELECT name FROM singer AS s WHERE EXISTS (SELECT 1 FROM concert AS c WHERE "
+                "c.singer_id = s.singer_id AND c.venue = 'v4')", &l);
+  EXPECT_FALSE(l.exact());
+  EXPECT_EQ(r["concert"].size(), 4u);  // every concert row: over-approximation
+  EXPECT_EQ(r["singer"], (Ids{3}));
+  rows("SELECT x FROM (SELECT name AS x FROM singer WHERE age < 60) LIMIT 1", &l);
+  EXPECT_FALSE(l.exact());
+  auto bad = parse_query("SELECT a FROM nowhere");
+  EXPECT_FALSE(rewrite_lineage(*bad->select, schema_).is_ok());
+}
+
+TEST_F(SqlLineage, SubDatabaseHoldsOnlyWitnessRows) {
+  auto r = rows("SELECT c.venue FROM singer AS s JOIN concert AS c ON s.singer_id = c.singer_id WHERE s.age > 60");
+  auto sub = dir_ / "sub.sqlite";
+  ASSERT_TRUE(build_lineage_database(db_, r, sub).is_ok());
+  db::ExecutorOptions opts;
+  opts.immutable = false;
+  db::Executor exec(opts);
+  auto all = exec.run(sub, "SELECT (SELECT count(*) FROM singer), (SELECT count(*) FROM concert)");
+  ASSERT_TRUE(all.ok()) << all.error;
+  EXPECT_EQ(all.result.rows[0][0].i, 1);
+  EXPECT_EQ(all.result.rows[0][1].i, 2);
+  auto again = exec.run(sub, "SELECT c.venue FROM singer AS s JOIN concert AS c ON s.singer_id = c.singer_id WHERE s.age > 60");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.result.rows.size(), 2u);
+}
+
+}  // namespace
+}  // namespace nl2sql::sql
