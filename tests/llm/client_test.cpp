@@ -2,7 +2,9 @@
 // concurrency and rate limits, cancellation, and secret redaction.
 #include "nl2sql/llm/client.h"
 
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -239,6 +241,40 @@ TEST(LlmClient, NeverMoreInFlightThanTheProfileAllows) {
   EXPECT_LE(h.server.peak_in_flight(), 3);
   EXPECT_GE(h.server.peak_in_flight(), 2);  // the limit is not serialising everything
   EXPECT_LE(client->peak_in_flight(), 3);
+}
+
+TEST(LlmClient, ThirtyTwoInFlightReallyRunConcurrently) {
+  // The server holds the first requests until 32 are in flight at once (a barrier with a
+  // timeout), so the test proves 32 concurrent calls without depending on timing.
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  FakeOpenAiServer server([&](const httplib::Request&, int64_t) {
+    std::unique_lock lock(mu);
+    ++arrived;
+    cv.notify_all();
+    cv.wait_for(lock, 5s, [&] { return arrived >= 32; });
+    return FakeReply{200, completion_body("SELECT 1")};
+  }, /*threads=*/48);
+  auto s = settings_for(server.base_url());
+  s.profiles["main"].max_in_flight = 32;
+  ClientOptions o;
+  o.clock = std::make_shared<ManualClock>();
+  auto client = Client::create(s, o).value();
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 64; ++i) {
+    threads.emplace_back([&, i] {
+      if (client->chat(ask("q" + std::to_string(i))).is_ok()) ++ok;
+    });
+    // cpp-httplib listens with a tiny backlog: 32 simultaneous connects would overflow it and
+    // cost a 1 s SYN retransmit. Staggering the first connections keeps the test fast.
+    if (i < 32) std::this_thread::sleep_for(2ms);
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 64);
+  EXPECT_EQ(server.peak_in_flight(), 32);
+  EXPECT_EQ(client->peak_in_flight(), 32);
 }
 
 TEST(LlmClient, GlobalLimitCapsAllProfilesTogether) {

@@ -53,6 +53,7 @@ class FakeOpenAiServer {
 
   explicit FakeOpenAiServer(Script script, int threads = 16) : script_(std::move(script)) {
     server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    server_.set_tcp_nodelay(true);  // else Nagle + delayed ACK add ~40 ms per answer
     server_.set_keep_alive_max_count(100000);
     server_.set_keep_alive_timeout(30);
     auto handler = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
