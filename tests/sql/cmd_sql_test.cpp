@@ -1,0 +1,40 @@
+#include <gtest/gtest.h>
+
+#include "support/test_env.h"
+
+namespace nl2sql {
+namespace {
+
+using nl2sql::testing::run_nl2sql;
+
+TEST(SqlCommand, FormatParseTablesLineage) {
+  auto r = run_nl2sql("sql format 'select  a,b from T where (x=1)'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "SELECT a, b FROM T WHERE x = 1\n");
+  r = run_nl2sql("sql format --normalize 'SELECT S.a FROM t AS S WHERE b = 1 AND a = 2'");
+  EXPECT_EQ(r.out, "SELECT t1.a FROM t AS t1 WHERE a = 2 AND b = 1\n");
+
+  r = run_nl2sql("sql parse --json 'SELECT count(*) FROM t'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"spider_hardness\": \"easy\""), std::string::npos) << r.out;
+
+  r = run_nl2sql("sql parse 'SELECT a FROM WHERE'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("line 1, column"), std::string::npos) << r.err;
+
+  nl2sql::testing::TempDir dir;
+  auto db = dir / "t.sqlite";
+  nl2sql::testing::build_database(db, "CREATE TABLE t (a INT, b TEXT); INSERT INTO t VALUES (1, 'x'), (2, 'y');");
+  r = run_nl2sql("sql tables --db " + db.string() + " \"SELECT a FROM t WHERE b = 'y'\"");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("columns: t.a t.b"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("literal: t.b = y"), std::string::npos) << r.out;
+
+  r = run_nl2sql("sql lineage --run --db " + db.string() + " \"SELECT a FROM t WHERE b = 'y'\"");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("rows of t (1): 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("exact: yes"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace nl2sql
