@@ -589,7 +589,7 @@ Result<ChatResponse> SimProvider::answer(const ChatRequest& request) const {
       }
       case SimTask::kKeywords: {
         auto kws = keywords_of(c.question + (c.evidence.empty() ? "" : " ; " + c.evidence));
-        text = fenced("json", json{{"keywords", kws}}.dump()) + "\n";
+        text = json{{"keywords", kws}}.dump();  // bare JSON, as prompts/extract_keywords.txt asks
         break;
       }
       case SimTask::kColumnFilter: {

@@ -96,6 +96,28 @@ TEST(LlmClient, ParsesAnswerUsageAndCost) {
   EXPECT_EQ(client->accounting().by_question().at("q1").calls, 1);
 }
 
+TEST(LlmClient, RequestBodyCarriesOverrides) {
+  ModelProfile p;
+  p.model = "m";
+  p.temperature = 0.2;
+  ChatRequest r;
+  r.messages = {{"user", "hi"}};
+  r.temperature = 0.9;
+  r.top_p = 0.5;
+  r.max_tokens = 64;
+  r.n = 3;
+  r.seed = 11;
+  r.stop = {";"};
+  auto body = nlohmann::json::parse(build_chat_body(p, r));
+  EXPECT_EQ(body["temperature"], 0.9);
+  EXPECT_EQ(body["top_p"], 0.5);
+  EXPECT_EQ(body["max_tokens"], 64);
+  EXPECT_EQ(body["n"], 3);
+  EXPECT_EQ(body["seed"], 11);
+  EXPECT_EQ(body["stop"], nlohmann::json::array({";"}));
+  EXPECT_EQ(body["messages"], nlohmann::json::parse(R"([{"role":"user","content":"hi"}])"));
+}
+
 TEST(LlmClient, HonoursRetryAfterOn429) {
   Harness h([](const httplib::Request&, int64_t seq) {
     if (seq == 0) return FakeReply{429, R"({"error":{"message":"slow down"}})", {{"Retry-After", "7"}}};

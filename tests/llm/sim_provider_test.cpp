@@ -252,7 +252,7 @@ TEST(SimProviderTest, KeywordsAndColumnFilter) {
   k.sim.task = SimTask::kKeywords;
   k.sim.question = "How many schools in 'Alameda' have a free meal count above 500?";
   k.sim.evidence = "free meal count refers to `Free Meal Count (K-12)`";
-  auto kws = json_block(sim.answer(k)->text())["keywords"].get<std::vector<std::string>>();
+  auto kws = nlohmann::json::parse(sim.answer(k)->text())["keywords"].get<std::vector<std::string>>();
   auto has = [&](const std::string& w) { return std::find(kws.begin(), kws.end(), w) != kws.end(); };
   EXPECT_TRUE(has("Alameda"));
   EXPECT_TRUE(has("free meal count"));

@@ -7,7 +7,7 @@
 //   kSelectPair        reasoning, then a ```json block {"winner": "A"|"B"}
 //   kRank              reasoning, then a ```json block {"ranking": [i, j, …]} (0-based, best first)
 //   kNlEval            reasoning, then a ```text block with the answer rows (one per line)
-//   kKeywords          a ```json block {"keywords": [...]} (same as prompts/extract_keywords.txt)
+//   kKeywords          bare JSON {"keywords": [...]} (as prompts/extract_keywords.txt asks)
 //   kColumnFilter      a ```json block {"relevant": true|false}
 // Randomness: every draw comes from a SplitMix64 stream seeded by a hash of
 // (sim.seed, task, question id, generator, sample index), so a rerun is identical bit for bit.
