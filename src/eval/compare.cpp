@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <regex>
 #include <unordered_map>
 #include <unordered_set>
@@ -183,8 +185,12 @@ bool bird_equal(const ResultSet& pred, const ResultSet& gold) {
 }
 
 bool spider_ts_equal(const ResultSet& gold_in, const ResultSet& pred_in, bool order_matters) {
-  const ResultSet gold = spider_view(gold_in);
-  const ResultSet pred = spider_view(pred_in);
+  // Copy only when some text needs Python's errors="ignore" decoding.
+  std::optional<ResultSet> gold_fixed, pred_fixed;
+  if (has_invalid_utf8(gold_in)) gold_fixed = spider_view(gold_in);
+  if (has_invalid_utf8(pred_in)) pred_fixed = spider_view(pred_in);
+  const ResultSet& gold = gold_fixed ? *gold_fixed : gold_in;
+  const ResultSet& pred = pred_fixed ? *pred_fixed : pred_in;
   const auto& r1 = gold.rows;
   const auto& r2 = pred.rows;
   if (r1.empty() && r2.empty()) return true;
@@ -206,12 +212,15 @@ bool spider_ts_equal(const ResultSet& gold_in, const ResultSet& pred_in, bool or
   std::vector<std::unordered_set<std::string>> gold_cols(ncols);
   for (const auto& row : r1)
     for (size_t c = 0; c < ncols && c < row.size(); ++c) gold_cols[c].insert(python_key(row[c]));
+  std::vector<std::vector<std::string>> pred_keys(r2.size());
+  for (size_t r = 0; r < r2.size(); ++r)
+    for (const auto& v : r2[r]) pred_keys[r].push_back(python_key(v));
   std::vector<std::vector<size_t>> candidates(ncols);
   for (size_t c1 = 0; c1 < ncols; ++c1) {
     for (size_t c2 = 0; c2 < ncols; ++c2) {
       bool ok = true;
-      for (const auto& row : r2) {
-        if (c2 >= row.size() || !gold_cols[c1].count(python_key(row[c2]))) {
+      for (const auto& row : pred_keys) {
+        if (c2 >= row.size() || !gold_cols[c1].count(row[c2])) {
           ok = false;
           break;
         }
@@ -232,9 +241,9 @@ bool spider_ts_equal(const ResultSet& gold_in, const ResultSet& pred_in, bool or
   auto check = [&]() {
     std::vector<std::string> permuted;
     permuted.reserve(r2.size());
-    for (const auto& row : r2) {
+    for (const auto& row : pred_keys) {
       std::string k;
-      for (size_t i = 0; i < ncols; ++i) append_key(k, row[perm[i]]);
+      for (size_t i = 0; i < ncols; ++i) k += row[perm[i]];
       permuted.push_back(std::move(k));
     }
     if (order_matters) return permuted == gold_rows;
