@@ -117,11 +117,12 @@ class Printer {
           expr(*e.children[0], 3);
           return;
         }
+        Printer operand(o_);
+        operand.expr(*e.children[0], 12);
         out += e.op;
-        size_t at = out.size();
-        expr(*e.children[0], 12);
         // "- -1" must not become the comment "--1".
-        if (out.size() > at && (out[at] == '-' || out[at] == '+') ) out.insert(at, " ");
+        if (!operand.out.empty() && (operand.out[0] == '-' || operand.out[0] == '+')) out += ' ';
+        out += operand.out;
         return;
       }
       case ExprKind::kPostfix:

@@ -1,0 +1,1 @@
+SELECT T1.name, count(*) FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.sid WHERE T1.age > 30 GROUP BY T1.name HAVING count(*) > 1 ORDER BY count(*) DESC LIMIT 3

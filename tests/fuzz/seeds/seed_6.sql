@@ -1,0 +1,1 @@
+SELECT CASE WHEN a THEN 1 ELSE 3 END, CAST(a AS VARCHAR(10)), IIF(a > 1, 'y', 'n'), x'0aFF', -1.5e3, ?1, :n FROM t

@@ -1,0 +1,1 @@
+SELECT "quoted id", `back`, [bracket], 'it''s' FROM "t" -- comment

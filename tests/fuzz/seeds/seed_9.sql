@@ -1,0 +1,1 @@
+SELECT count(DISTINCT a) FILTER (WHERE b > 1), a COLLATE NOCASE, (a, b) = (1, 2) FROM t WINDOW w AS (ORDER BY y)
