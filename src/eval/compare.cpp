@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <xxhash.h>
+
 #include "nl2sql/core/files.h"
 
 namespace nl2sql::eval {
@@ -178,10 +180,33 @@ std::string spider_sort_key(const Value& v) {
 bool bird_equal(const ResultSet& pred, const ResultSet& gold) {
   // Python's sqlite3 raises on text that is not UTF-8, which the BIRD script scores as 0.
   if (has_invalid_utf8(pred) || has_invalid_utf8(gold)) return false;
-  std::unordered_set<std::string> p, g;
-  for (const auto& r : pred.rows) p.insert(row_key(r));
-  for (const auto& r : gold.rows) g.insert(row_key(r));
-  return p == g;
+  // Rows are compared through a 128-bit hash of their canonical key (collision odds ~2^-128),
+  // which avoids one string allocation per row on large results.
+  struct H {
+    size_t operator()(const XXH128_hash_t& h) const { return static_cast<size_t>(h.low64); }
+  };
+  struct E {
+    bool operator()(const XXH128_hash_t& a, const XXH128_hash_t& b) const {
+      return a.low64 == b.low64 && a.high64 == b.high64;
+    }
+  };
+  std::string buf;
+  auto hashed = [&](const ResultSet& r) {
+    std::unordered_set<XXH128_hash_t, H, E> out;
+    out.reserve(r.rows.size());
+    for (const auto& row : r.rows) {
+      buf.clear();
+      for (const auto& v : row) append_key(buf, v);
+      out.insert(XXH3_128bits(buf.data(), buf.size()));
+    }
+    return out;
+  };
+  auto p = hashed(pred);
+  auto g = hashed(gold);
+  if (p.size() != g.size()) return false;
+  for (const auto& h : p)
+    if (!g.count(h)) return false;
+  return true;
 }
 
 bool spider_ts_equal(const ResultSet& gold_in, const ResultSet& pred_in, bool order_matters) {
