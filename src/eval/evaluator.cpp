@@ -12,6 +12,7 @@
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/eval/compare.h"
 #include "nl2sql/eval/hardness.h"
+#include "nl2sql/eval/tie_check.h"
 
 namespace nl2sql::eval {
 namespace fs = std::filesystem;
@@ -195,6 +196,11 @@ struct Runner {
     if (cache) cache->put(key, e);
     return e;
   }
+  // Stores derived facts (the tie check) with an execution already run.
+  void remember(const std::string& fingerprint, const std::string& sql,
+                const db::CachedExecution& e) {
+    if (cache) cache->put(db::ResultCache::key(fingerprint, sql), e);
+  }
 };
 
 std::string lower(std::string s) {
@@ -276,14 +282,30 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
     item.gold_rows = gold.result.result.rows.size();
     item.gold_ms = gold.result.elapsed_ms;
 
-    if (options.check_ties && gold.result.ok() &&
-        lower(q.gold_sql).find("limit") != std::string::npos) {
-      db::QueryLimits reversed = options.gold_limits;
-      reversed.reverse_scan_order = true;
-      bool c = false;
-      auto alt = runner.run(db_path, fp, q.gold_sql, reversed, &c, "reverse-scan");
-      exec_ms += c ? 0 : alt.result.elapsed_ms;
-      item.gold_tie_dependent = alt.result.ok() && !bird_equal(alt.result.result, gold.result.result);
+    if (options.check_ties && gold.result.ok() && gold.tie_checked) {
+      item.gold_tie_dependent = gold.tie_dependent;
+    } else if (options.check_ties && gold.result.ok()) {
+      TieProbe probe;
+      switch (tie_check_kind(q.gold_sql, &probe)) {
+        case TieCheckKind::kNone: break;
+        case TieCheckKind::kOrderByProbe: {
+          auto r = executor.run(db_path, probe.sql, options.gold_limits);
+          exec_ms += r.elapsed_ms;
+          item.gold_tie_dependent = r.ok() && probe_shows_tie(probe, r.result);
+          break;
+        }
+        case TieCheckKind::kReverseScan: {
+          db::QueryLimits reversed = options.gold_limits;
+          reversed.reverse_scan_order = true;
+          auto alt = executor.run(db_path, q.gold_sql, reversed);
+          exec_ms += alt.elapsed_ms;
+          item.gold_tie_dependent = alt.ok() && !bird_equal(alt.result, gold.result.result);
+          break;
+        }
+      }
+      gold.tie_checked = true;
+      gold.tie_dependent = item.gold_tie_dependent;
+      runner.remember(fp, q.gold_sql, gold);
     }
 
     const Prediction& p = preds[i];

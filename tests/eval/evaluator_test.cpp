@@ -1,0 +1,76 @@
+#include "nl2sql/eval/evaluator.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "support/test_env.h"
+
+namespace nl2sql::eval {
+namespace {
+
+class EvaluatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::build_database(dir_ / "dbs" / "d" / "d.sqlite",
+                            "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, score INTEGER);"
+                            "INSERT INTO t VALUES (1,'a',10),(2,'b',10),(3,'c',5),(4,'d',1);");
+    std::ofstream(dir_ / "q.jsonl")
+        << R"({"question_id": "tie", "db_id": "d", "sql": "SELECT name FROM t ORDER BY score DESC LIMIT 1"})" "\n"
+        << R"({"question_id": "notie", "db_id": "d", "sql": "SELECT name FROM t ORDER BY score ASC LIMIT 1"})" "\n"
+        << R"({"question_id": "broken", "db_id": "d", "sql": "SELECT nope FROM t"})" "\n"
+        << R"({"question_id": "unordered", "db_id": "d", "sql": "SELECT name FROM t LIMIT 1"})" "\n"
+        << R"({"question_id": "alias", "db_id": "d", "sql": "SELECT name, score AS s FROM t ORDER BY s DESC, 1 LIMIT 1"})" "\n";
+    data::DatasetSpec spec;
+    spec.benchmark = data::Benchmark::kJsonl;
+    spec.questions = dir_ / "q.jsonl";
+    spec.db_root = dir_ / "dbs";
+    ds_ = std::move(*data::load_dataset(spec));
+  }
+  testing::TempDir dir_;
+  data::Dataset ds_;
+};
+
+TEST_F(EvaluatorTest, FlagsTieDependentGoldAndUnusableGold) {
+  std::vector<Prediction> preds;
+  for (const auto& q : ds_.questions) preds.push_back({q.gold_sql, true});
+  EvalOptions opts;
+  opts.metrics = {Metric::kBird, Metric::kRelaxed};
+  opts.cache_file = dir_ / "cache" / "results.sqlite";
+  for (int run = 0; run < 2; ++run) {  // the second run answers from the cache
+    auto r = evaluate(ds_, preds, opts);
+    ASSERT_TRUE(r.is_ok());
+    EXPECT_TRUE(r->items[0].gold_tie_dependent) << "run " << run;
+    EXPECT_FALSE(r->items[1].gold_tie_dependent) << "run " << run;
+    EXPECT_TRUE(r->items[2].gold_unusable);
+    EXPECT_TRUE(r->items[3].gold_tie_dependent) << "LIMIT without ORDER BY";
+    EXPECT_FALSE(r->items[4].gold_tie_dependent) << "second key breaks the tie";
+    EXPECT_EQ(r->items[2].outcome, "RES6");
+    const auto& overall = r->summary["metrics"]["bird"]["overall"];
+    EXPECT_EQ(overall["n"], 5);
+    EXPECT_EQ(overall["correct"], 4);
+    EXPECT_EQ(overall["n_usable_gold"], 4);
+    EXPECT_DOUBLE_EQ(overall["ex_usable_gold"].get<double>(), 100.0);
+    if (run == 1) {
+      EXPECT_TRUE(r->items[0].gold_cached);
+      EXPECT_TRUE(r->items[0].pred_cached);
+    }
+  }
+}
+
+TEST(Bootstrap, DeterministicAndBracketsTheMean) {
+  std::vector<int> v(200, 0);
+  for (size_t i = 0; i < 120; ++i) v[i] = 1;  // 60%
+  auto a = bootstrap_ci(v, 1000, 7), b = bootstrap_ci(v, 1000, 7);
+  EXPECT_EQ(a.low, b.low);
+  EXPECT_EQ(a.high, b.high);
+  EXPECT_LT(a.low, 60.0);
+  EXPECT_GT(a.high, 60.0);
+  // normal approximation: ±1.96 * sqrt(.6*.4/200) = ±6.8 points
+  EXPECT_NEAR(a.high - a.low, 13.6, 3.0);
+  auto all = bootstrap_ci(std::vector<int>(50, 1), 1000, 7);
+  EXPECT_EQ(all.low, 100.0);
+}
+
+}  // namespace
+}  // namespace nl2sql::eval
