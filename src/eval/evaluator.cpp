@@ -13,6 +13,8 @@
 #include "nl2sql/eval/compare.h"
 #include "nl2sql/eval/hardness.h"
 #include "nl2sql/eval/tie_check.h"
+#include "nl2sql/sql/features.h"
+#include "nl2sql/sql/parser.h"
 
 namespace nl2sql::eval {
 namespace fs = std::filesystem;
@@ -268,8 +270,14 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
     item.index = q.index;
     item.db_id = q.db_id;
     item.difficulty = q.difficulty;
-    if (item.difficulty.empty() && !q.spider_sql.is_null())
-      item.difficulty = spider_hardness(q.spider_sql);
+    if (item.difficulty.empty() && ds.benchmark == data::Benchmark::kSpider) {
+      // The parsed "sql" field when the file has it (dev.json), else our own AST.
+      if (!q.spider_sql.is_null()) {
+        item.difficulty = spider_hardness(q.spider_sql);
+      } else if (auto stmt = sql::parse_query(q.gold_sql); stmt.is_ok()) {
+        item.difficulty = sql::spider_hardness(*stmt->select);
+      }
+    }
     const fs::path& db_path = ds.db_paths.at(q.db_id);
     const std::string& fp = fingerprints.at(q.db_id);
     double exec_ms = 0;
