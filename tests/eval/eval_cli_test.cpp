@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/core/files.h"
+#include "nl2sql/core/hash.h"
 #include "support/test_env.h"
 
 namespace nl2sql {
@@ -70,12 +71,18 @@ TEST_F(EvalCli, OutcomeCodesAndFailUnder) {
   EXPECT_EQ(outcome["10"], "RES5");
   EXPECT_EQ(outcome["11"], "RES1");
   EXPECT_EQ(outcome["5"], "RES1");  // no prediction
-  for (const auto& it : report["items"])
-    if (it["question_id"] == "11") EXPECT_EQ(it["pred_status"], "rejected");
-  // the database was not touched
+  for (const auto& it : report["items"]) {
+    if (it["question_id"] == "11") {
+      EXPECT_EQ(it["pred_status"], "rejected");
+    }
+  }
+  // The DELETE never reached the database: its bytes are unchanged by another full run.
+  auto db = root_ / "dev_databases" / "music_store" / "music_store.sqlite";
+  auto before = core::sha256_file(db);
   auto again = testing::run_nl2sql(base_args() + "--pred-format jsonl --pred '" +
                                    (dir_ / "pred.jsonl").string() + "' --no-cache");
-  EXPECT_EQ(again.exit_code, 0);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(*core::sha256_file(db), *before);
 }
 
 TEST_F(EvalCli, BadInputExitsTwoAndNamesTheFile) {

@@ -25,7 +25,7 @@ bool is_valid_utf8(std::string_view s);
 Result<nlohmann::json> parse_json(std::string_view text, const std::string& label);
 Result<nlohmann::json> read_json_file(const std::filesystem::path& path);
 
-// "line L, column C" for a byte offset in text (1-based).
+// "L:C" (1-based line and column) for a byte offset in text.
 std::string describe_position(std::string_view text, size_t byte_offset);
 
 }  // namespace nl2sql::core
