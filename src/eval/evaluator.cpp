@@ -205,10 +205,6 @@ struct Runner {
   }
 };
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-  return s;
-}
 
 }  // namespace
 
