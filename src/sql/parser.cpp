@@ -854,7 +854,7 @@ class Parser {
       std::string type;
       while (cur().kind == TokenKind::kWord || cur().kind == TokenKind::kQuotedIdent) {
         if (!type.empty()) type += ' ';
-        type += cur().kind == TokenKind::kWord ? std::string(cur().text) : cur().value;
+        type += std::string(cur().text);  // a quoted part keeps its quotes
         ++i_;
       }
       if (accept_op("(")) {

@@ -71,6 +71,8 @@ TEST(SqlParser, FullSelectSyntaxRoundTrips) {
       "SELECT count(DISTINCT a), group_concat(b, ',') FROM t GROUP BY c HAVING count(*) > 1",
       "SELECT a AS \"x y\", b 'z', c w FROM t",
       "SELECT * FROM generate_series(1, 10) AS g",
+      // Found by the fuzzer: a quoted part of a type name must stay quoted.
+      "SELECT CAST(a AS VARC \", '*n'), FORM t\" REHAR(-0))",
   };
   for (const char* c : cases) expect_fixpoint(c);
 }
