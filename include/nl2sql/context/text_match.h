@@ -1,0 +1,63 @@
+// Text matching primitives for value retrieval: Unicode-aware normalization, character n-grams,
+// MinHash signatures and normalized edit distance over code points.
+//
+// Normalization (`normalize_text`) is what makes "East  Bohemia", "east bohemia" and
+// "EAST BOHEMIA" one value, and "Kubišová" meet "Kubisova": UTF-8 is decoded to code points,
+// ASCII, Latin-1 Supplement, Latin Extended-A and basic Greek/Cyrillic capitals are lowered, the
+// common Latin accented letters are folded to their base letter (a small table, not full Unicode
+// decomposition), every run of Unicode whitespace becomes one space and the ends are trimmed.
+// Invalid UTF-8 bytes are taken as Latin-1. Everything here is pure and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nl2sql::context {
+
+// Bumped whenever normalize_text, the n-gram definition or the MinHash family changes, so persisted indexes built
+// with the old rules are seen as stale.
+inline constexpr int kNormalizationVersion = 2;
+
+std::u32string decode_utf8(std::string_view s);
+std::string encode_utf8(std::u32string_view s);
+
+// Lowers and accent-folds one code point (identity for code points outside the table).
+char32_t fold_code_point(char32_t c);
+// The normalized form, as code points and as UTF-8.
+std::u32string normalize_code_points(std::string_view s);
+std::string normalize_text(std::string_view s);
+
+// Hashes of the character n-grams of an already-normalized string, padded with one space on
+// each side so word edges and strings shorter than n still give grams ("m" -> " m "). Duplicates
+// are removed; the order is unspecified.
+std::vector<uint64_t> char_ngram_hashes(std::u32string_view normalized, int n);
+
+// MinHash over 64-bit element hashes with `num_perm` hash functions h_i(x) = mix(a_i * x + b_i)
+// (a_i odd; mix = one xor-shift-multiply round; top 32 bits), a_i, b_i drawn from `seed`.
+class MinHasher {
+ public:
+  MinHasher(int num_perm, uint64_t seed);
+  int num_perm() const { return static_cast<int>(a_.size()); }
+  // All-0xFFFFFFFF signature for an empty set.
+  std::vector<uint32_t> signature(const std::vector<uint64_t>& elements) const;
+  void signature_into(const std::vector<uint64_t>& elements, uint32_t* out) const;
+
+ private:
+  std::vector<uint64_t> a_, b_;
+};
+
+// Share of equal positions: the MinHash estimate of the Jaccard similarity.
+double estimate_jaccard(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b);
+
+// Levenshtein distance over code points (insert, delete, substitute, all cost 1).
+size_t edit_distance(std::u32string_view a, std::u32string_view b);
+// 1 - distance / max(length): 1 for equal strings, 0 for nothing in common; 1 for two empties.
+double edit_similarity(std::u32string_view a, std::u32string_view b);
+// Same, but returns 0 early when the length difference alone puts the similarity below
+// `min_similarity` (the distance is at least the length difference).
+double edit_similarity_at_least(std::u32string_view a, std::u32string_view b,
+                                double min_similarity);
+
+}  // namespace nl2sql::context

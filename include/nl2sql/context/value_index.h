@@ -1,0 +1,184 @@
+// ValueIndex: the distinct text values of one database, indexed for approximate lookup by
+// MinHash LSH over character n-grams of their normalized form (context/text_match.h).
+//
+// Which columns are indexed is a deliberate rule (ColumnSkipRules), applied per column from a
+// small sample and then from the DISTINCT scan itself, and every skipped column is reported with
+// its reason:
+//   - identifier-named columns (id, *_id, *Id, *ID): keys, never asked about by value;
+//   - columns whose sampled non-null values are mostly not text (numbers, dates stored as
+//     numbers, blobs) — this decides by stored values, not by declared type, because Spider and
+//     BIRD declare types loosely;
+//   - URL columns (most sampled values start with http://, https:// or www.);
+//   - long free text (average sampled length above max_avg_length characters);
+//   - huge cardinality (more than max_distinct distinct text values);
+//   - empty columns.
+// Single values longer than max_value_length characters are dropped and counted.
+//
+// LSH: a value's MinHash signature (num_perm permutations) is cut into `bands` bands of `rows`
+// rows; two strings become candidates when any band agrees. The default 42 bands x 3 rows (126
+// of 128 permutations) puts the S-curve's threshold at (1/42)^(1/3) ~= 0.29 Jaccard: a pair at
+// Jaccard 0.3 is found with probability 0.68, at 0.4 with 0.94, at 0.5 with 0.996.
+//
+// Persistence: one file per database, `<index_dir>/<db_id>.vidx`, little-endian binary with a
+// JSON header recording the database fingerprint (XXH3-128 of the file) and every parameter
+// (IndexParams::key()) and an XXH64 checksum over the whole file. open_index() rebuilds when the
+// file is missing, corrupt, built from other bytes or with other parameters: a stale index is
+// never used.
+//
+// Thread-safety: a built or loaded ValueIndex is immutable; every const member may be called
+// from any number of threads.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nl2sql/core/status.h"
+#include "nl2sql/data/dataset.h"
+
+namespace nl2sql::db {
+class Executor;
+}
+
+namespace nl2sql::context {
+
+struct ColumnSkipRules {
+  bool skip_id_columns = true;     // id, *_id, *Id, *ID
+  double min_text_share = 0.5;     // share of sampled non-null values stored as TEXT
+  double max_url_share = 0.5;      // share of sampled text values that look like URLs
+  double max_avg_length = 150;     // average characters of sampled text values
+  size_t max_distinct = 500000;    // distinct text values in the column
+  size_t sample_rows = 1000;       // rows sampled for the rules above
+  size_t max_value_length = 300;   // longer single values are dropped (counted per column)
+};
+
+struct IndexParams {
+  int ngram = 3;
+  int num_perm = 128;
+  int bands = 42;
+  int rows = 3;
+  uint64_t seed = 0x6e6c3273716c0001ull;
+  ColumnSkipRules skip;
+  double scan_timeout_s = 600;  // per DISTINCT scan
+
+  // Canonical text of everything that changes an index's content (normalization version
+  // included): any difference makes a persisted index stale.
+  std::string key() const;
+  Status validate() const;
+};
+
+struct IndexedColumn {
+  std::string table, column;
+  uint32_t first = 0;  // first value id of this column
+  uint32_t count = 0;  // values indexed
+  size_t dropped_long = 0;
+};
+
+struct SkippedColumn {
+  std::string table, column, reason;
+};
+
+// Where time went while building one index (seconds, summed over worker threads).
+struct BuildTimings {
+  double scan_s = 0;   // SQLite: the sample and DISTINCT queries
+  double index_s = 0;  // normalization, n-grams, MinHash, bands
+};
+
+class ValueIndex {
+ public:
+  ValueIndex() = default;
+
+  // Scans `db_path` through `executor` (read-only) and indexes it. Columns are processed on up
+  // to `threads` workers. Fails only when the database cannot be read at all; a column whose
+  // query fails is skipped with the SQLite message as reason.
+  static Result<ValueIndex> build(const std::string& db_id, const std::filesystem::path& db_path,
+                                  const data::Schema& schema, const IndexParams& params,
+                                  const db::Executor& executor, size_t threads);
+
+  Status save(const std::filesystem::path& file) const;
+  static Result<ValueIndex> load(const std::filesystem::path& file);
+
+  // Value ids that share at least one LSH band with the normalized query, ascending.
+  std::vector<uint32_t> candidates(std::u32string_view normalized_query) const;
+
+  size_t size() const { return value_column_.size(); }
+  std::string_view value(uint32_t id) const;
+  std::u32string_view normalized(uint32_t id) const;
+  const IndexedColumn& column_of(uint32_t id) const { return columns_[value_column_[id]]; }
+  // The value id of `value` stored exactly so in table.column (case-insensitive names), or -1.
+  int64_t find_exact(std::string_view table, std::string_view column, std::string_view value) const;
+
+  const std::string& db_id() const { return db_id_; }
+  const std::string& fingerprint() const { return fingerprint_; }
+  const std::string& params_key() const { return params_key_; }
+  const IndexParams& params() const { return params_; }
+  const std::vector<IndexedColumn>& columns() const { return columns_; }
+  const std::vector<SkippedColumn>& skipped() const { return skipped_; }
+  const BuildTimings& timings() const { return timings_; }
+
+  // Internal (build/load): takes the contents; builds the band tables from per-value band keys
+  // (value-major: bands keys per value).
+  void set_contents(std::vector<IndexedColumn> columns, std::vector<SkippedColumn> skipped,
+                    std::string raw, std::vector<uint64_t> raw_offsets, std::u32string norm,
+                    std::vector<uint64_t> norm_offsets, const std::vector<uint32_t>& band_keys);
+
+ private:
+  std::vector<uint32_t> band_keys_of(std::u32string_view normalized) const;
+
+  std::string db_id_, fingerprint_, params_key_;
+  IndexParams params_;
+  std::vector<IndexedColumn> columns_;
+  std::vector<SkippedColumn> skipped_;
+  std::string raw_;                    // every value's stored text, concatenated
+  std::vector<uint64_t> raw_offsets_;  // size()+1
+  std::u32string norm_;                // every value's normalized code points, concatenated
+  std::vector<uint64_t> norm_offsets_;
+  std::vector<uint32_t> value_column_;
+  // Per band: (key << 32 | value id), sorted.
+  std::vector<std::vector<uint64_t>> band_tables_;
+  BuildTimings timings_;
+};
+
+struct IndexOptions {
+  IndexParams params;
+  std::filesystem::path index_dir;  // empty: default_index_dir()
+  bool force = false;               // rebuild even when fresh
+  size_t threads = 0;               // 0: one per core
+};
+
+// $NL2SQL_CACHE_DIR/index or ~/.cache/nl2sql/index.
+std::filesystem::path default_index_dir();
+std::filesystem::path index_file(const std::filesystem::path& index_dir, const std::string& db_id);
+
+struct IndexStatus {
+  std::string db_id;
+  std::filesystem::path file;
+  std::string action;  // "fresh" (loaded) | "built: <why>"
+  size_t values = 0;
+  size_t columns = 0;
+  std::vector<SkippedColumn> skipped;
+  BuildTimings timings;  // zero when loaded
+};
+
+// Loads the index of one database when fresh; otherwise builds and saves it.
+Result<ValueIndex> open_index(const std::string& db_id, const std::filesystem::path& db_path,
+                              const data::Schema& schema, const IndexOptions& options,
+                              const db::Executor& executor, IndexStatus* status = nullptr);
+
+// open_index for many databases at once: databases are processed in parallel (columns within
+// one database too). Returns one status per database, in input order. Indexes are not kept.
+struct DatabaseRef {
+  std::string db_id;
+  std::filesystem::path db_path;
+  const data::Schema* schema = nullptr;
+};
+Result<std::vector<IndexStatus>> ensure_indexes(const std::vector<DatabaseRef>& databases,
+                                                const IndexOptions& options,
+                                                const db::Executor& executor);
+
+// True when a column name reads as an identifier (id, *_id, *Id, *ID, *_Id).
+bool is_identifier_name(std::string_view name);
+
+}  // namespace nl2sql::context

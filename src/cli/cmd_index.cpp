@@ -1,0 +1,142 @@
+// nl2sql index: builds (or checks) the value index of every database of a benchmark.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <iostream>
+#include <map>
+
+#include "cli/command.h"
+#include "cli/dataset_options.h"
+#include "nl2sql/context/value_index.h"
+#include "nl2sql/db/executor.h"
+
+namespace nl2sql::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct IndexArgs {
+  DatasetOptions dataset;
+  std::vector<std::string> dbs;
+  bool all_databases = false;
+  bool force = false;
+  bool show_skipped = false;
+  std::string index_dir;
+  size_t threads = 0;
+  context::IndexParams params;
+};
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux: kilobytes
+}
+
+int run_index(IndexArgs& a) {
+  auto spec = a.dataset.spec();
+  if (!spec) {
+    spdlog::error("{}", spec.status().message());
+    return kExitBadInput;
+  }
+  auto ds = data::load_dataset(*spec);
+  if (!ds) {
+    spdlog::error("{}", ds.status().message());
+    return kExitBadInput;
+  }
+  // Every database folder under the root, not only those the split's questions use.
+  if (a.all_databases) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(ds->db_root, ec)) {
+      std::string id = e.path().filename().string();
+      fs::path p = e.path() / (id + ".sqlite");
+      if (ds->db_paths.count(id) || !fs::is_regular_file(p, ec)) continue;
+      auto schema = data::read_schema_from_database(p, id);
+      if (!schema) {
+        spdlog::warn("{}: {}", id, schema.status().message());
+        continue;
+      }
+      ds->db_paths[id] = p;
+      ds->schemas[id] = std::move(*schema);
+    }
+  }
+  std::vector<context::DatabaseRef> refs;
+  for (const auto& [id, path] : ds->db_paths) {
+    if (!a.dbs.empty() && std::find(a.dbs.begin(), a.dbs.end(), id) == a.dbs.end()) continue;
+    refs.push_back({id, path, &ds->schemas.at(id)});
+  }
+  for (const auto& want : a.dbs)
+    if (!ds->db_paths.count(want)) {
+      spdlog::error("--db {}: no such database in {}", want, ds->db_root.string());
+      return kExitBadInput;
+    }
+  context::IndexOptions opts;
+  opts.params = a.params;
+  opts.index_dir = a.index_dir;
+  opts.force = a.force;
+  opts.threads = a.threads;
+  db::Executor executor;
+  auto t0 = std::chrono::steady_clock::now();
+  auto statuses = context::ensure_indexes(refs, opts, executor);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!statuses) {
+    spdlog::error("{}", statuses.status().message());
+    return statuses.status().code() == ErrorCode::kInvalidInput ? kExitBadInput : kExitFailure;
+  }
+  size_t values = 0, columns = 0, skipped = 0, built = 0;
+  double scan_s = 0, index_s = 0;
+  std::map<std::string, size_t> reasons;
+  for (const auto& s : *statuses) {
+    values += s.values;
+    columns += s.columns;
+    skipped += s.skipped.size();
+    built += s.action != "fresh";
+    scan_s += s.timings.scan_s;
+    index_s += s.timings.index_s;
+    std::cout << fmt::format("{:<32} {:>9} values {:>4} columns {:>4} skipped  {}\n", s.db_id,
+                             s.values, s.columns, s.skipped.size(), s.action);
+    for (const auto& k : s.skipped) {
+      std::string reason = k.reason.substr(0, k.reason.find(" ("));
+      ++reasons[reason];
+      if (a.show_skipped) std::cout << fmt::format("    skipped {}.{}: {}\n", k.table, k.column, k.reason);
+    }
+  }
+  std::cout << fmt::format("{} databases ({} built, {} fresh): {} values in {} columns, {} columns skipped\n",
+                           statuses->size(), built, statuses->size() - built, values, columns, skipped);
+  for (const auto& [r, n] : reasons) std::cout << fmt::format("  skipped: {:>5}  {}\n", n, r);
+  std::cout << fmt::format("  {:.2f} s wall, peak RSS {:.1f} MB", wall, peak_rss_mb());
+  if (scan_s + index_s > 0)
+    std::cout << fmt::format(", worker time {:.2f} s: SQLite scan {:.1f}%, indexing {:.1f}%", scan_s + index_s,
+                             100 * scan_s / (scan_s + index_s), 100 * index_s / (scan_s + index_s));
+  std::cout << "\n  index dir: "
+            << (a.index_dir.empty() ? context::default_index_dir() : fs::path(a.index_dir)).string() << "\n";
+  return kExitOk;
+}
+
+RunFn setup(CLI::App& app) {
+  auto args = std::make_shared<IndexArgs>();
+  auto* cmd = app.add_subcommand("index", "Build the MinHash-LSH value index of each database (stale ones are rebuilt)");
+  args->dataset.add_to(*cmd);
+  auto& p = args->params;
+  cmd->add_option("--db", args->dbs, "Only these databases (repeatable)");
+  cmd->add_flag("--all-databases", args->all_databases, "Every <db>/<db>.sqlite under the database root, not only those the questions use");
+  cmd->add_flag("--force", args->force, "Rebuild even when the index is fresh");
+  cmd->add_option("--index-dir", args->index_dir, "Index folder (default $NL2SQL_CACHE_DIR/index or ~/.cache/nl2sql/index)");
+  cmd->add_option("--threads", args->threads, "Worker threads (0: one per core)")->capture_default_str();
+  cmd->add_flag("--show-skipped", args->show_skipped, "List every skipped column with its reason");
+  cmd->add_option("--ngram", p.ngram, "Character n-gram length")->capture_default_str();
+  cmd->add_option("--num-perm", p.num_perm, "MinHash permutations")->capture_default_str();
+  cmd->add_option("--bands", p.bands, "LSH bands")->capture_default_str();
+  cmd->add_option("--rows", p.rows, "LSH rows per band (bands x rows <= num-perm)")->capture_default_str();
+  cmd->add_option("--max-distinct", p.skip.max_distinct, "Skip columns with more distinct text values")->capture_default_str();
+  cmd->add_option("--max-avg-length", p.skip.max_avg_length, "Skip columns whose sampled values average more characters")->capture_default_str();
+  cmd->add_option("--max-value-length", p.skip.max_value_length, "Drop single values longer than this (characters)")->capture_default_str();
+  cmd->add_option("--min-text-share", p.skip.min_text_share, "Skip columns where fewer sampled values are text")->capture_default_str();
+  cmd->add_flag("!--keep-id-columns", p.skip.skip_id_columns, "Index identifier-named columns (id, *_id, *Id) too");
+  return [args] { return run_index(*args); };
+}
+
+NL2SQL_REGISTER_COMMAND("index", setup);
+
+}  // namespace
+}  // namespace nl2sql::cli

@@ -1,0 +1,93 @@
+// Normalization, n-grams, MinHash estimates and Unicode edit distance.
+#include <random>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "nl2sql/context/text_match.h"
+
+namespace nl2sql::context {
+namespace {
+
+TEST(Normalize, FoldsCaseAccentsAndWhitespace) {
+  EXPECT_EQ(normalize_text("  East\t\tBohemia \n"), "east bohemia");
+  EXPECT_EQ(normalize_text("EAST BOHEMIA"), normalize_text("east Bohemia"));
+  EXPECT_EQ(normalize_text("Marta Kubišová"), "marta kubisova");
+  EXPECT_EQ(normalize_text("Hradec Králové"), "hradec kralove");
+  EXPECT_EQ(normalize_text("ÉCOLE Ÿ Łódź Ñandú"), "ecole y lodz nandu");
+  EXPECT_EQ(normalize_text("Ærø STRAßE"), "æro straße");  // letters, not accented ones: kept
+  EXPECT_EQ(normalize_text("ΑΘΗΝΑ МОСКВА"), "αθηνα москва");
+  EXPECT_EQ(normalize_text("a\xC2\xA0\xE2\x80\x83" "b"), "a b");  // NBSP and EM SPACE
+  EXPECT_EQ(normalize_text("caf\xE9"), "cafe");  // invalid UTF-8 byte read as Latin-1 é
+  EXPECT_EQ(normalize_text(""), "");
+  EXPECT_EQ(normalize_text(" \t "), "");
+}
+
+TEST(Normalize, Utf8RoundTrip) {
+  std::string s = "Plzeň – 東京 🎵";
+  EXPECT_EQ(encode_utf8(decode_utf8(s)), s);
+  EXPECT_EQ(decode_utf8(s).size(), 12u);
+}
+
+TEST(NGrams, PaddedDistinctGrams) {
+  // " ab " -> " ab", "ab " ; duplicates removed: "aaaa" padded " aaaa " -> " aa","aaa","aa "
+  EXPECT_EQ(char_ngram_hashes(U"ab", 3).size(), 2u);
+  EXPECT_EQ(char_ngram_hashes(U"aaaa", 3).size(), 3u);
+  EXPECT_EQ(char_ngram_hashes(U"m", 3).size(), 1u);
+  EXPECT_EQ(char_ngram_hashes(U"", 3).size(), 1u);
+  EXPECT_NE(char_ngram_hashes(U"m", 3), char_ngram_hashes(U"n", 3));
+}
+
+TEST(EditDistance, CodePointsNotBytes) {
+  EXPECT_EQ(edit_distance(U"kitten", U"sitting"), 3u);
+  EXPECT_EQ(edit_distance(U"", U"abc"), 3u);
+  EXPECT_EQ(edit_distance(U"abc", U""), 3u);
+  EXPECT_EQ(edit_distance(U"flaw", U"lawn"), 2u);
+  auto a = decode_utf8("Kubišová"), b = decode_utf8("Kubisova");
+  EXPECT_EQ(edit_distance(a, b), 2u);  // bytes would differ by 4
+  EXPECT_DOUBLE_EQ(edit_similarity(a, b), 1.0 - 2.0 / 8.0);
+  EXPECT_DOUBLE_EQ(edit_similarity(U"", U""), 1.0);
+  EXPECT_DOUBLE_EQ(edit_similarity(U"abc", U"xyz"), 0.0);
+  // The length bound cuts off only what cannot reach the threshold.
+  EXPECT_DOUBLE_EQ(edit_similarity_at_least(U"ab", U"abcdefgh", 0.5), 0.0);
+  EXPECT_DOUBLE_EQ(edit_similarity_at_least(U"abcdefg", U"abcdefgh", 0.5), 1.0 - 1.0 / 8.0);
+}
+
+// Sets with a known Jaccard similarity: the MinHash estimate must be within a tolerance of it
+// (128 permutations: standard error sqrt(J(1-J)/128) <= 0.045; 0.18 is 4 sigma), and unbiased on average.
+TEST(MinHash, JaccardEstimateWithinTolerance) {
+  std::mt19937_64 rng(42);
+  MinHasher hasher(128, 7);
+  double total_error = 0;
+  int trials = 0;
+  for (double target : {0.1, 0.3, 0.5, 0.7, 0.9}) {
+    for (int t = 0; t < 100; ++t) {
+      // |A ∩ B| = s, |A \ B| = |B \ A| = d  =>  J = s / (s + 2d).
+      const int s = static_cast<int>(200 * target), d = static_cast<int>((200 - s) / 2.0 + 0.5);
+      std::vector<uint64_t> a, b;
+      for (int i = 0; i < s; ++i) {
+        uint64_t x = rng();
+        a.push_back(x);
+        b.push_back(x);
+      }
+      for (int i = 0; i < d; ++i) a.push_back(rng());
+      for (int i = 0; i < d; ++i) b.push_back(rng());
+      double truth = static_cast<double>(s) / (s + 2 * d);
+      double est = estimate_jaccard(hasher.signature(a), hasher.signature(b));
+      EXPECT_NEAR(est, truth, 0.18) << "target " << target;
+      total_error += est - truth;
+      ++trials;
+    }
+  }
+  EXPECT_NEAR(total_error / trials, 0.0, 0.01);
+  EXPECT_DOUBLE_EQ(estimate_jaccard(hasher.signature({1, 2, 3}), hasher.signature({3, 2, 1})), 1.0);
+}
+
+TEST(MinHash, SeedChangesPermutationsDeterministically) {
+  std::vector<uint64_t> x = {1, 2, 3, 4};
+  EXPECT_EQ(MinHasher(16, 1).signature(x), MinHasher(16, 1).signature(x));
+  EXPECT_NE(MinHasher(16, 1).signature(x), MinHasher(16, 2).signature(x));
+}
+
+}  // namespace
+}  // namespace nl2sql::context
