@@ -13,8 +13,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   libxxhash-dev
-  libcpp-httplib-dev
+  libcpp-httplib-dev          # in-process fake LLM server for tests
   python3
+  clang libclang-rt-14-dev   # libFuzzer targets (slow test tier)
 )
 
 missing=()
