@@ -31,6 +31,8 @@ struct RetrieveArgs {
   bool recall = false;
   std::vector<std::string> dbs;
   std::string json_out;
+  size_t max_questions = 0;
+  bool show_misses = false;
   size_t threads = 0;
   context::RetrievalOptions ropts;
 };
@@ -118,6 +120,7 @@ int run_recall(const RetrieveArgs& a, const data::Dataset& ds) {
   db::QueryLimits limits;
   limits.row_cap = 0;
   for (const auto& q : ds.questions) {
+    if (a.max_questions > 0 && questions >= a.max_questions) break;
     auto idx_it = indexes.find(q.db_id);
     if (idx_it == indexes.end()) continue;
     const auto& index = idx_it->second;
@@ -164,6 +167,9 @@ int run_recall(const RetrieveArgs& a, const data::Dataset& ds) {
         return r.values.size() + ks.back();
       };
       size_t r1 = rank(rl), r2 = rank(re);
+      if (a.show_misses && r1 >= ks.back())
+        std::cout << fmt::format("miss {} ({}): {}.{} = '{}'{}  | {}\n", q.question_id, q.db_id, t.table, t.column,
+                                 t.literal, r2 < ks.back() ? " [exhaustive hit]" : "", q.question);
       for (size_t k = 0; k < ks.size(); ++k) {
         lsh.hits[k] += r1 < ks[k];
         exh.hits[k] += r2 < ks[k];
@@ -264,6 +270,8 @@ RunFn setup(CLI::App& app) {
   cmd->add_flag("--recall", args->recall, "Recall@5/10/20 of LSH vs exhaustive over all questions")->group("");
   cmd->add_option("--db", args->dbs, "--recall: only these databases")->group("");
   cmd->add_option("--json", args->json_out, "--recall: write the numbers as JSON")->group("");
+  cmd->add_flag("--show-misses", args->show_misses, "--recall: print each pair LSH misses")->group("");
+  cmd->add_option("--max-questions", args->max_questions, "--recall: stop after this many measured questions")->group("");
   return [args] { return run_retrieve(*args); };
 }
 

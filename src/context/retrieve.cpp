@@ -38,11 +38,11 @@ std::vector<std::string> words_of(const std::string& text) {
   std::u32string s = decode_utf8(text);
   std::vector<std::string> out;
   std::u32string cur;
+  auto edge = [](char32_t c) { return c == U'\'' || c == U'-' || c == U'.' || c == U'/' || c == 0x2019; };
   auto flush = [&] {
-    while (!cur.empty() && (cur.back() == U'\'' || cur.back() == U'-' || cur.back() == U'.' || cur.back() == U'/'))
-      cur.pop_back();
+    while (!cur.empty() && edge(cur.back())) cur.pop_back();
     size_t b = 0;
-    while (b < cur.size() && (cur[b] == U'\'' || cur[b] == U'-' || cur[b] == U'.' || cur[b] == U'/')) ++b;
+    while (b < cur.size() && edge(cur[b])) ++b;
     if (b < cur.size()) out.push_back(encode_utf8(cur.substr(b)));
     cur.clear();
   };
@@ -50,7 +50,8 @@ std::vector<std::string> words_of(const std::string& text) {
     bool word_char = c >= 0x80 || (c >= U'0' && c <= U'9') || (c >= U'a' && c <= U'z') ||
                      (c >= U'A' && c <= U'Z') || c == U'\'' || c == U'-' || c == U'.' || c == U'/' ||
                      c == U'&' || c == U'_';
-    if (c == 0x2019) word_char = true;  // typographic apostrophe
+    // Typographic quotes separate words; U+2019 is also the typographic apostrophe (kept inside).
+    if (c == 0x2018 || c == 0x201C || c == 0x201D || c == 0x00AB || c == 0x00BB) word_char = false;
     if (word_char) cur.push_back(c);
     else flush();
   }
@@ -93,7 +94,9 @@ void add_quoted(const std::string& text, KeywordSet& ks, const char* source) {
   static const std::regex single(R"re((?:^|[\s(=,:])'([^']+)'(?=$|[\s),.?;:!]))re");
   static const std::regex dbl(R"re((?:^|[\s(=,:])"([^"]+)"(?=$|[\s),.?;:!]))re");
   static const std::regex back("`([^`]+)`");
-  for (const auto* re : {&single, &dbl, &back})
+  static const std::regex curly_single("\xE2\x80\x98([^\xE2]+)\xE2\x80\x99");  // ‘…’
+  static const std::regex curly_double("\xE2\x80\x9C([^\xE2]+)\xE2\x80\x9D");  // “…”
+  for (const auto* re : {&single, &dbl, &back, &curly_single, &curly_double})
     for (auto it = std::sregex_iterator(text.begin(), text.end(), *re); it != std::sregex_iterator(); ++it)
       ks.add((*it)[1].str(), source);
 }

@@ -38,6 +38,10 @@ TEST(Keywords, HeuristicSources) {
   auto apos = extract_keywords("What is the school's name in 'north Moravia'?", "");
   EXPECT_TRUE(has_keyword(apos, "north Moravia", "quoted"));
   EXPECT_TRUE(has_keyword(apos, "school's"));
+  auto curly = extract_keywords("Whose last name is \u2018Smith\u2019 or \u201CNovak\u201D?", "");
+  EXPECT_TRUE(has_keyword(curly, "Smith", "quoted"));
+  EXPECT_TRUE(has_keyword(curly, "Novak", "quoted"));
+  EXPECT_FALSE(has_keyword(curly, "\u2018Smith\u2019"));
 }
 
 class MiniRetrieve : public ::testing::Test {
