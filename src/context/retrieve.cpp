@@ -235,6 +235,8 @@ Retrieval retrieve(const ValueIndex& index, const data::Schema& schema, const st
 
   // Columns by name, display name and description.
   if (!options.match_columns) return out;
+  std::vector<std::u32string> kc;  // keywords as column words ("full_name" -> "full name")
+  for (const auto& k : out.keywords) kc.push_back(decode_utf8(column_words(k.text)));
   for (const auto& t : schema.tables)
     for (const auto& c : t.columns) {
       ColumnMatch m{t.name, c.name, 0, "", ""};
@@ -243,7 +245,7 @@ Retrieval retrieve(const ValueIndex& index, const data::Schema& schema, const st
       std::string desc = normalize_text(c.description);
       for (size_t k = 0; k < kn.size(); ++k) {
         if (kn[k].size() < 3 || out.keywords[k].source == "number") continue;
-        double s = std::max(edit_similarity(kn[k], name), display.empty() ? 0.0 : edit_similarity(kn[k], display));
+        double s = std::max(edit_similarity(kc[k], name), display.empty() ? 0.0 : edit_similarity(kc[k], display));
         if (s > m.score) m = {t.name, c.name, s, out.keywords[k].text, "name"};
         if (kn[k].size() >= 4 && !desc.empty() && options.min_column_score > m.score &&
             !is_stop(encode_utf8(kn[k])) && contains_word(desc, encode_utf8(kn[k])))

@@ -1,0 +1,38 @@
+// Schema rendering: a database as `CREATE TABLE` statements for prompts, with each column's type,
+// the primary and foreign keys, and as an inline comment per column its BIRD description and
+// value description, a few example values (from the ValueIndex) and the values retrieval
+// matched for the question.
+//
+// Options let generators vary the rendering: drop descriptions or examples, shuffle table and
+// column order with a seed (diversity across candidates; same seed, same text), and restrict to
+// a column subset — the key columns needed to join the kept tables (primary keys and both ends
+// of foreign keys between kept tables) are always kept. Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "nl2sql/context/retrieve.h"
+#include "nl2sql/context/value_index.h"
+#include "nl2sql/data/dataset.h"
+
+namespace nl2sql::context {
+
+struct RenderOptions {
+  bool descriptions = true;              // description and value description comments
+  size_t examples = 3;                   // example values per indexed column (0: none)
+  size_t max_comment_chars = 200;        // longer descriptions are cut with "…"
+  std::optional<uint64_t> shuffle_seed;  // shuffle tables and columns (keys stay first)
+  // "table.column" (case-insensitive); empty: every column. Keys to join are always kept.
+  std::set<std::string> columns;
+};
+
+// `index` (examples) and `retrieved` (matched values) are optional.
+std::string render_schema(const data::Schema& schema, const RenderOptions& options,
+                          const ValueIndex* index = nullptr,
+                          const std::vector<ValueMatch>* retrieved = nullptr);
+
+}  // namespace nl2sql::context
