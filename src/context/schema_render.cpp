@@ -1,0 +1,171 @@
+#include "nl2sql/context/schema_render.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "nl2sql/context/text_match.h"
+
+namespace nl2sql::context {
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string ident(const std::string& name) {
+  bool plain = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  for (char c : name) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (plain) return name;
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  return out + "\"";
+}
+
+std::string literal(std::string_view v) {
+  std::string out = "'";
+  for (char c : v) {
+    if (c == '\'') out.push_back('\'');
+    out.push_back(c);
+  }
+  return out + "'";
+}
+
+// One line: whitespace (newlines included) collapsed, cut at `max` code points.
+std::string one_line(const std::string& s, size_t max) {
+  std::string flat;
+  bool space = false;
+  for (char c : s) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      space = !flat.empty();
+      continue;
+    }
+    if (space) flat.push_back(' ');
+    space = false;
+    flat.push_back(c);
+  }
+  auto cps = decode_utf8(flat);
+  if (cps.size() <= max) return flat;
+  return encode_utf8(cps.substr(0, max)) + "…";
+}
+
+// Fisher-Yates with our own index draw: the same seed gives the same order on every platform.
+template <typename T>
+void shuffle(std::vector<T>& v, std::mt19937_64& rng) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng() % i]);
+}
+
+}  // namespace
+
+std::string render_schema(const data::Schema& schema, const RenderOptions& options,
+                          const ValueIndex* index, const std::vector<ValueMatch>* retrieved) {
+  // Columns kept: the subset, plus keys joining kept tables.
+  std::set<std::string> keep;
+  for (const auto& c : options.columns) keep.insert(lower(c));
+  std::set<std::string> kept_tables;
+  if (!keep.empty()) {
+    for (const auto& t : schema.tables)
+      for (const auto& c : t.columns)
+        if (keep.count(lower(t.name + "." + c.name))) kept_tables.insert(lower(t.name));
+    for (const auto& t : schema.tables) {
+      if (!kept_tables.count(lower(t.name))) continue;
+      for (const auto& pk : t.primary_key) keep.insert(lower(t.name + "." + pk));
+    }
+    for (const auto& fk : schema.foreign_keys)
+      if (kept_tables.count(lower(fk.from_table)) && kept_tables.count(lower(fk.to_table))) {
+        keep.insert(lower(fk.from_table + "." + fk.from_column));
+        keep.insert(lower(fk.to_table + "." + fk.to_column));
+      }
+  }
+  auto kept = [&](const std::string& t, const std::string& c) {
+    return options.columns.empty() || keep.count(lower(t + "." + c)) > 0;
+  };
+
+  // Example values per column (index order = SQLite's DISTINCT order) and retrieved values.
+  std::map<std::string, std::vector<std::string>> examples, matched;
+  if (index && options.examples > 0)
+    for (const auto& c : index->columns()) {
+      auto& ex = examples[lower(c.table + "." + c.column)];
+      for (uint32_t id = c.first; id < c.first + c.count && ex.size() < options.examples; ++id)
+        ex.push_back(literal(one_line(std::string(index->value(id)), 60)));
+    }
+  if (retrieved)
+    for (const auto& v : *retrieved) matched[lower(v.table + "." + v.column)].push_back(literal(v.value));
+
+  std::vector<const data::Table*> tables;
+  for (const auto& t : schema.tables)
+    if (options.columns.empty() || kept_tables.count(lower(t.name))) tables.push_back(&t);
+  std::mt19937_64 rng(options.shuffle_seed.value_or(0));
+  if (options.shuffle_seed) shuffle(tables, rng);
+
+  std::string out;
+  for (const auto* t : tables) {
+    std::vector<const data::Column*> cols;
+    for (const auto& c : t->columns)
+      if (kept(t->name, c.name)) cols.push_back(&c);
+    if (options.shuffle_seed) {
+      // Keys first (a reader expects them), the rest shuffled.
+      auto is_pk = [&](const data::Column* c) {
+        return std::find(t->primary_key.begin(), t->primary_key.end(), c->name) != t->primary_key.end();
+      };
+      std::stable_partition(cols.begin(), cols.end(), is_pk);
+      auto first_other = std::find_if_not(cols.begin(), cols.end(), is_pk);
+      std::vector<const data::Column*> rest(first_other, cols.end());
+      shuffle(rest, rng);
+      std::copy(rest.begin(), rest.end(), first_other);
+    }
+    std::vector<std::string> lines;
+    std::vector<std::string> comments;
+    for (const auto* c : cols) {
+      std::string line = "  " + ident(c->name);
+      if (!c->type.empty()) line += " " + [&] { std::string u = c->type; for (auto& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch))); return u; }();
+      std::vector<std::string> parts;
+      if (options.descriptions) {
+        std::string d = one_line(c->description, options.max_comment_chars);
+        if (!d.empty() && normalize_text(d) != normalize_text(c->name)) parts.push_back(d);
+        std::string vd = one_line(c->value_description, options.max_comment_chars);
+        if (!vd.empty()) parts.push_back("values: " + vd);
+      }
+      const std::string key = lower(t->name + "." + c->name);
+      if (auto it = examples.find(key); it != examples.end() && !it->second.empty())
+        parts.push_back("examples: " + fmt::format("{}", fmt::join(it->second, ", ")));
+      if (auto it = matched.find(key); it != matched.end())
+        parts.push_back("matches question: " + fmt::format("{}", fmt::join(it->second, ", ")));
+      lines.push_back(line);
+      comments.push_back(parts.empty() ? "" : fmt::format("{}", fmt::join(parts, "; ")));
+    }
+    std::vector<std::string> pk;
+    for (const auto& k : t->primary_key)
+      if (kept(t->name, k)) pk.push_back(ident(k));
+    if (!pk.empty()) {
+      lines.push_back(fmt::format("  PRIMARY KEY ({})", fmt::join(pk, ", ")));
+      comments.emplace_back();
+    }
+    for (const auto& fk : schema.foreign_keys) {
+      if (lower(fk.from_table) != lower(t->name) || !kept(fk.from_table, fk.from_column) ||
+          !kept(fk.to_table, fk.to_column))
+        continue;
+      if (!options.columns.empty() && !kept_tables.count(lower(fk.to_table))) continue;
+      lines.push_back(fmt::format("  FOREIGN KEY ({}) REFERENCES {}({})", ident(fk.from_column),
+                                  ident(fk.to_table), ident(fk.to_column)));
+      comments.emplace_back();
+    }
+    out += "CREATE TABLE " + ident(t->name) + " (\n";
+    for (size_t i = 0; i < lines.size(); ++i) {
+      out += lines[i];
+      if (i + 1 < lines.size()) out += ",";
+      if (!comments[i].empty()) out += " -- " + comments[i];
+      out += "\n";
+    }
+    out += ");\n";
+  }
+  return out;
+}
+
+}  // namespace nl2sql::context
