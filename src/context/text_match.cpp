@@ -160,8 +160,8 @@ MinHasher::MinHasher(int num_perm, uint64_t seed) {
   a_.resize(static_cast<size_t>(num_perm));
   b_.resize(static_cast<size_t>(num_perm));
   for (int i = 0; i < num_perm; ++i) {
-    a_[static_cast<size_t>(i)] = splitmix64(state) | 1u;
-    b_[static_cast<size_t>(i)] = splitmix64(state);
+    a_[static_cast<size_t>(i)] = static_cast<uint32_t>(splitmix64(state)) | 1u;
+    b_[static_cast<size_t>(i)] = static_cast<uint32_t>(splitmix64(state));
   }
 }
 
@@ -171,20 +171,32 @@ std::vector<uint32_t> MinHasher::signature(const std::vector<uint64_t>& elements
   return sig;
 }
 
+namespace {
+
+// h_i(x) = fmix(a_i * x + b_i) in 32-bit arithmetic (x: the element hash folded to 32 bits).
+// Plain multiply-shift is 2-universal but its minima are visibly correlated across i (estimates
+// 4 sigma off in tests); the xor-shift-multiply round removes that. 32-bit lanes let the
+// compiler vectorize the permutation loop (8 lanes with AVX2, chosen at run time).
+__attribute__((target_clones("avx2", "default"), optimize("O3"))) void minhash_kernel(
+    const uint64_t* xs, size_t n, const uint32_t* a, const uint32_t* b, size_t k, uint32_t* out) {
+  for (size_t e = 0; e < n; ++e) {
+    const uint32_t x = static_cast<uint32_t>(xs[e] ^ (xs[e] >> 32));
+    for (size_t i = 0; i < k; ++i) {
+      uint32_t y = a[i] * x + b[i];
+      y ^= y >> 16;
+      y *= 0x85EBCA6Bu;
+      y ^= y >> 13;
+      out[i] = out[i] < y ? out[i] : y;
+    }
+  }
+}
+
+}  // namespace
+
 void MinHasher::signature_into(const std::vector<uint64_t>& elements, uint32_t* out) const {
   const size_t k = a_.size();
   std::fill(out, out + k, 0xFFFFFFFFu);
-  // h_i(x) = mix(a_i * x + b_i). Plain multiply-shift ((a_i x + b_i) >> 32) is 2-universal but
-  // its minima are visibly correlated across i (estimates 4 sigma off in tests); one more
-  // xor-shift-multiply round removes that for a second multiplication per permutation.
-  for (uint64_t x : elements) {
-    for (size_t i = 0; i < k; ++i) {
-      uint64_t y = a_[i] * x + b_[i];
-      y = (y ^ (y >> 31)) * 0x94D049BB133111EBull;
-      uint32_t h = static_cast<uint32_t>(y >> 32);
-      out[i] = std::min(out[i], h);
-    }
-  }
+  minhash_kernel(elements.data(), elements.size(), a_.data(), b_.data(), k, out);
 }
 
 double estimate_jaccard(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {

@@ -334,7 +334,8 @@ void ValueIndex::set_contents(std::vector<IndexedColumn> columns, std::vector<Sk
   for (size_t b = 0; b < bands; ++b) {
     auto& t = band_tables_[b];
     t.resize(n);
-    for (size_t id = 0; id < n; ++id) t[id] = (static_cast<uint64_t>(keys[id * bands + b]) << 32) | id;
+    const uint32_t* band_keys = keys.data() + b * n;
+    for (size_t id = 0; id < n; ++id) t[id] = (static_cast<uint64_t>(band_keys[id]) << 32) | id;
     for (int shift = 32; shift < 64; shift += 8) {
       size_t count[257] = {};
       for (uint64_t e : t) ++count[((e >> shift) & 0xFF) + 1];
@@ -373,8 +374,14 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
   std::string raw;
   std::u32string norm;
   std::vector<uint64_t> raw_off{0}, norm_off{0};
-  std::vector<uint32_t> keys;
   auto t0 = std::chrono::steady_clock::now();
+  size_t total = 0;
+  for (const auto& w : work) total += w.raw_len.size();
+  if (total >= 0xFFFFFFFFull) return invalid_input(db_id + ": more than 2^32 - 1 values");
+  // Band-major (all values' keys of band 0, then band 1, …) so that each band table is filled
+  // by a sequential read.
+  const size_t bands = static_cast<size_t>(params.bands);
+  std::vector<uint32_t> keys(total * bands);
   for (auto& w : work) {
     idx.timings_.scan_s += w.scan_s;
     idx.timings_.index_s += w.index_s;
@@ -386,7 +393,8 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
       skipped.push_back({w.table->name, w.column->name, "no text values"});
       continue;
     }
-    IndexedColumn c{w.table->name, w.column->name, static_cast<uint32_t>(raw_off.size() - 1),
+    const size_t c_first = raw_off.size() - 1;
+    IndexedColumn c{w.table->name, w.column->name, static_cast<uint32_t>(c_first),
                     static_cast<uint32_t>(w.raw_len.size()), w.dropped_long};
     columns.push_back(std::move(c));
     raw += w.raw;
@@ -395,10 +403,11 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
       raw_off.push_back(raw_off.back() + w.raw_len[i]);
       norm_off.push_back(norm_off.back() + w.norm_len[i]);
     }
-    keys.insert(keys.end(), w.keys.begin(), w.keys.end());
+    const size_t first = c_first;
+    for (size_t j = 0; j < w.raw_len.size(); ++j)
+      for (size_t b = 0; b < bands; ++b) keys[b * total + first + j] = w.keys[j * bands + b];
     w = ColumnWork{};  // release memory early
   }
-  if (raw_off.size() - 1 > 0xFFFFFFFFull) return invalid_input(db_id + ": more than 2^32 values");
   idx.set_contents(std::move(columns), std::move(skipped), std::move(raw), std::move(raw_off),
                    std::move(norm), std::move(norm_off), keys);
   idx.timings_.index_s += seconds_since(t0);

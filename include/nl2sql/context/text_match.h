@@ -18,7 +18,7 @@ namespace nl2sql::context {
 
 // Bumped whenever normalize_text, the n-gram definition or the MinHash family changes, so persisted indexes built
 // with the old rules are seen as stale.
-inline constexpr int kNormalizationVersion = 2;
+inline constexpr int kNormalizationVersion = 3;
 
 std::u32string decode_utf8(std::string_view s);
 std::string encode_utf8(std::u32string_view s);
@@ -34,8 +34,9 @@ std::string normalize_text(std::string_view s);
 // are removed; the order is unspecified.
 std::vector<uint64_t> char_ngram_hashes(std::u32string_view normalized, int n);
 
-// MinHash over 64-bit element hashes with `num_perm` hash functions h_i(x) = mix(a_i * x + b_i)
-// (a_i odd; mix = one xor-shift-multiply round; top 32 bits), a_i, b_i drawn from `seed`.
+// MinHash over 64-bit element hashes (folded to 32 bits) with `num_perm` hash functions
+// h_i(x) = mix(a_i * x + b_i) mod 2^32 (a_i odd; mix = xor-shift-multiply-xor-shift), a_i, b_i
+// drawn from `seed`.
 class MinHasher {
  public:
   MinHasher(int num_perm, uint64_t seed);
@@ -45,7 +46,7 @@ class MinHasher {
   void signature_into(const std::vector<uint64_t>& elements, uint32_t* out) const;
 
  private:
-  std::vector<uint64_t> a_, b_;
+  std::vector<uint32_t> a_, b_;
 };
 
 // Share of equal positions: the MinHash estimate of the Jaccard similarity.

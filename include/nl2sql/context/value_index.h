@@ -118,8 +118,8 @@ class ValueIndex {
   const std::vector<SkippedColumn>& skipped() const { return skipped_; }
   const BuildTimings& timings() const { return timings_; }
 
-  // Internal (build/load): takes the contents; builds the band tables from per-value band keys
-  // (value-major: bands keys per value).
+  // Internal (build): takes the contents; builds the band tables from the band keys, band-major
+  // (keys[b * size + id]).
   void set_contents(std::vector<IndexedColumn> columns, std::vector<SkippedColumn> skipped,
                     std::string raw, std::vector<uint64_t> raw_offsets, std::u32string norm,
                     std::vector<uint64_t> norm_offsets, const std::vector<uint32_t>& band_keys);
