@@ -21,7 +21,9 @@
 //
 // Persistence: one file per database, `<index_dir>/<db_id>.vidx`, little-endian binary with a
 // JSON header recording the database fingerprint (XXH3-128 of the file) and every parameter
-// (IndexParams::key()) and an XXH64 checksum over the whole file. open_index() rebuilds when the
+// (IndexParams::key()); every section is length-prefixed and the file ends with an XXH64 over the
+// XXH64 of each section (checked before anything is read). Written to a temporary file and
+// renamed, so concurrent builders never expose half a file. open_index() rebuilds when the
 // file is missing, corrupt, built from other bytes or with other parameters: a stale index is
 // never used.
 //
