@@ -1,6 +1,7 @@
 // Value retrieval recall on real data (NL2SQL_DATA): LSH within one point of the exhaustive
-// edit-distance baseline and at least 10x cheaper, on Spider dev and BIRD superhero — the
-// targets of scripts/bench/context_recall.sh, kept as a regression check.
+// edit-distance baseline on Spider dev and BIRD superhero, kept as a regression check. Speed
+// (the query-time ratio) is measured by scripts/bench/context_recall.sh, not asserted here:
+// tests stay deterministic.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -25,7 +26,6 @@ void check(const nlohmann::json& j, size_t min_pairs) {
   for (const char* k : {"recall@5", "recall@10", "recall@20"})
     EXPECT_GE(j["lsh"][k].get<double>(), j["exhaustive"][k].get<double>() - 1.0) << k;
   EXPECT_GE(j["lsh"]["recall@20"].get<double>(), 90.0);
-  EXPECT_GE(j["time_ratio"].get<double>(), 10.0);
 }
 
 TEST(ContextRecall, SpiderDev) {
