@@ -11,6 +11,10 @@
 //  - a deadline enforced by a progress handler (timeout) and a row cap end runaway queries.
 // Expected failures are statuses inside ExecutionResult, never exceptions.
 //
+// Connections are pooled per path and kept for the Executor's lifetime: a database file that is
+// replaced while an Executor is alive keeps being read through the old connections (with
+// immutable=1 even its old pages may be served). Use a fresh Executor after replacing a file.
+//
 // Thread-safety: run() may be called from any number of threads. Each database path has a
 // pool of connections; a thread takes one for the duration of a query and returns it, so
 // connections are never shared by two threads at once.
