@@ -31,16 +31,8 @@ struct EvalArgs {
 };
 
 int run_eval(const EvalArgs& a) {
-  auto spec = a.dataset.spec();
-  if (!spec) {
-    spdlog::error("{}", spec.status().message());
-    return kExitBadInput;
-  }
-  auto ds = data::load_dataset(*spec);
-  if (!ds) {
-    spdlog::error("{}", ds.status().message());
-    return kExitBadInput;
-  }
+  auto ds = a.dataset.load();
+  if (!ds) return kExitBadInput;
   if (!ds->skipped.empty())
     spdlog::warn("{} of {} questions skipped (database missing); they are listed in the report",
                  ds->skipped.size(), ds->total_questions);
@@ -59,7 +51,7 @@ int run_eval(const EvalArgs& a) {
 
   eval::EvalOptions opts;
   std::string metric = a.metric;
-  if (metric == "auto") metric = spec->benchmark == data::Benchmark::kSpider ? "spider-ts" : "bird";
+  if (metric == "auto") metric = ds->benchmark == data::Benchmark::kSpider ? "spider-ts" : "bird";
   auto metrics = eval::parse_metrics(metric);
   if (!metrics) {
     spdlog::error("{}", metrics.status().message());

@@ -34,16 +34,8 @@ double peak_rss_mb() {
 }
 
 int run_index(IndexArgs& a) {
-  auto spec = a.dataset.spec();
-  if (!spec) {
-    spdlog::error("{}", spec.status().message());
-    return kExitBadInput;
-  }
-  auto ds = data::load_dataset(*spec);
-  if (!ds) {
-    spdlog::error("{}", ds.status().message());
-    return kExitBadInput;
-  }
+  auto ds = a.dataset.load();
+  if (!ds) return kExitBadInput;
   // Every database folder under the root, not only those the split's questions use.
   if (a.all_databases) {
     std::error_code ec;

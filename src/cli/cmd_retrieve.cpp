@@ -201,16 +201,8 @@ int run_recall(const RetrieveArgs& a, const data::Dataset& ds) {
 }
 
 int run_retrieve(const RetrieveArgs& a) {
-  auto spec = a.dataset.spec();
-  if (!spec) {
-    spdlog::error("{}", spec.status().message());
-    return kExitBadInput;
-  }
-  auto ds = data::load_dataset(*spec);
-  if (!ds) {
-    spdlog::error("{}", ds.status().message());
-    return kExitBadInput;
-  }
+  auto ds = a.dataset.load();
+  if (!ds) return kExitBadInput;
   if (a.recall) return run_recall(a, *ds);
   if (a.question_id.empty()) {
     spdlog::error("--question-id is required");

@@ -2,9 +2,11 @@
 // --db-root, --tables), used by every subcommand that reads questions.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
@@ -39,6 +41,22 @@ struct DatasetOptions {
     s.db_root = db_root;
     s.tables = tables;
     return s;
+  }
+
+  // Builds the spec and loads the dataset; on failure logs the message (which names the file,
+  // position or flag) and returns nullopt, and the command exits with kExitBadInput.
+  std::optional<data::Dataset> load() const {
+    auto s = spec();
+    if (!s) {
+      spdlog::error("{}", s.status().message());
+      return std::nullopt;
+    }
+    auto ds = data::load_dataset(*s);
+    if (!ds) {
+      spdlog::error("{}", ds.status().message());
+      return std::nullopt;
+    }
+    return std::move(*ds);
   }
 };
 

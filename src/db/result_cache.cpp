@@ -195,16 +195,23 @@ std::optional<CachedExecution> ResultCache::get(const std::string& key, size_t r
     ++misses_;
     return std::nullopt;
   }
-  auto e = deserialize(blob);
-  if (e && e->result.status == ExecStatus::kRowCap && (row_cap == 0 || row_cap > e->row_cap))
-    e.reset();  // ran under a lower cap: the answer under this cap is unknown
-  if (e && e->result.ok() && row_cap > 0 && e->result.result.rows.size() > row_cap) {
-    e->result.status = ExecStatus::kRowCap;
-    e->result.error = "result has more than " + std::to_string(row_cap) + " rows";
-    e->result.result.rows.clear();
-    e->row_cap = row_cap;
+  auto decoded = deserialize(blob);
+  if (!decoded) {
+    ++misses_;
+    return std::nullopt;
   }
-  if (e) ++hits_; else ++misses_;
+  CachedExecution e = std::move(*decoded);
+  if (e.result.status == ExecStatus::kRowCap && (row_cap == 0 || row_cap > e.row_cap)) {
+    ++misses_;  // ran under a lower cap: the answer under this cap is unknown
+    return std::nullopt;
+  }
+  if (e.result.ok() && row_cap > 0 && e.result.result.rows.size() > row_cap) {
+    e.result.status = ExecStatus::kRowCap;
+    e.result.error = "result has more than " + std::to_string(row_cap) + " rows";
+    e.result.result.rows.clear();
+    e.row_cap = row_cap;
+  }
+  ++hits_;
   return e;
 }
 
