@@ -344,26 +344,23 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
         };
         std::string g_ts = prep(q.gold_sql), p_ts = prep(p.sql);
         bool order = spider_order_matters(g_ts);
+        // Runs the preprocessed text only when preprocessing changed it.
+        auto variant = [&](const std::string& original, const std::string& processed,
+                           const db::ResultSet& base, const db::QueryLimits& limits,
+                           db::ResultSet& storage, bool& ran_ok) -> const db::ResultSet* {
+          ran_ok = true;
+          if (processed == original) return &base;
+          bool c = false;
+          auto e = runner.run(db_path, fp, processed, limits, &c);
+          exec_ms += c ? 0 : e.result.elapsed_ms;
+          ran_ok = e.result.ok();
+          storage = std::move(e.result.result);
+          return &storage;
+        };
         db::ResultSet g_alt, p_alt;
-        const db::ResultSet* g_use = &gr;
-        const db::ResultSet* p_use = &pr;
         bool g_ok = true, p_ok = true;
-        if (g_ts != q.gold_sql) {
-          bool c = false;
-          auto e = runner.run(db_path, fp, g_ts, options.gold_limits, &c);
-          exec_ms += c ? 0 : e.result.elapsed_ms;
-          g_ok = e.result.ok();
-          g_alt = std::move(e.result.result);
-          g_use = &g_alt;
-        }
-        if (p_ts != p.sql) {
-          bool c = false;
-          auto e = runner.run(db_path, fp, p_ts, options.pred_limits, &c);
-          exec_ms += c ? 0 : e.result.elapsed_ms;
-          p_ok = e.result.ok();
-          p_alt = std::move(e.result.result);
-          p_use = &p_alt;
-        }
+        const db::ResultSet* g_use = variant(q.gold_sql, g_ts, gr, options.gold_limits, g_alt, g_ok);
+        const db::ResultSet* p_use = variant(p.sql, p_ts, pr, options.pred_limits, p_alt, p_ok);
         ok = g_ok && p_ok && (g_use->rows == p_use->rows || spider_ts_equal(*g_use, *p_use, order));
       }
       item.verdicts["spider_ts"] = ok;

@@ -2,6 +2,7 @@
 // tests do not depend on the dataset loaders): Spider dev and train, BIRD dev, BIRD mini-dev.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "nl2sql/db/value.h"
 
 namespace nl2sql::sql::testing {
 
@@ -52,6 +55,26 @@ inline std::vector<GoldQuery> load_gold_queries(const std::filesystem::path& dat
     }
   }
   return out;
+}
+
+// Two results are the same when their rows match value for value (types included), in order
+// when `ordered`, else as multisets; the column counts must agree.
+inline std::string gold_row_key(const db::Row& r) {
+  std::string k;
+  for (const auto& v : r) k += std::to_string(static_cast<int>(v.type)) + ":" + v.to_display() + "\x1f";
+  return k;
+}
+
+inline bool same_result(const db::ResultSet& a, const db::ResultSet& b, bool ordered) {
+  if (a.columns.size() != b.columns.size() || a.rows.size() != b.rows.size()) return false;
+  std::vector<std::string> ka, kb;
+  for (const auto& r : a.rows) ka.push_back(gold_row_key(r));
+  for (const auto& r : b.rows) kb.push_back(gold_row_key(r));
+  if (!ordered) {
+    std::sort(ka.begin(), ka.end());
+    std::sort(kb.begin(), kb.end());
+  }
+  return ka == kb;
 }
 
 }  // namespace nl2sql::sql::testing

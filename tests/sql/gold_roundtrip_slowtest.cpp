@@ -15,23 +15,7 @@
 namespace nl2sql::sql {
 namespace {
 
-std::string row_key(const db::Row& r) {
-  std::string k;
-  for (const auto& v : r) k += std::to_string(static_cast<int>(v.type)) + ":" + v.to_display() + "\x1f";
-  return k;
-}
-
-bool same_result(const db::ResultSet& a, const db::ResultSet& b, bool ordered) {
-  if (a.columns.size() != b.columns.size() || a.rows.size() != b.rows.size()) return false;
-  std::vector<std::string> ka, kb;
-  for (const auto& r : a.rows) ka.push_back(row_key(r));
-  for (const auto& r : b.rows) kb.push_back(row_key(r));
-  if (!ordered) {
-    std::sort(ka.begin(), ka.end());
-    std::sort(kb.begin(), kb.end());
-  }
-  return ka == kb;
-}
+using testing::same_result;
 
 TEST(SqlGold, ParsesPrintsAndExecutesAllGoldQueries) {
   NL2SQL_REQUIRE_DATA(data);
