@@ -1,0 +1,88 @@
+// Candidate: one SQL query proposed for a question, with everything needed to explain where it
+// came from — the generator and sample that produced it, every model call made for it (prompt,
+// response, template hash, tokens, latency), how its SQL was extracted from the answer, how it
+// executed, and each execution-feedback fixer round applied to it. Produced by generate/,
+// updated by fix/, read by select/, pipeline/ and report/. A plain value: copy freely; not
+// synchronised. to_json/from_json give the trace format stored in the run store (stable keys;
+// unknown keys are ignored on read so older runs stay readable).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "nl2sql/core/status.h"
+#include "nl2sql/db/executor.h"
+
+namespace nl2sql::generate {
+
+// One model call as the trace keeps it.
+struct LlmCallTrace {
+  std::string stage;          // e.g. "generate", "fix", "os_examples"
+  std::string template_name;  // prompts/<name>.txt
+  std::string template_hash;
+  std::string profile, model, provider;  // provider "sim" marks simulated answers
+  std::string prompt;                    // the rendered user message (system message separate)
+  std::string system;
+  std::string response;                  // the chosen choice's text ("" when the call failed)
+  std::string error;                     // non-empty when the call failed
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  double cost_usd = 0, latency_s = 0;
+  bool from_cache = false;
+};
+
+// How a candidate's SQL executed (the rows themselves are not kept in the trace; a preview is).
+struct ExecutionSummary {
+  bool executed = false;       // false: never run (extraction failed, or rejected before running)
+  db::ExecStatus status = db::ExecStatus::kOk;
+  std::string error;
+  size_t rows = 0, columns = 0;
+  std::string preview;         // first rows as text, for the microscope and the report
+  double elapsed_ms = 0;
+  bool empty() const { return executed && status == db::ExecStatus::kOk && rows == 0; }
+  bool ok() const { return executed && status == db::ExecStatus::kOk; }
+};
+
+struct FixRound {
+  int round = 0;                // 1-based
+  std::string failure_class;    // syntax_error | no_such_column | no_such_table | ambiguous_column
+                                // | type_mismatch | timeout | empty_result | other
+  std::string feedback;         // what the prompt told the model (error text, hints)
+  std::string sql_before, sql_after;
+  ExecutionSummary execution_after;
+  LlmCallTrace call;
+};
+
+struct Candidate {
+  std::string id;               // unique within the question, e.g. "dc#3" (generator#sample)
+  std::string generator;        // baseline | dc | qp | os | presql | postsql | agent names …
+  std::string profile;          // model profile that wrote it
+  int64_t sample_index = 0;
+  std::string reasoning;        // the response text before the final SQL
+  std::string raw_response;
+  std::string sql;              // extracted (and, after fixing, the fixed) SQL; "" if none
+  std::string original_sql;     // as first extracted, before any fixer round
+  bool extraction_ok = true;
+  std::string extraction_error; // why no SQL could be extracted
+  bool rejected = false;        // "rejected: not read-only" — never executed
+  std::string rejection;
+  ExecutionSummary execution;   // of `sql` (after fixing, when fixed)
+  std::vector<FixRound> fix_rounds;
+  bool still_failing = false;   // the fixer gave up; the candidate stays in the pool, marked
+  std::vector<LlmCallTrace> calls;  // generation calls (fixer calls live in fix_rounds)
+  // Totals over calls and fix rounds.
+  int64_t tokens() const;
+  double cost_usd() const;
+  double llm_latency_s() const;
+};
+
+nlohmann::json to_json(const LlmCallTrace& call);
+nlohmann::json to_json(const ExecutionSummary& execution);
+nlohmann::json to_json(const FixRound& round);
+nlohmann::json to_json(const Candidate& candidate);
+Result<Candidate> candidate_from_json(const nlohmann::json& json);
+
+}  // namespace nl2sql::generate

@@ -1,0 +1,57 @@
+// Generators: each turns one question plus its context into N candidates. A Generator is
+// configured once (prompt templates loaded, options read from config) and is then immutable:
+// generate() may run for many questions at once on different threads. Model calls go through
+// llm::Client; SQL runs only through db::Executor (generators that execute SQL — the query-plan
+// demonstrations, the synthetic-example checks — use the read-only executor they are given).
+//
+// The pipeline owns the order: context → generators → fixer → selection. Generators do not
+// execute their candidates for the fixer; the pipeline does that (fix/ owns the loop).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "nl2sql/context/retrieve.h"
+#include "nl2sql/context/value_index.h"
+#include "nl2sql/core/config.h"
+#include "nl2sql/core/status.h"
+#include "nl2sql/data/dataset.h"
+#include "nl2sql/db/executor.h"
+#include "nl2sql/generate/candidate.h"
+
+namespace nl2sql::llm {
+class Client;
+}
+
+namespace nl2sql::generate {
+
+struct GenerationInput {
+  const data::Question* question = nullptr;  // gold fields are read only for the sim provider
+  const data::Schema* schema = nullptr;
+  std::filesystem::path db_path;
+  const context::ValueIndex* index = nullptr;      // examples in the rendered schema; may be null
+  const context::Retrieval* retrieval = nullptr;   // matched values/columns; may be null
+  std::set<std::string> selected_columns;          // "table.column" from column filtering; may be empty
+  uint64_t seed = 0;                               // derived from (run seed, question id, "generate")
+};
+
+class Generator {
+ public:
+  virtual ~Generator() = default;
+  virtual std::string name() const = 0;
+  // Candidates in sample order. A failed model call or an unextractable answer still yields a
+  // candidate (extraction_ok=false, the error recorded); only a cancelled client or a
+  // configuration error returns a non-OK status.
+  virtual Result<std::vector<Candidate>> generate(const GenerationInput& input) const = 0;
+};
+
+// The generators listed under config key `generate.generators` (in order), each built with its
+// own options (samples, temperature, shuffle, profile/role …).
+Result<std::vector<std::unique_ptr<Generator>>> make_generators(
+    const core::Config& config, llm::Client* client, const db::Executor* executor,
+    const std::filesystem::path& prompts_dir);
+
+}  // namespace nl2sql::generate

@@ -1,0 +1,79 @@
+// Selection: choose one candidate per question from a pool. Every selector takes the same
+// SelectionInput — the question, its database and schema, and the candidates with their
+// execution results (executed once, through db::Executor, by the caller or by
+// execute_pool()) — and returns a Selection: the chosen candidate plus an explanation record
+// (scores, pairwise decisions, instances used, model calls) that the trace keeps.
+//
+// Selectors never see gold. The bounds (oracle / adversarial) are computed by the pipeline from
+// per-candidate verdicts, not here. Selectors that call a model go through llm::Client only;
+// the `sim` provider needs SimContext fields that come from gold — the caller fills them through
+// SelectionInput::sim_* (empty for real models).
+//
+// Thread-safety: a Selector object is immutable after construction; select() may be called
+// from several threads at once for different questions.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/core/config.h"
+#include "nl2sql/core/status.h"
+#include "nl2sql/data/dataset.h"
+#include "nl2sql/db/executor.h"
+#include "nl2sql/generate/candidate.h"
+
+namespace nl2sql::llm {
+class Client;
+}
+
+namespace nl2sql::select {
+
+struct PoolCandidate {
+  std::string id;         // Candidate::id
+  std::string generator;  // for tie-breaks in generator order and for expert voting
+  std::string profile;
+  std::string sql;
+  std::optional<db::ExecutionResult> result;  // nullopt: not executable (rejected, no SQL)
+};
+
+struct SelectionInput {
+  const data::Question* question = nullptr;
+  const data::Schema* schema = nullptr;
+  std::filesystem::path db_path;
+  std::vector<PoolCandidate> candidates;
+  std::vector<std::string> generator_order;  // config order, for deterministic tie-breaks
+  uint64_t seed = 0;                         // derived from (run seed, question id, "select")
+  // Only for the `sim` provider: per candidate, whether it matches gold (computed by the
+  // pipeline with the evaluator), the gold SQL, and the question's difficulty.
+  std::vector<bool> sim_candidate_matches_gold;
+  std::string sim_gold_sql;
+};
+
+struct Selection {
+  int chosen = -1;  // index into SelectionInput::candidates; -1: nothing selectable
+  std::string selector;
+  nlohmann::json explanation;  // selector-specific: scores, duels, instances, votes …
+  std::vector<generate::LlmCallTrace> calls;
+  int64_t llm_calls() const { return static_cast<int64_t>(calls.size()); }
+};
+
+class Selector {
+ public:
+  virtual ~Selector() = default;
+  virtual std::string name() const = 0;
+  virtual Result<Selection> select(const SelectionInput& input) const = 0;
+};
+
+// Builds the selector named by config key `select.method` (self_consistency | tournament |
+// ranker | separating_instances | wma | rwma | naive_vote), with its options under
+// `select.<method>.*`. `client` may be null for selectors that never call a model.
+Result<std::unique_ptr<Selector>> make_selector(const core::Config& config, llm::Client* client,
+                                                const db::Executor* executor,
+                                                const std::filesystem::path& prompts_dir);
+
+}  // namespace nl2sql::select
