@@ -172,41 +172,192 @@ std::string outcome_code(const ItemResult& item, bool primary_correct, bool pred
 
 namespace {
 
-struct Runner {
-  const db::Executor& executor;
-  db::ResultCache* cache;
-  std::atomic<size_t>& hits;
-  std::atomic<size_t>& misses;
-
-  // Executes through the cache. `variant` separates executions with other settings.
-  db::CachedExecution run(const fs::path& db_path, const std::string& fingerprint,
-                          const std::string& sql, const db::QueryLimits& limits, bool* cached,
-                          std::string_view variant = "") {
-    std::string key;
-    if (cache) {
-      key = db::ResultCache::key(fingerprint, sql, variant);
-      if (auto hit = cache->get(key, limits.row_cap)) {
-        ++hits;
-        if (cached) *cached = true;
-        return std::move(*hit);
-      }
-      ++misses;
+// Executes through the cache. `variant` separates executions with other settings.
+db::CachedExecution run_cached(const db::Executor& executor, db::ResultCache* cache,
+                               std::atomic<size_t>& hits, std::atomic<size_t>& misses,
+                               const fs::path& db_path, const std::string& fingerprint,
+                               const std::string& sql, const db::QueryLimits& limits, bool* cached,
+                               std::string_view variant = "") {
+  std::string key;
+  if (cache) {
+    key = db::ResultCache::key(fingerprint, sql, variant);
+    if (auto hit = cache->get(key, limits.row_cap)) {
+      ++hits;
+      if (cached) *cached = true;
+      return std::move(*hit);
     }
-    db::CachedExecution e;
-    e.result = executor.run(db_path, sql, limits);
-    e.row_cap = limits.row_cap;
-    if (cache) cache->put(key, e);
-    return e;
+    ++misses;
   }
-  // Stores derived facts (the tie check) with an execution already run.
-  void remember(const std::string& fingerprint, const std::string& sql,
-                const db::CachedExecution& e) {
-    if (cache) cache->put(db::ResultCache::key(fingerprint, sql), e);
-  }
-};
-
+  db::CachedExecution e;
+  e.result = executor.run(db_path, sql, limits);
+  e.row_cap = limits.row_cap;
+  if (cache) cache->put(key, e);
+  return e;
+}
 
 }  // namespace
+
+Metric primary_metric(data::Benchmark benchmark, const std::vector<Metric>& metrics) {
+  const bool want_bird = std::count(metrics.begin(), metrics.end(), Metric::kBird);
+  const bool want_ts = std::count(metrics.begin(), metrics.end(), Metric::kSpiderTs);
+  Metric primary = metrics.empty() ? Metric::kBird : metrics.front();
+  if (benchmark == data::Benchmark::kSpider && want_ts) primary = Metric::kSpiderTs;
+  else if (want_bird) primary = Metric::kBird;
+  return primary;
+}
+
+ItemJudge::ItemJudge(data::Benchmark benchmark, EvalOptions options, db::ResultCache* cache)
+    : benchmark_(benchmark), options_(std::move(options)), cache_(cache),
+      executor_([&] {
+        db::ExecutorOptions o;
+        o.limits = options_.pred_limits;
+        return o;
+      }()),
+      primary_(primary_metric(benchmark_, options_.metrics)) {}
+
+db::CachedExecution ItemJudge::run(const fs::path& db_path, const std::string& fingerprint,
+                                   const std::string& sql, const db::QueryLimits& limits,
+                                   bool* cached, std::string_view variant) const {
+  return run_cached(executor_, cache_, hits_, misses_, db_path, fingerprint, sql, limits, cached,
+                    variant);
+}
+
+db::CachedExecution ItemJudge::gold(const data::Question& q, const fs::path& db_path,
+                                    const std::string& fp, bool* cached, double* exec_ms) const {
+  bool was_cached = false;
+  auto gold = run(db_path, fp, q.gold_sql, options_.gold_limits, &was_cached);
+  if (cached) *cached = was_cached;
+  if (exec_ms && !was_cached) *exec_ms += gold.result.elapsed_ms;
+  if (options_.check_ties && gold.result.ok() && !gold.tie_checked) {
+    TieProbe probe;
+    bool tie = false;
+    switch (tie_check_kind(q.gold_sql, &probe)) {
+      case TieCheckKind::kNone: break;
+      case TieCheckKind::kOrderByProbe: {
+        auto r = executor_.run(db_path, probe.sql, options_.gold_limits);
+        if (exec_ms) *exec_ms += r.elapsed_ms;
+        tie = r.ok() && probe_shows_tie(probe, r.result);
+        break;
+      }
+      case TieCheckKind::kReverseScan: {
+        db::QueryLimits reversed = options_.gold_limits;
+        reversed.reverse_scan_order = true;
+        auto alt = executor_.run(db_path, q.gold_sql, reversed);
+        if (exec_ms) *exec_ms += alt.elapsed_ms;
+        tie = alt.ok() && !bird_equal(alt.result, gold.result.result);
+        break;
+      }
+    }
+    gold.tie_checked = true;
+    gold.tie_dependent = tie;
+    // Stores the derived fact with the execution already run.
+    if (cache_) cache_->put(db::ResultCache::key(fp, q.gold_sql), gold);
+  }
+  return gold;
+}
+
+ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
+                            const std::string& fp, const Prediction& p,
+                            db::ExecutionResult* pred_out, double* exec_ms_out) const {
+  auto t0 = std::chrono::steady_clock::now();
+  ItemResult item;
+  item.question_id = q.question_id;
+  item.index = q.index;
+  item.db_id = q.db_id;
+  item.difficulty = q.difficulty;
+  if (item.difficulty.empty() && benchmark_ == data::Benchmark::kSpider) {
+    // The parsed "sql" field when the file has it (dev.json), else our own AST.
+    if (!q.spider_sql.is_null()) {
+      item.difficulty = spider_hardness(q.spider_sql);
+    } else if (auto stmt = sql::parse_query(q.gold_sql); stmt.is_ok()) {
+      item.difficulty = sql::spider_hardness(*stmt->select);
+    }
+  }
+  const bool want_bird =
+      std::count(options_.metrics.begin(), options_.metrics.end(), Metric::kBird);
+  const bool want_ts =
+      std::count(options_.metrics.begin(), options_.metrics.end(), Metric::kSpiderTs);
+  const bool want_relaxed =
+      std::count(options_.metrics.begin(), options_.metrics.end(), Metric::kRelaxed);
+  double exec_ms = 0;
+
+  auto gold = this->gold(q, db_path, fp, &item.gold_cached, &exec_ms);
+  item.gold_status = db::exec_status_name(gold.result.status);
+  item.gold_error = gold.result.error;
+  item.gold_unusable = !gold.result.ok();
+  item.gold_rows = gold.result.result.rows.size();
+  item.gold_ms = gold.result.elapsed_ms;
+  item.gold_tie_dependent = options_.check_ties && gold.result.ok() && gold.tie_dependent;
+
+  db::CachedExecution pred;
+  if (!p.present || p.sql.find_first_not_of(" \t\r\n;") == std::string::npos) {
+    item.pred_status = "missing";
+    item.error = p.present ? "empty prediction" : "no prediction for this question";
+    pred.result.status = ExecStatus::kError;
+    pred.result.error = item.error;
+  } else {
+    pred = run(db_path, fp, p.sql, options_.pred_limits, &item.pred_cached);
+    exec_ms += item.pred_cached ? 0 : pred.result.elapsed_ms;
+    item.pred_status = db::exec_status_name(pred.result.status);
+    item.error = pred.result.error;
+    item.pred_rows = pred.result.result.rows.size();
+    item.pred_ms = pred.result.elapsed_ms;
+  }
+  const bool both_ok = pred.result.ok() && gold.result.ok();
+  const auto& pr = pred.result.result;
+  const auto& gr = gold.result.result;
+  // Identical results (same values, types and order) are equal under every metric; the BIRD
+  // rule still runs because of its UTF-8 quirk, which is cheap.
+  const bool identical = both_ok && pr.rows == gr.rows;
+  if (want_bird) item.verdicts["bird"] = both_ok && bird_equal(pr, gr);
+  if (want_relaxed) item.verdicts["relaxed"] = identical || (both_ok && relaxed_equal(pr, gr));
+  if (want_ts) {
+    bool ok = false;
+    if (both_ok) {
+      auto prep = [&](const std::string& s) {
+        std::string t = spider_postprocess(s);
+        if (!options_.keep_distinct) t = remove_distinct(t);
+        return replace_cur_year(t);
+      };
+      std::string g_ts = prep(q.gold_sql), p_ts = prep(p.sql);
+      bool order = spider_order_matters(g_ts);
+      // Runs the preprocessed text only when preprocessing changed it.
+      auto variant = [&](const std::string& original, const std::string& processed,
+                         const db::ResultSet& base, const db::QueryLimits& limits,
+                         db::ResultSet& storage, bool& ran_ok) -> const db::ResultSet* {
+        ran_ok = true;
+        if (processed == original) return &base;
+        bool c = false;
+        auto e = run(db_path, fp, processed, limits, &c);
+        exec_ms += c ? 0 : e.result.elapsed_ms;
+        ran_ok = e.result.ok();
+        storage = std::move(e.result.result);
+        return &storage;
+      };
+      db::ResultSet g_alt, p_alt;
+      bool g_ok = true, p_ok = true;
+      const db::ResultSet* g_use = variant(q.gold_sql, g_ts, gr, options_.gold_limits, g_alt, g_ok);
+      const db::ResultSet* p_use = variant(p.sql, p_ts, pr, options_.pred_limits, p_alt, p_ok);
+      ok = g_ok && p_ok && (g_use->rows == p_use->rows || spider_ts_equal(*g_use, *p_use, order));
+    }
+    item.verdicts["spider_ts"] = ok;
+  }
+  item.soft_f1 = identical ? 1.0 : both_ok ? soft_f1(pr, gr) : 0.0;
+  bool primary_ok =
+      item.verdicts.count(metric_name(primary_)) && item.verdicts[metric_name(primary_)];
+  bool contains = both_ok && !primary_ok && contains_gold(pr, gr);
+  item.outcome = outcome_code(item, primary_ok, pred.result.ok() && pr.rows.empty(), contains);
+  item.total_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (pred_out) *pred_out = std::move(pred.result);
+  if (exec_ms_out) *exec_ms_out += exec_ms;
+  return item;
+}
+
+bool ItemJudge::correct(const ItemResult& item) const {
+  auto it = item.verdicts.find(metric_name(primary_));
+  return it != item.verdicts.end() && it->second;
+}
 
 Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Prediction>& preds,
                             const EvalOptions& options) {
@@ -238,139 +389,17 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
     if (!f) return f.status();
     fingerprints[db_id] = *f;
   }
-
-  db::ExecutorOptions exec_opts;
-  exec_opts.limits = options.pred_limits;
-  db::Executor executor(exec_opts);
-  std::atomic<size_t> hits{0}, misses{0};
-  Runner runner{executor, cache.get(), hits, misses};
+  ItemJudge judge(ds.benchmark, options, cache.get());
   std::mutex exec_mu;
   double exec_ms_total = 0;
-
-  const bool want_bird = std::count(options.metrics.begin(), options.metrics.end(), Metric::kBird);
-  const bool want_ts = std::count(options.metrics.begin(), options.metrics.end(), Metric::kSpiderTs);
-  const bool want_relaxed =
-      std::count(options.metrics.begin(), options.metrics.end(), Metric::kRelaxed);
-  // The primary metric decides RES3: spider-ts for Spider, bird otherwise (when computed).
-  Metric primary = options.metrics.empty() ? Metric::kBird : options.metrics.front();
-  if (ds.benchmark == data::Benchmark::kSpider && want_ts) primary = Metric::kSpiderTs;
-  else if (want_bird) primary = Metric::kBird;
 
   phase("fingerprints ready");
   report.items.resize(ds.questions.size());
   core::parallel_for(ds.questions.size(), report.threads, [&](size_t i) {
-    auto t0 = std::chrono::steady_clock::now();
     const data::Question& q = ds.questions[i];
-    ItemResult& item = report.items[i];
-    item.question_id = q.question_id;
-    item.index = q.index;
-    item.db_id = q.db_id;
-    item.difficulty = q.difficulty;
-    if (item.difficulty.empty() && ds.benchmark == data::Benchmark::kSpider) {
-      // The parsed "sql" field when the file has it (dev.json), else our own AST.
-      if (!q.spider_sql.is_null()) {
-        item.difficulty = spider_hardness(q.spider_sql);
-      } else if (auto stmt = sql::parse_query(q.gold_sql); stmt.is_ok()) {
-        item.difficulty = sql::spider_hardness(*stmt->select);
-      }
-    }
-    const fs::path& db_path = ds.db_paths.at(q.db_id);
-    const std::string& fp = fingerprints.at(q.db_id);
     double exec_ms = 0;
-
-    auto gold = runner.run(db_path, fp, q.gold_sql, options.gold_limits, &item.gold_cached);
-    exec_ms += item.gold_cached ? 0 : gold.result.elapsed_ms;
-    item.gold_status = db::exec_status_name(gold.result.status);
-    item.gold_error = gold.result.error;
-    item.gold_unusable = !gold.result.ok();
-    item.gold_rows = gold.result.result.rows.size();
-    item.gold_ms = gold.result.elapsed_ms;
-
-    if (options.check_ties && gold.result.ok() && gold.tie_checked) {
-      item.gold_tie_dependent = gold.tie_dependent;
-    } else if (options.check_ties && gold.result.ok()) {
-      TieProbe probe;
-      switch (tie_check_kind(q.gold_sql, &probe)) {
-        case TieCheckKind::kNone: break;
-        case TieCheckKind::kOrderByProbe: {
-          auto r = executor.run(db_path, probe.sql, options.gold_limits);
-          exec_ms += r.elapsed_ms;
-          item.gold_tie_dependent = r.ok() && probe_shows_tie(probe, r.result);
-          break;
-        }
-        case TieCheckKind::kReverseScan: {
-          db::QueryLimits reversed = options.gold_limits;
-          reversed.reverse_scan_order = true;
-          auto alt = executor.run(db_path, q.gold_sql, reversed);
-          exec_ms += alt.elapsed_ms;
-          item.gold_tie_dependent = alt.ok() && !bird_equal(alt.result, gold.result.result);
-          break;
-        }
-      }
-      gold.tie_checked = true;
-      gold.tie_dependent = item.gold_tie_dependent;
-      runner.remember(fp, q.gold_sql, gold);
-    }
-
-    const Prediction& p = preds[i];
-    db::CachedExecution pred;
-    if (!p.present || p.sql.find_first_not_of(" \t\r\n;") == std::string::npos) {
-      item.pred_status = "missing";
-      item.error = p.present ? "empty prediction" : "no prediction for this question";
-      pred.result.status = ExecStatus::kError;
-    } else {
-      pred = runner.run(db_path, fp, p.sql, options.pred_limits, &item.pred_cached);
-      exec_ms += item.pred_cached ? 0 : pred.result.elapsed_ms;
-      item.pred_status = db::exec_status_name(pred.result.status);
-      item.error = pred.result.error;
-      item.pred_rows = pred.result.result.rows.size();
-      item.pred_ms = pred.result.elapsed_ms;
-    }
-    const bool both_ok = pred.result.ok() && gold.result.ok();
-    const auto& pr = pred.result.result;
-    const auto& gr = gold.result.result;
-    // Identical results (same values, types and order) are equal under every metric; the BIRD
-    // rule still runs because of its UTF-8 quirk, which is cheap.
-    const bool identical = both_ok && pr.rows == gr.rows;
-    if (want_bird) item.verdicts["bird"] = both_ok && bird_equal(pr, gr);
-    if (want_relaxed) item.verdicts["relaxed"] = identical || (both_ok && relaxed_equal(pr, gr));
-    if (want_ts) {
-      bool ok = false;
-      if (both_ok) {
-        auto prep = [&](const std::string& s) {
-          std::string t = spider_postprocess(s);
-          if (!options.keep_distinct) t = remove_distinct(t);
-          return replace_cur_year(t);
-        };
-        std::string g_ts = prep(q.gold_sql), p_ts = prep(p.sql);
-        bool order = spider_order_matters(g_ts);
-        // Runs the preprocessed text only when preprocessing changed it.
-        auto variant = [&](const std::string& original, const std::string& processed,
-                           const db::ResultSet& base, const db::QueryLimits& limits,
-                           db::ResultSet& storage, bool& ran_ok) -> const db::ResultSet* {
-          ran_ok = true;
-          if (processed == original) return &base;
-          bool c = false;
-          auto e = runner.run(db_path, fp, processed, limits, &c);
-          exec_ms += c ? 0 : e.result.elapsed_ms;
-          ran_ok = e.result.ok();
-          storage = std::move(e.result.result);
-          return &storage;
-        };
-        db::ResultSet g_alt, p_alt;
-        bool g_ok = true, p_ok = true;
-        const db::ResultSet* g_use = variant(q.gold_sql, g_ts, gr, options.gold_limits, g_alt, g_ok);
-        const db::ResultSet* p_use = variant(p.sql, p_ts, pr, options.pred_limits, p_alt, p_ok);
-        ok = g_ok && p_ok && (g_use->rows == p_use->rows || spider_ts_equal(*g_use, *p_use, order));
-      }
-      item.verdicts["spider_ts"] = ok;
-    }
-    item.soft_f1 = identical ? 1.0 : both_ok ? soft_f1(pr, gr) : 0.0;
-    bool primary_ok = item.verdicts.count(metric_name(primary)) && item.verdicts[metric_name(primary)];
-    bool contains = both_ok && !primary_ok && contains_gold(pr, gr);
-    item.outcome = outcome_code(item, primary_ok, pred.result.ok() && pr.rows.empty(), contains);
-    item.total_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    report.items[i] = judge.judge(q, ds.db_paths.at(q.db_id), fingerprints.at(q.db_id), preds[i],
+                                  nullptr, &exec_ms);
     std::lock_guard lock(exec_mu);
     exec_ms_total += exec_ms;
   });
@@ -378,8 +407,8 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
   if (cache) cache->flush();
   phase("cache flushed");
   report.exec_ms_total = exec_ms_total;
-  report.cache_hits = hits;
-  report.cache_misses = misses;
+  report.cache_hits = judge.cache_hits();
+  report.cache_misses = judge.cache_misses();
   auto fp = ds.fingerprint();
   report.dataset_fingerprint = fp ? *fp : "unavailable: " + fp.status().message();
   report.wall_s =

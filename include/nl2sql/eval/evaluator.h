@@ -8,6 +8,7 @@
 // evaluate() is thread-safe and itself runs questions on `threads` workers.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -88,6 +89,46 @@ struct EvalReport {
   size_t threads = 1;
   size_t cache_hits = 0, cache_misses = 0;
   nlohmann::json summary;  // filled by summarize()
+};
+
+// The primary metric decides RES3: spider-ts for Spider, bird otherwise (when computed).
+Metric primary_metric(data::Benchmark benchmark, const std::vector<Metric>& metrics);
+
+// Scores one prediction for one question exactly as evaluate() does (same metrics, outcome
+// codes, tie check), so the pipeline can judge every candidate of a question and the report's
+// per-candidate "correct" agrees with the final EX. Gold is executed once per (database, SQL)
+// when a ResultCache is given. Thread-safe: judge() may run on many threads; the cache is
+// internally locked.
+class ItemJudge {
+ public:
+  ItemJudge(data::Benchmark benchmark, EvalOptions options, db::ResultCache* cache = nullptr);
+  // `fingerprint` = db::database_fingerprint(db_path). `pred_out` receives the prediction's
+  // execution (for selection), `exec_ms` accumulates time spent in SQLite.
+  ItemResult judge(const data::Question& q, const std::filesystem::path& db_path,
+                   const std::string& fingerprint, const Prediction& prediction,
+                   db::ExecutionResult* pred_out = nullptr, double* exec_ms = nullptr) const;
+  // Gold's execution (cached) with its tie check.
+  db::CachedExecution gold(const data::Question& q, const std::filesystem::path& db_path,
+                           const std::string& fingerprint, bool* cached = nullptr,
+                           double* exec_ms = nullptr) const;
+  // Any SQL through the same cache and limits.
+  db::CachedExecution run(const std::filesystem::path& db_path, const std::string& fingerprint,
+                          const std::string& sql, const db::QueryLimits& limits,
+                          bool* cached = nullptr, std::string_view variant = "") const;
+  // The primary metric's verdict of an item.
+  bool correct(const ItemResult& item) const;
+  Metric primary() const { return primary_; }
+  const EvalOptions& options() const { return options_; }
+  size_t cache_hits() const { return hits_; }
+  size_t cache_misses() const { return misses_; }
+
+ private:
+  data::Benchmark benchmark_;
+  EvalOptions options_;
+  db::ResultCache* cache_;
+  db::Executor executor_;
+  Metric primary_;
+  mutable std::atomic<size_t> hits_{0}, misses_{0};
 };
 
 // Executes and scores every question. Fails only on setup problems (cache cannot be opened).
