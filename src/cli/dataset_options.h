@@ -25,7 +25,7 @@ struct DatasetOptions {
     cmd.add_option("--benchmark", benchmark, "bird | spider | jsonl")->capture_default_str();
     cmd.add_option("--data", data, "Benchmark folder (BIRD: dev.json, dev_databases/; Spider: dev.json, database/)");
     cmd.add_option("--split", split, "bird: dev | mini_dev; spider: dev | train")->capture_default_str();
-    cmd.add_option("--questions", questions, "Question file (overrides the split's; required for jsonl)");
+    cmd.add_option("--questions-file", questions, "Question file (overrides the split's; required for jsonl)");
     cmd.add_option("--db-root", db_root, "Folder holding <db_id>/<db_id>.sqlite (required for jsonl)");
     cmd.add_option("--tables", tables, "tables.json to use instead of the split's");
   }

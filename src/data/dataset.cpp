@@ -77,7 +77,7 @@ Result<Layout> resolve_layout(const DatasetSpec& spec) {
       l.db_root = d / "database";
       break;
     case Benchmark::kJsonl:
-      if (spec.questions.empty()) return invalid_input("--benchmark jsonl needs --questions FILE");
+      if (spec.questions.empty()) return invalid_input("--benchmark jsonl needs --questions-file FILE");
       if (spec.db_root.empty()) return invalid_input("--benchmark jsonl needs --db-root DIR");
       break;
   }

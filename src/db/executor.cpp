@@ -186,6 +186,25 @@ ExecutionResult Executor::explain_query_plan(const std::filesystem::path& db,
 
 ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::string_view sql,
                                    const QueryLimits& limits, bool explain) const {
+  // A slot of the bounded SQL pool, released on every return path.
+  struct Slot {
+    const Executor* self;
+    explicit Slot(const Executor* e) : self(e) {
+      if (!self->options_.max_concurrent) return;
+      std::unique_lock lock(self->slots_mu_);
+      self->slots_cv_.wait(lock, [&] { return self->active_ < self->options_.max_concurrent; });
+      ++self->active_;
+      self->peak_active_ = std::max(self->peak_active_, self->active_);
+    }
+    ~Slot() {
+      if (!self->options_.max_concurrent) return;
+      {
+        std::lock_guard lock(self->slots_mu_);
+        --self->active_;
+      }
+      self->slots_cv_.notify_one();
+    }
+  } slot(this);
   auto started = Clock::now();
   ExecutionResult out;
   auto finish = [&](ExecStatus st, std::string err) {

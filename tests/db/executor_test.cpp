@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "nl2sql/core/hash.h"
 #include "nl2sql/db/result_cache.h"
 #include "support/test_env.h"
@@ -198,3 +201,22 @@ TEST(ResultCache, RoundTripAndRowCapSemantics) {
 
 }  // namespace
 }  // namespace nl2sql::db
+
+TEST_F(ExecutorTest, MaxConcurrentBoundsQueriesRunningAtOnce) {
+  db::ExecutorOptions options;
+  options.max_concurrent = 2;
+  db::Executor bounded(options);
+  const std::string slow =
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) "
+      "SELECT count(*) FROM c";
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&] {
+      if (bounded.run(db_, slow).ok()) ++ok;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 6);
+  EXPECT_GE(bounded.peak_concurrent(), 1u);
+  EXPECT_LE(bounded.peak_concurrent(), 2u);
+}

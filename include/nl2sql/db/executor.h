@@ -21,6 +21,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -70,6 +71,9 @@ struct ExecutorOptions {
   // Open databases with immutable=1 (no locking; faster). Only safe when nothing writes the
   // file while we read it; benchmark databases qualify. Ignored when a -wal file exists.
   bool immutable = true;
+  // Queries running at once across all threads (0: unlimited). The pipeline bounds SQL work
+  // separately from its LLM concurrency; callers beyond the limit wait for a slot.
+  size_t max_concurrent = 0;
 };
 
 class Executor {
@@ -87,6 +91,11 @@ class Executor {
   ExecutionResult explain_query_plan(const std::filesystem::path& db, std::string_view sql) const;
 
   const ExecutorOptions& options() const { return options_; }
+  // Most queries seen running at once (tracked only when max_concurrent is set).
+  size_t peak_concurrent() const {
+    std::lock_guard lock(slots_mu_);
+    return peak_active_;
+  }
 
   // Fault injection for tests: when set, called with the 1-based number of each run() call;
   // a non-OK status returned makes that call fail with it (kError) without executing.
@@ -102,6 +111,10 @@ class Executor {
   mutable std::mutex pools_mu_;
   mutable std::map<std::string, std::unique_ptr<Pool>> pools_;  // guarded by pools_mu_
   mutable std::atomic<uint64_t> calls_{0};
+  mutable std::mutex slots_mu_;
+  mutable std::condition_variable slots_cv_;
+  mutable size_t active_ = 0;  // guarded by slots_mu_
+  mutable size_t peak_active_ = 0;  // guarded by slots_mu_
   std::function<Status(uint64_t)> fault_injector_;
 };
 
