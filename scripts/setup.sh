@@ -16,6 +16,7 @@ PACKAGES=(
   libcpp-httplib-dev          # in-process fake LLM server for tests
   python3
   clang libclang-rt-14-dev   # libFuzzer targets (slow test tier)
+  chromium                   # headless browser check of report.html (slow test tier)
 )
 
 missing=()

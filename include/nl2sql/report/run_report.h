@@ -1,0 +1,53 @@
+// The run report: from a run's manifest and final records (report/run_data.h) build
+// report.json (every aggregate plus every record), report.md (tables for people),
+// per_question.csv (one row per question) and report.html (self-contained: inline CSS, inline
+// SVG charts, a few lines of inline JS, no network; every string from the data is escaped).
+//
+// Aggregates: EX with 95% bootstrap CI (eval::bootstrap_ci) overall / by difficulty / by database
+// / by SQL feature under the primary metric, every evaluator metric, every selector beside the
+// primary one with the oracle/adversarial bounds, per generator counts (candidates,
+// executability before/after fixing, correct, unique correct, upper bound), the overlap of
+// generators that found a correct candidate, the curves vs number of candidates, the selection
+// error analysis, tokens/cost/latency percentiles per stage and WMA weight trajectories.
+// A failed question counts as wrong everywhere. All functions are pure and thread-safe;
+// output is deterministic for a given RunData and options (bootstrap seeded).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/core/status.h"
+#include "nl2sql/report/run_data.h"
+
+namespace nl2sql::report {
+
+struct ReportOptions {
+  bool html = true;
+  std::string title;              // default: the run's name
+  int bootstrap_samples = 1000;
+  uint64_t bootstrap_seed = 20240101;
+  size_t drilldown_limit = 0;     // questions in the HTML drill-down (0: all)
+  size_t preview_chars = 2000;    // longest text shown in the drill-down before it is cut
+
+  // Reads the `report.*` keys (configs/schema/report.json) of a resolved config.
+  static Result<ReportOptions> from_config(const nlohmann::json& config);
+};
+
+nlohmann::json build_report(const RunData& run, const ReportOptions& options);
+std::string render_markdown(const nlohmann::json& report);
+std::string render_csv(const RunData& run);
+std::string render_html(const nlohmann::json& report, const RunData& run, const ReportOptions& options);
+
+// Writes the four files into `out_dir` (each atomically); report.html only when options.html.
+Status write_reports(const RunData& run, const std::filesystem::path& out_dir, const ReportOptions& options);
+
+// Text and attribute escaping for HTML (& < > " ').
+std::string html_escape(std::string_view text);
+
+// Linear-interpolated percentile (q in [0, 1]) of unsorted values; 0 for none.
+double percentile(std::vector<double> values, double q);
+
+}  // namespace nl2sql::report

@@ -1,0 +1,83 @@
+#include "nl2sql/report/export.h"
+
+#include <map>
+
+namespace nl2sql::report {
+using nlohmann::json;
+
+Result<ExportFormat> parse_export_format(const std::string& name) {
+  if (name == "bird") return ExportFormat::kBird;
+  if (name == "spider") return ExportFormat::kSpider;
+  if (name == "jsonl") return ExportFormat::kJsonl;
+  return invalid_input("--format \"" + name + "\": expected bird, spider or jsonl");
+}
+
+namespace {
+
+std::string one_line(const std::string& sql) {
+  std::string out;
+  bool space = false;
+  for (char c : sql) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string export_predictions(const RunData& run, ExportFormat format, ExportStats* stats) {
+  ExportStats st;
+  std::map<int64_t, const json*> by_pos;
+  for (const auto& r : run.records) by_pos[r["index"].get<int64_t>()] = &r;
+  auto sql_of = [&](const json* r) -> std::string {
+    if (!r || string_field(*r, "status", "ok") != "ok") return "";
+    return one_line(string_field(*r, "prediction"));
+  };
+  std::string out;
+  if (format == ExportFormat::kJsonl) {
+    for (const auto& r : run.records) {
+      json line = {{"question_id", r["question_id"]}, {"db_id", string_field(r, "db_id")}, {"sql", sql_of(&r)}};
+      out += line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      ++st.written;
+    }
+  } else {
+    int64_t last = by_pos.empty() ? -1 : by_pos.rbegin()->first;
+    json bird = json::object();
+    for (int64_t pos = 0; pos <= last; ++pos) {
+      auto it = by_pos.find(pos);
+      const json* r = it == by_pos.end() ? nullptr : it->second;
+      std::string sql = sql_of(r);
+      if (sql.empty()) {
+        sql = kNoPredictionSql;
+        ++st.placeholders;
+      } else {
+        ++st.written;
+      }
+      if (format == ExportFormat::kSpider) {
+        out += sql + "\n";
+      } else {
+        bird[std::to_string(pos)] = sql + "\t----- bird -----\t" + (r ? string_field(*r, "db_id") : std::string());
+      }
+    }
+    // Keys in position order, as the official file lists them (nlohmann sorts keys as strings).
+    if (format == ExportFormat::kBird) {
+      out = "{\n";
+      for (int64_t pos = 0; pos <= last; ++pos) {
+        std::string key = std::to_string(pos);
+        out += "    " + json(key).dump() + ": " + bird[key].dump(-1, ' ', false, json::error_handler_t::replace) +
+               (pos == last ? "\n" : ",\n");
+      }
+      out += "}\n";
+    }
+  }
+  if (stats) *stats = st;
+  return out;
+}
+
+}  // namespace nl2sql::report

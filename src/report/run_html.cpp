@@ -1,0 +1,458 @@
+// report.html: one self-contained page. Charts are inline SVG built here (no JS library, no
+// network); the only script is an error hook (so a browser check can see script errors), a
+// filter box for the drill-down table and the load marker. Every string taken from the data
+// passes through html_escape, and no data is placed inside <script>.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "nl2sql/report/run_report.h"
+
+namespace nl2sql::report {
+using nlohmann::json;
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + s.size() / 8);
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+using std::string;
+
+string esc(const string& s) { return html_escape(s); }
+string num(double v, int d = 2) { return fmt::format("{:.{}f}", v, d); }
+
+string cut(const string& s, size_t limit) {
+  if (limit == 0 || s.size() <= limit) return s;
+  size_t n = limit;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // keep UTF-8 whole
+  return s.substr(0, n) + fmt::format(" … [{} more bytes]", s.size() - n);
+}
+
+struct Bar {
+  string label;
+  double value = 0, lo = 0, hi = 0;
+  string note;
+};
+
+// Horizontal bars on a 0–100 scale with 95% CI whiskers.
+string bar_chart(const string& id, const string& title, const std::vector<Bar>& bars) {
+  if (bars.empty()) return "";
+  const int w = 760, left = 210, right = 110, top = 28, row = 22;
+  const int plot = w - left - right;
+  const int h = top + row * static_cast<int>(bars.size()) + 10;
+  string s = fmt::format("<svg class=\"chart\" id=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\"><title>{}</title>",
+                         esc(id), w, h, w, h, esc(title), esc(title));
+  for (int t = 0; t <= 100; t += 25) {
+    double x = left + plot * t / 100.0;
+    s += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\"/><text class=\"axis\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                     x, top - 6, x, h - 8, x, top - 10, t);
+  }
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const Bar& b = bars[i];
+    double y = top + row * static_cast<double>(i);
+    double v = std::clamp(b.value, 0.0, 100.0);
+    s += fmt::format("<text class=\"label\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 6, y + 14, esc(cut(b.label, 32)));
+    s += fmt::format("<rect class=\"bar\" x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"15\" data-label=\"{}\" data-value=\"{}\"><title>{}: {}%{}</title></rect>",
+                     left, y + 3, plot * v / 100.0, esc(b.label), num(b.value), esc(b.label), num(b.value), esc(b.note));
+    if (b.hi > b.lo)
+      s += fmt::format("<line class=\"ci\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", left + plot * b.lo / 100.0,
+                       y + 10.5, left + plot * b.hi / 100.0, y + 10.5);
+    s += fmt::format("<text class=\"value\" x=\"{}\" y=\"{:.1f}\">{}%{}</text>", left + plot + 6, y + 14, num(b.value, 1), esc(b.note));
+  }
+  return s + "</svg>";
+}
+
+struct Series {
+  string name;
+  std::vector<std::optional<double>> ys;
+};
+
+// Lines over numeric x (log scale when asked), y in [y0, y1].
+string line_chart(const string& id, const string& title, const std::vector<double>& xs, const std::vector<Series>& series,
+                  bool log_x, double y0, double y1, const string& x_label, const string& y_label) {
+  if (xs.empty() || series.empty()) return "";
+  static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+  const int w = 760, h = 320, left = 60, right = 170, top = 20, bottom = 46;
+  const int pw = w - left - right, ph = h - top - bottom;
+  auto tx = [&](double x) { return log_x ? std::log(std::max(x, 1e-9)) : x; };
+  double x0 = tx(*std::min_element(xs.begin(), xs.end())), x1 = tx(*std::max_element(xs.begin(), xs.end()));
+  if (x1 <= x0) x1 = x0 + 1;
+  if (y1 <= y0) y1 = y0 + 1;
+  auto px = [&](double x) { return left + pw * (tx(x) - x0) / (x1 - x0); };
+  auto py = [&](double y) { return top + ph * (1 - (y - y0) / (y1 - y0)); };
+  string s = fmt::format("<svg class=\"chart\" id=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\"><title>{}</title>",
+                         esc(id), w, h, w, h, esc(title), esc(title));
+  for (int t = 0; t <= 4; ++t) {
+    double y = y0 + (y1 - y0) * t / 4.0;
+    s += fmt::format("<line class=\"grid\" x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\"/><text class=\"axis\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
+                     left, py(y), left + pw, py(y), left - 6, py(y) + 4, num(y, y1 - y0 < 5 ? 2 : 0));
+  }
+  std::set<double> ticks(xs.begin(), xs.end());
+  size_t every = std::max<size_t>(1, ticks.size() / 12);
+  size_t ti = 0;
+  for (double x : ticks)
+    if (ti++ % every == 0)
+      s += fmt::format("<text class=\"axis\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", px(x), top + ph + 16, num(x, x == std::floor(x) ? 0 : 2));
+  s += fmt::format("<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", left + pw / 2, h - 6, esc(x_label));
+  s += fmt::format("<text class=\"axis\" x=\"12\" y=\"{}\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">{}</text>", top + ph / 2, top + ph / 2, esc(y_label));
+  for (size_t si = 0; si < series.size(); ++si) {
+    const char* color = kColors[si % 8];
+    string pts, dots;
+    for (size_t i = 0; i < xs.size() && i < series[si].ys.size(); ++i) {
+      if (!series[si].ys[i]) continue;
+      double y = *series[si].ys[i];
+      pts += fmt::format("{:.1f},{:.1f} ", px(xs[i]), py(y));
+      dots += fmt::format("<circle class=\"pt\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\" data-series=\"{}\" data-x=\"{}\" data-y=\"{}\"><title>{} at {}: {}</title></circle>",
+                          px(xs[i]), py(y), color, esc(series[si].name), num(xs[i], 0), num(y, 4), esc(series[si].name), num(xs[i], 0), num(y, 2));
+    }
+    s += fmt::format("<polyline class=\"line\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>", color, pts) + dots;
+    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text class=\"label\" x=\"{}\" y=\"{}\">{}</text>",
+                     left + pw + 14, top + 18 * static_cast<int>(si), color, left + pw + 30, top + 18 * static_cast<int>(si) + 11, esc(cut(series[si].name, 20)));
+  }
+  return s + "</svg>";
+}
+
+// UpSet-style: one bar per exact set of generators that found a correct candidate, with the
+// membership matrix below.
+string upset_chart(const json& overlap, const std::vector<string>& gens) {
+  if (overlap.empty() || gens.empty()) return "";
+  size_t cols = std::min<size_t>(overlap.size(), 24);
+  const int left = 130, colw = 28, barh = 150, top = 20, rowh = 20;
+  const int w = left + colw * static_cast<int>(cols) + 20;
+  const int h = top + barh + 10 + rowh * static_cast<int>(gens.size()) + 10;
+  size_t maxc = 1;
+  for (size_t i = 0; i < cols; ++i) maxc = std::max(maxc, overlap[i]["questions"].get<size_t>());
+  string s = fmt::format("<svg class=\"chart\" id=\"overlap\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"generator overlap\"><title>Which generators found a correct candidate</title>",
+                         w, h, w, h);
+  for (size_t g = 0; g < gens.size(); ++g)
+    s += fmt::format("<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 8,
+                     top + barh + 10 + rowh * static_cast<int>(g) + 14, esc(cut(gens[g], 16)));
+  for (size_t i = 0; i < cols; ++i) {
+    const json& e = overlap[i];
+    size_t c = e["questions"].get<size_t>();
+    double bh = barh * static_cast<double>(c) / static_cast<double>(maxc);
+    int x = left + colw * static_cast<int>(i);
+    std::set<string> members;
+    string label;
+    for (const auto& g : e["generators"]) {
+      members.insert(g.get<string>());
+      label += (label.empty() ? "" : " + ") + g.get<string>();
+    }
+    if (label.empty()) label = "none";
+    s += fmt::format("<rect class=\"bar\" x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" data-label=\"{}\" data-value=\"{}\"><title>{}: {} questions</title></rect>",
+                     x + 4, top + barh - bh, colw - 8, bh, esc(label), c, esc(label), c);
+    s += fmt::format("<text class=\"value\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", x + colw / 2, top + barh - bh - 3, c);
+    double first = -1, last = -1;
+    for (size_t g = 0; g < gens.size(); ++g) {
+      double cy = top + barh + 10 + rowh * static_cast<double>(g) + 10;
+      bool in = members.count(gens[g]) > 0;
+      if (in) {
+        if (first < 0) first = cy;
+        last = cy;
+      }
+      s += fmt::format("<circle class=\"{}\" cx=\"{}\" cy=\"{:.1f}\" r=\"6\"/>", in ? "dot on" : "dot", x + colw / 2, cy);
+    }
+    if (last > first && first >= 0)
+      s += fmt::format("<line class=\"member\" x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\"/>", x + colw / 2, first, x + colw / 2, last);
+  }
+  return s + "</svg>";
+}
+
+std::vector<Bar> group_bars(const json& groups) {
+  std::vector<Bar> bars;
+  for (const auto& [k, v] : groups.items())
+    bars.push_back({k, v["ex"].get<double>(), v["ci95"][0].get<double>(), v["ci95"][1].get<double>(),
+                    fmt::format(" (n={})", v["n"].get<size_t>())});
+  return bars;
+}
+
+string yesno(const json& v) {
+  int t = tri_bool(v);
+  return t == 1 ? "<span class=\"ok\">✓</span>" : t == 0 ? "<span class=\"bad\">✗</span>" : "<span class=\"na\">–</span>";
+}
+
+string pre(const string& text, size_t limit) { return "<pre>" + esc(cut(text, limit)) + "</pre>"; }
+
+string question_details(const json& r, const json& rep, size_t limit) {
+  const string metric = rep["primary_metric"].get<string>();
+  bool correct = record_correct(r, metric);
+  string qid = string_field(r, "question_id");
+  string d = fmt::format("<details class=\"q\" data-qid=\"{}\" data-correct=\"{}\"><summary>{} <b>{}</b> · {} · {} · {}</summary>",
+                         esc(qid), correct ? 1 : 0, correct ? "<span class=\"ok\">✓</span>" : "<span class=\"bad\">✗</span>", esc(qid),
+                         esc(string_field(r, "db_id")), esc(string_field(r, "difficulty")), esc(cut(string_field(r, "question"), 200)));
+  d += "<div class=\"qbody\">";
+  d += fmt::format("<p><b>Question.</b> {}</p><p><b>Evidence.</b> {}</p>", esc(string_field(r, "question")), esc(string_field(r, "evidence")));
+  if (string_field(r, "status", "ok") != "ok") d += "<p class=\"bad\"><b>Failed:</b> " + esc(string_field(r, "error")) + "</p>";
+  d += "<p><b>Gold SQL</b></p>" + pre(string_field(r, "gold_sql"), limit);
+  d += "<p><b>Prediction</b> (" + esc(string_field(r, "primary_selector", rep["primary_selector"].get<string>())) + ")</p>" + pre(string_field(r, "prediction"), limit);
+  const json& v = field(r, "verdict");
+  if (!v.is_null()) {
+    d += "<p><b>Verdict:</b> " + esc(string_field(v, "outcome")) + " · prediction " + esc(string_field(v, "pred_status"));
+    if (field(v, "verdicts").is_object())
+      for (const auto& [k, b] : v["verdicts"].items()) d += " · " + esc(k) + " " + yesno(b);
+    if (tri_bool(field(v, "gold_unusable")) == 1) d += " · <span class=\"bad\">gold unusable</span>";
+    if (tri_bool(field(v, "gold_tie_dependent")) == 1) d += " · gold tie-dependent";
+    d += "</p>";
+  }
+  const json& ctx = field(r, "context");
+  if (ctx.is_object()) {
+    string kw;
+    if (field(ctx, "keywords").is_array())
+      for (const auto& k : ctx["keywords"]) kw += (kw.empty() ? "" : ", ") + (k.is_string() ? k.get<string>() : k.dump());
+    d += "<p><b>Keywords:</b> " + esc(cut(kw, limit)) + "</p>";
+    if (field(ctx, "values").is_array() && !ctx["values"].empty()) {
+      d += "<table class=\"small\"><tr><th>table</th><th>column</th><th>value</th><th>score</th></tr>";
+      for (const auto& val : ctx["values"])
+        d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(string_field(val, "table")),
+                         esc(string_field(val, "column")), esc(cut(string_field(val, "value"), 200)), num(number_field(val, "score"), 3));
+      d += "</table>";
+    }
+  }
+  const json& cands = field(r, "candidates");
+  if (cands.is_array() && !cands.empty()) {
+    d += "<table class=\"cands\"><tr><th>candidate</th><th>generator</th><th>correct</th><th>cluster</th><th>exec before fix</th><th>exec after fix</th><th>SQL</th></tr>";
+    for (const auto& c : cands) {
+      d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>", esc(string_field(c, "id")),
+                       esc(string_field(c, "generator")), yesno(field(c, "correct")), esc(string_field(c, "cluster")),
+                       yesno(field(c, "executable_before_fix")), yesno(field(c, "executable_after_fix")));
+      d += pre(string_field(c, "sql"), limit);
+      if (string_field(c, "extraction_error") != "") d += "<p class=\"bad\">extraction: " + esc(string_field(c, "extraction_error")) + "</p>";
+      const json& ex = field(c, "execution");
+      if (ex.is_object() && string_field(ex, "error") != "") d += "<p class=\"bad\">" + esc(cut(string_field(ex, "error"), limit)) + "</p>";
+      if (ex.is_object() && string_field(ex, "preview") != "") d += "<details><summary>result preview</summary>" + pre(string_field(ex, "preview"), limit) + "</details>";
+      const json& rounds = field(c, "fix_rounds");
+      if (rounds.is_array() && !rounds.empty()) {
+        d += fmt::format("<details><summary>{} fixer round(s)</summary>", rounds.size());
+        for (const auto& fr : rounds) {
+          d += fmt::format("<p>round {} · {}</p>", esc(string_field(fr, "round")), esc(string_field(fr, "failure_class")));
+          d += "<p>feedback</p>" + pre(string_field(fr, "feedback"), limit) + "<p>before</p>" + pre(string_field(fr, "sql_before"), limit) +
+               "<p>after</p>" + pre(string_field(fr, "sql_after"), limit);
+        }
+        d += "</details>";
+      }
+      if (string_field(c, "reasoning") != "") d += "<details><summary>reasoning</summary>" + pre(string_field(c, "reasoning"), limit) + "</details>";
+      d += "</td></tr>";
+    }
+    d += "</table>";
+  }
+  const json& sels = field(r, "selections");
+  if (sels.is_object() && !sels.empty()) {
+    d += "<table class=\"sels\"><tr><th>selector</th><th>chosen</th><th>correct</th><th>LLM calls</th><th>cost USD</th><th>explanation (separating instances, duels)</th></tr>";
+    for (const auto& [name, s] : sels.items()) {
+      string expl = field(s, "explanation").is_null() ? "" : field(s, "explanation").dump(1, ' ', false, json::error_handler_t::replace);
+      d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(name),
+                       esc(string_field(s, "candidate_id")), yesno(field(s, "correct")), num(number_field(s, "llm_calls"), 0),
+                       num(number_field(s, "cost_usd"), 4), expl.empty() ? "" : "<details><summary>show</summary>" + pre(expl, limit) + "</details>");
+    }
+    d += "</table>";
+  }
+  return d + "</div></details>\n";
+}
+
+const char* kCss = R"css(
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 12px}
+h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd}
+.banner{background:#b00020;color:#fff;font-size:1.5em;font-weight:bold;padding:14px;text-align:center;margin:12px 0}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 7px;vertical-align:top;text-align:left}
+th{background:#f4f4f4}td.n{text-align:right}.headline{font-size:1.4em}
+pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:6px;margin:2px 0;max-width:760px}
+.ok{color:#137333;font-weight:bold}.bad{color:#b00020}.na{color:#888}
+svg.chart{display:block;margin:8px 0;font-size:12px}svg .bar{fill:#4e79a7}svg .ci{stroke:#222;stroke-width:1.5}
+svg .grid{stroke:#e5e5e5}svg .axis{fill:#666}svg .dot{fill:#ddd}svg .dot.on{fill:#222}svg .member{stroke:#222;stroke-width:2}
+details.q{border-bottom:1px solid #eee;padding:3px 0}details.q>summary{cursor:pointer}.qbody{padding:6px 18px}
+table.small td{font-size:.9em}#qfilter{width:320px;padding:4px}
+)css";
+
+const char* kHeadScript = R"js(
+window.__nl2sqlErrors = 0;
+window.onerror = function () {
+  window.__nl2sqlErrors += 1;
+  if (document.body) document.body.setAttribute('data-errors', String(window.__nl2sqlErrors));
+};
+)js";
+
+const char* kBodyScript = R"js(
+window.addEventListener('load', function () {
+  var box = document.getElementById('qfilter');
+  var shown = document.getElementById('qshown');
+  var items = document.querySelectorAll('details.q');
+  function apply() {
+    var needle = box.value.toLowerCase(), wrongOnly = document.getElementById('qwrong').checked, n = 0;
+    for (var i = 0; i < items.length; i++) {
+      var hit = items[i].textContent.toLowerCase().indexOf(needle) >= 0 &&
+                (!wrongOnly || items[i].getAttribute('data-correct') === '0');
+      items[i].style.display = hit ? '' : 'none';
+      if (hit) n++;
+    }
+    shown.textContent = String(n);
+  }
+  if (box) { box.addEventListener('input', apply); document.getElementById('qwrong').addEventListener('change', apply); apply(); }
+  document.body.setAttribute('data-charts', String(document.querySelectorAll('svg.chart').length));
+  document.body.setAttribute('data-errors', String(window.__nl2sqlErrors));
+  document.body.setAttribute('data-ready', '1');
+});
+)js";
+
+}  // namespace
+
+string render_html(const json& rep, const RunData& run, const ReportOptions& o) {
+  const json& man = rep["run"]["manifest"];
+  string title = rep["run"]["title"].get<string>();
+  string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">";
+  h += "<title>" + esc("nl2sql report: " + title) + "</title><style>" + kCss + "</style><script>" + kHeadScript + "</script></head>\n";
+  h += "<body data-errors=\"0\">\n";
+  if (rep["simulated"].get<bool>())
+    h += "<div class=\"banner\" id=\"simulated\">SIMULATED — not a model's accuracy</div>\n";
+  h += "<h1>" + esc("nl2sql run report: " + title) + "</h1>\n";
+  h += fmt::format("<p>Benchmark <b>{}</b> split <b>{}</b> · {} of {} questions recorded · primary metric <b>{}</b> · primary selector <b>{}</b><br>"
+                   "dataset fingerprint <code>{}</code> · config hash <code>{}</code> · seed {} · tool {} · created {}</p>\n",
+                   esc(string_field(man, "benchmark", "?")), esc(string_field(man, "split", "?")), rep["n_questions"].get<size_t>(),
+                   rep["n_expected"].get<size_t>(), esc(rep["primary_metric"].get<string>()), esc(rep["primary_selector"].get<string>()),
+                   esc(string_field(man, "dataset_fingerprint")), esc(string_field(man, "config_hash")), esc(string_field(man, "seed")),
+                   esc(string_field(man, "tool_version")), esc(string_field(man, "created_at")));
+  const json& ov = rep["ex"]["overall"];
+  h += fmt::format("<p class=\"headline\">EX <b id=\"ex\">{}%</b> (95% CI {}–{}), {} / {} correct; {} failed questions</p>\n",
+                   num(ov["ex"].get<double>()), num(ov["ci95"][0].get<double>()), num(ov["ci95"][1].get<double>()),
+                   ov["correct"].get<size_t>(), ov["n"].get<size_t>(), rep["errors"].size());
+
+  h += "<h2>Execution accuracy</h2>\n";
+  h += bar_chart("ex-difficulty", "EX by difficulty", group_bars(rep["ex"]["by_difficulty"]));
+  h += bar_chart("ex-db", "EX by database", group_bars(rep["ex"]["by_db"]));
+  h += bar_chart("ex-feature", "EX by SQL feature of the gold query", group_bars(rep["ex"]["by_feature"]));
+  if (!rep["metrics"].empty()) {
+    h += "<table><tr><th>metric</th><th>EX %</th><th>95% CI</th><th>correct / n</th><th>EX % excluding unusable gold</th></tr>";
+    for (const auto& [k, v] : rep["metrics"].items())
+      h += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td>{}–{}</td><td class=\"n\">{} / {}</td><td class=\"n\">{}</td></tr>", esc(k),
+                       num(v["ex"].get<double>()), num(v["ci95"][0].get<double>()), num(v["ci95"][1].get<double>()),
+                       v["correct"].get<size_t>(), v["n"].get<size_t>(), num(v["ex_usable_gold"].get<double>()));
+    h += "</table>";
+    h += fmt::format("<p>Soft-F1 {} · outcomes:", num(rep["soft_f1"].get<double>() * 100));
+    for (const auto& [k, v] : rep["outcomes"].items()) h += fmt::format(" {} {}", esc(k), v.get<size_t>());
+    h += fmt::format(" · gold unusable {} · tie-dependent gold {}</p>\n", rep["gold_unusable"].size(), rep["tie_dependent"].size());
+  }
+
+  h += "<h2>Selectors</h2>\n";
+  std::vector<Bar> sel_bars;
+  for (const auto& [k, v] : rep["selectors"].items())
+    sel_bars.push_back({k + (v["primary"].get<bool>() ? " (primary)" : ""), v["ex"].get<double>(), v["ci95"][0].get<double>(),
+                        v["ci95"][1].get<double>(), fmt::format(" ({} calls)", num(v["llm_calls"].get<double>(), 0))});
+  for (const char* b : {"oracle", "adversarial"}) {
+    const json& v = rep["bounds"][b];
+    sel_bars.push_back({string(b) + (string(b) == "oracle" ? " (upper bound)" : " (lower bound)"), v["ex"].get<double>(),
+                        v["ci95"][0].get<double>(), v["ci95"][1].get<double>(), ""});
+  }
+  h += bar_chart("selectors", "EX per selector with the oracle and adversarial bounds", sel_bars);
+
+  if (!rep["generators"].empty()) {
+    h += "<h2>Generators</h2>\n<table><tr><th>generator</th><th>candidates</th><th>executable before fix</th><th>after fix</th><th>fixer rounds</th>"
+         "<th>correct candidates</th><th>questions with a correct one</th><th>unique correct</th><th>upper bound %</th></tr>";
+    std::vector<string> gens;
+    for (const auto& [k, v] : rep["generators"].items()) {
+      gens.push_back(k);
+      h += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}%</td><td class=\"n\">{}%</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+                       "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                       esc(k), v["candidates"].get<size_t>(), num(v["executable_before_fix_pct"].get<double>(), 1),
+                       num(v["executable_after_fix_pct"].get<double>(), 1), v["fix_rounds"].get<size_t>(), v["correct_candidates"].get<size_t>(),
+                       v["questions_with_correct"].get<size_t>(), v["unique_correct"].get<size_t>(), num(v["upper_bound_pct"].get<double>(), 1));
+    }
+    h += "</table>\n<p>Which generators found a correct candidate (questions per exact set of generators):</p>\n";
+    h += upset_chart(rep["overlap"], gens);
+  }
+
+  if (!rep["curves"].empty()) {
+    h += "<h2>Accuracy vs number of candidates</h2>\n";
+    std::vector<double> xs;
+    std::vector<Series> series = {{"upper bound", {}}, {"lower bound", {}}, {"self-consistency", {}}, {"selector", {}}};
+    static const char* kKeys[] = {"upper", "lower", "self_consistency", "selector"};
+    for (const auto& p : rep["curves"]) {
+      xs.push_back(p["k"].get<double>());
+      for (int i = 0; i < 4; ++i)
+        series[i].ys.push_back(p[kKeys[i]].is_number() ? std::optional<double>(p[kKeys[i]].get<double>()) : std::nullopt);
+    }
+    h += line_chart("curves", "Upper bound, lower bound, self-consistency and selector vs number of candidates", xs, series,
+                    /*log_x=*/true, 0, 100, "candidates (log scale)", "% of questions");
+  }
+
+  h += "<h2>Selection errors (primary selector)</h2>\n";
+  std::vector<Bar> err_bars;
+  static const std::pair<const char*, const char*> kCats[] = {{"correct", "correct"},
+                                                              {"wrong_selection", "correct candidate present, not chosen"},
+                                                              {"no_correct_candidate", "no correct candidate"},
+                                                              {"gold_unusable", "gold unusable"},
+                                                              {"failed", "question failed"}};
+  for (auto [k, label] : kCats) {
+    const json& v = rep["selection_errors"][k];
+    err_bars.push_back({label, v["pct"].get<double>(), 0, 0, fmt::format(" ({})", v["count"].get<size_t>())});
+  }
+  h += bar_chart("selection-errors", "Selection error analysis", err_bars);
+
+  h += "<h2>Tokens, cost and latency</h2>\n<table><tr><th>stage</th><th>calls</th><th>prompt tokens</th><th>completion tokens</th><th>cost USD</th></tr>";
+  for (const auto& [k, v] : rep["usage"]["stages"].items())
+    h += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>", esc(k),
+                     num(v["calls"].get<double>(), 0), num(v["prompt_tokens"].get<double>(), 0),
+                     num(v["completion_tokens"].get<double>(), 0), num(v["cost_usd"].get<double>(), 4));
+  const json& t = rep["usage"]["total"];
+  h += fmt::format("<tr><th>total</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th></tr></table>",
+                   num(t["calls"].get<double>(), 0), num(t["prompt_tokens"].get<double>(), 0), num(t["completion_tokens"].get<double>(), 0),
+                   num(t["cost_usd"].get<double>(), 4));
+  h += "<table><tr><th>stage</th><th>latency p50 s</th><th>p90 s</th><th>p95 s</th><th>max s</th></tr>";
+  for (const auto& [k, v] : rep["latency_s"].items())
+    h += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>", esc(k),
+                     num(v["p50"].get<double>(), 3), num(v["p90"].get<double>(), 3), num(v["p95"].get<double>(), 3), num(v["max"].get<double>(), 3));
+  h += "</table>\n";
+
+  if (rep.contains("weights")) {
+    h += "<h2>WMA expert weights</h2>\n";
+    std::set<double> xset;
+    double lo = 1e300, hi = -1e300;
+    for (const auto& [k, pts] : rep["weights"].items())
+      for (const auto& p : pts) {
+        xset.insert(p[0].get<double>());
+        lo = std::min(lo, p[1].get<double>());
+        hi = std::max(hi, p[1].get<double>());
+      }
+    std::vector<double> xs(xset.begin(), xset.end());
+    std::vector<Series> series;
+    for (const auto& [k, pts] : rep["weights"].items()) {
+      Series s{k, std::vector<std::optional<double>>(xs.size())};
+      for (const auto& p : pts)
+        s.ys[std::lower_bound(xs.begin(), xs.end(), p[0].get<double>()) - xs.begin()] = p[1].get<double>();
+      series.push_back(std::move(s));
+    }
+    if (hi - lo < 1e-9) hi = lo + 1;
+    h += line_chart("weights", "WMA weights after each question", xs, series, false, std::min(0.0, lo), hi, "question index", "weight");
+  }
+
+  if (!rep["errors"].empty()) {
+    h += "<h2>Failed questions</h2>\n<table><tr><th>question</th><th>error</th></tr>";
+    for (const auto& e : rep["errors"])
+      h += "<tr><td>" + esc(e["question_id"].get<string>()) + "</td><td>" + esc(cut(e["error"].get<string>(), o.preview_chars)) + "</td></tr>";
+    h += "</table>\n";
+  }
+
+  size_t shown = o.drilldown_limit ? std::min(o.drilldown_limit, run.records.size()) : run.records.size();
+  h += fmt::format("<h2>Questions</h2>\n<p><input id=\"qfilter\" type=\"search\" placeholder=\"filter: id, database, text, SQL\"> "
+                   "<label><input id=\"qwrong\" type=\"checkbox\"> wrong only</label> · <span id=\"qshown\">{}</span> of {} shown{}</p>\n<div id=\"questions\">\n",
+                   shown, shown, shown < run.records.size() ? fmt::format(" (drill-down limited to {} of {})", shown, run.records.size()) : "");
+  for (size_t i = 0; i < shown; ++i) h += question_details(run.records[i], rep, o.preview_chars);
+  h += "</div>\n<script>" + string(kBodyScript) + "</script>\n</body></html>\n";
+  return h;
+}
+
+}  // namespace nl2sql::report
