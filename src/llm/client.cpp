@@ -248,6 +248,10 @@ Result<ChatResponse> Client::chat(const ChatRequest& request_in) {
       int64_t out = 0;
       for (const auto& c : r->choices) out += estimate_tokens(c.size());
       r->usage.completion_tokens = out;
+      // What a model at this profile's prices would have charged for these (estimated) tokens:
+      // lets budgets (--max-cost-usd) and cost reports be exercised offline.
+      r->cost_usd = (static_cast<double>(r->usage.prompt_tokens) * profile.price_in_per_mtok +
+                     static_cast<double>(out) * profile.price_out_per_mtok) / 1e6;
     }
     record(request_in, r);
     return r;

@@ -1,0 +1,92 @@
+// The pipeline: the only place that knows the order of the stages. run() turns a resolved config
+// and a dataset into a run folder (see report/run_data.h for its contract):
+//
+//   per question:  context ──► generate ──► fix ──► judge ──► select ──► final record
+//   per run:       manifest, run store rows as each stage finishes, reports at the end
+//
+// Every stage of every question is checkpointed in the run store as it finishes, so rerunning the
+// same command continues where it stopped (Ctrl-C, kill -9, a crash) and redoes no finished
+// stage. A resume whose config, prompts, questions or data changed is refused with a message
+// saying what changed (RunOptions::force_new starts over).
+//
+// Concurrency: questions run on `run.threads` workers (each question's model calls are also
+// bounded by the LLM layer's in-flight limits); SQL runs through one db::Executor bounded to
+// `run.sql_threads` queries at a time. Weighted-majority selection (wma/rwma) is inherently
+// sequential — question t's choice depends on the weights after t−1 — so those questions' select
+// stage waits for the previous question in run order; everything else proceeds in parallel.
+//
+// Determinism: every seed derives from (run.seed, question id, stage), and completed work is
+// read back from the store, so a resumed run's report equals an uninterrupted one's given the
+// same LLM cache (or the sim provider).
+//
+// Failure handling: one bad question (a failed model call, a broken database) is recorded with
+// status "error" and counts as wrong; it never stops the run. Cancellation (the flag, set by a
+// SIGINT handler) stops scheduling, lets in-flight stages end, writes the reports of what
+// finished and returns with `cancelled` set.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/core/config.h"
+#include "nl2sql/core/status.h"
+#include "nl2sql/data/dataset.h"
+#include "nl2sql/pipeline/question_set.h"
+
+namespace nl2sql::llm {
+class Transport;
+}
+
+namespace nl2sql::pipeline {
+
+enum class ProgressMode { kAuto, kTerminal, kPlain, kOff };
+
+struct RunOptions {
+  core::Config config;                // resolved (extends and --set applied) and validated
+  data::DatasetSpec dataset;
+  QuestionFilter filter;
+  std::filesystem::path out_dir;
+  bool force_new = false;
+  std::optional<double> max_cost_usd;  // overrides run.max_cost_usd
+  std::filesystem::path prompts_dir;   // empty: the bundled prompts
+  std::filesystem::path index_dir;     // empty: context.index_dir or the default
+  ProgressMode progress = ProgressMode::kAuto;
+  double progress_interval_s = 10;     // plain mode: seconds between lines
+  const std::atomic<bool>* cancel = nullptr;
+  std::shared_ptr<llm::Transport> transport;  // tests: a fake server's transport
+  bool write_reports = true;
+};
+
+struct RunSummary {
+  std::filesystem::path out_dir;
+  size_t questions = 0;      // selected for this run (this shard)
+  size_t finished = 0;       // with a final record (including resumed ones)
+  size_t resumed = 0;        // final records found from an earlier invocation
+  size_t failed = 0;         // final records with status "error"
+  size_t correct = 0;        // under the primary metric
+  size_t not_started = 0;    // left out by cancellation or the budget
+  bool cancelled = false;
+  bool budget_stopped = false;
+  bool simulated = false;
+  double cost_usd = 0;       // this invocation's model cost
+  double wall_s = 0;
+  double ex() const { return finished ? 100.0 * correct / finished : 0.0; }
+};
+
+Result<RunSummary> run(const RunOptions& options);
+
+// The parts of the config that decide results, hashed for the resume check: everything except
+// operational keys (threads, budgets, progress, rate limits, retries, cache location).
+nlohmann::json result_relevant_config(const nlohmann::json& config);
+
+// What differs between a stored manifest and a new one, one line per difference (empty: same).
+std::vector<std::string> manifest_differences(const nlohmann::json& stored,
+                                              const nlohmann::json& current);
+
+}  // namespace nl2sql::pipeline

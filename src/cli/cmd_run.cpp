@@ -1,0 +1,149 @@
+// nl2sql run: the whole pipeline from a config into a resumable run folder with reports.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/config_options.h"
+#include "cli/dataset_options.h"
+#include "nl2sql/pipeline/pipeline.h"
+
+namespace nl2sql::cli {
+namespace {
+
+std::atomic<bool> g_cancel{false};
+
+extern "C" void on_interrupt(int) {
+  if (g_cancel.exchange(true)) {
+    // A second Ctrl-C: leave now (completed stages are already in the run store).
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+  }
+}
+
+struct RunArgs {
+  ConfigOptions config;
+  DatasetOptions dataset;
+  std::string questions, db, out, shard, progress = "auto", index_dir;
+  std::optional<size_t> sample;
+  uint64_t seed = 0;
+  std::optional<double> max_cost, fail_under;
+  bool force_new = false;
+};
+
+Result<pipeline::ProgressMode> parse_progress(const std::string& s) {
+  if (s == "auto") return pipeline::ProgressMode::kAuto;
+  if (s == "tty") return pipeline::ProgressMode::kTerminal;
+  if (s == "plain") return pipeline::ProgressMode::kPlain;
+  if (s == "off") return pipeline::ProgressMode::kOff;
+  return invalid_input("--progress: expected auto | tty | plain | off, got '" + s + "'");
+}
+
+}  // namespace
+
+// Shared with `nl2sql sweep`: runs one config; returns the exit code.
+int run_one(const core::Config& config, const std::string& config_name, const DatasetOptions& dataset,
+            const pipeline::QuestionFilter& filter, const std::string& out, bool force_new,
+            std::optional<double> max_cost, std::optional<double> fail_under,
+            pipeline::ProgressMode progress, const std::string& index_dir,
+            pipeline::RunSummary* summary_out) {
+  auto spec = dataset.spec();
+  if (!spec) {
+    spdlog::error("{}", spec.status().message());
+    return kExitBadInput;
+  }
+  pipeline::RunOptions options;
+  options.config = config;
+  options.dataset = *spec;
+  options.filter = filter;
+  options.out_dir = out.empty() ? std::filesystem::path("runs") /
+                                      fmt::format("{}-{}-{}", config_name, dataset.benchmark, dataset.split)
+                                : std::filesystem::path(out);
+  options.force_new = force_new;
+  options.max_cost_usd = max_cost;
+  options.progress = progress;
+  options.index_dir = index_dir;
+  options.cancel = &g_cancel;
+  auto previous = std::signal(SIGINT, on_interrupt);
+  auto summary = pipeline::run(options);
+  std::signal(SIGINT, previous);
+  if (!summary) {
+    spdlog::error("{}", summary.status().message());
+    return summary.status().code() == ErrorCode::kInvalidInput ||
+                   summary.status().code() == ErrorCode::kNotFound
+               ? kExitBadInput
+               : kExitFailure;
+  }
+  const auto& s = *summary;
+  if (summary_out) *summary_out = s;
+  std::cout << fmt::format("{}{}: EX {:.2f}% ({}/{} questions finished, {} resumed, {} failed{})\n",
+                           s.simulated ? "SIMULATED (sim provider, not a model's accuracy) " : "",
+                           options.out_dir.string(), s.ex(), s.finished, s.questions, s.resumed,
+                           s.failed,
+                           s.not_started ? fmt::format(", {} not started", s.not_started) : "");
+  std::cout << fmt::format("model cost this invocation: ${:.4f}; wall {:.1f} s\n", s.cost_usd, s.wall_s);
+  std::cout << "report: " << (options.out_dir / "report.html").string() << "\n";
+  if (s.cancelled) {
+    std::cout << "interrupted: rerun the same command to continue where it stopped\n";
+    return kExitInterrupted;
+  }
+  if (s.budget_stopped)
+    std::cout << "budget reached: rerun with a higher --max-cost-usd to finish the rest\n";
+  if (fail_under && s.ex() < *fail_under) {
+    std::cout << fmt::format("EX {:.2f}% is under --fail-under {:.2f}\n", s.ex(), *fail_under);
+    return kExitFailUnder;
+  }
+  return kExitOk;
+}
+
+namespace {
+
+RunFn setup_run(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand(
+      "run", "Run the whole pipeline (context, generation, fixing, selection, evaluation, reports)");
+  auto a = std::make_shared<RunArgs>();
+  a->config.add_to(*cmd, /*required=*/true);
+  a->dataset.add_to(*cmd);
+  cmd->add_option("--questions", a->questions, "Question indices to run, e.g. 0-99,120 (file order)");
+  cmd->add_option("--sample", a->sample, "Run a seeded sample of this many questions");
+  cmd->add_option("--seed", a->seed, "Seed of --sample")->capture_default_str();
+  cmd->add_option("--db", a->db, "Only questions on this database");
+  cmd->add_option("--out", a->out, "Run folder (default: runs/<config>-<benchmark>-<split>)");
+  cmd->add_option("--shard", a->shard, "Run the I-th of N deterministic slices, e.g. 0/4");
+  cmd->add_option("--max-cost-usd", a->max_cost, "Stop scheduling questions when the projected model cost passes this");
+  cmd->add_option("--fail-under", a->fail_under, "Exit with 3 when EX (%) is below this");
+  cmd->add_flag("--force-new", a->force_new, "Delete the run store in --out and start over");
+  cmd->add_option("--progress", a->progress, "auto | tty | plain | off")->capture_default_str();
+  cmd->add_option("--index-dir", a->index_dir, "Value index folder (default: context.index_dir or the cache dir)");
+  return [a]() {
+    auto config = a->config.load();
+    if (!config) return kExitBadInput;
+    auto progress = parse_progress(a->progress);
+    if (!progress) {
+      spdlog::error("{}", progress.status().message());
+      return kExitBadInput;
+    }
+    pipeline::QuestionFilter filter;
+    filter.ranges = a->questions;
+    filter.sample = a->sample;
+    filter.seed = a->seed;
+    filter.db_id = a->db;
+    if (!a->shard.empty()) {
+      auto shard = pipeline::parse_shard(a->shard);
+      if (!shard) {
+        spdlog::error("{}", shard.status().message());
+        return kExitBadInput;
+      }
+      filter.shard = *shard;
+    }
+    return run_one(*config, a->config.name(), a->dataset, filter, a->out, a->force_new, a->max_cost,
+                   a->fail_under, *progress, a->index_dir, nullptr);
+  };
+}
+
+NL2SQL_REGISTER_COMMAND("run", setup_run);
+
+}  // namespace
+}  // namespace nl2sql::cli

@@ -1,0 +1,66 @@
+// Shared CLI options that load a config (--config FILE with its "extends" chain, then --set
+// a.b=value overrides in order) and validate it against the documented keys
+// (configs/schema/*.json), for every subcommand that runs pipeline stages.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "nl2sql/core/config.h"
+#include "nl2sql/core/config_schema.h"
+
+namespace nl2sql::cli {
+
+struct ConfigOptions {
+  std::string path;
+  std::vector<std::string> sets;
+
+  void add_to(CLI::App& cmd, bool required) {
+    auto* opt = cmd.add_option("--config", path, "Config file (JSON with comments; \"extends\" chains)");
+    if (required) opt->required();
+    cmd.add_option("--set", sets, "Override a config key: a.b=value (repeatable; value parsed as JSON, else a string)");
+  }
+
+  // The config's file stem ("chase" for configs/chase.json), for default run folder names.
+  std::string name() const {
+    return path.empty() ? std::string("default") : std::filesystem::path(path).stem().string();
+  }
+
+  // Loads, applies overrides and validates; on failure logs every problem (each names its key)
+  // and returns nullopt, and the command exits with kExitBadInput.
+  std::optional<core::Config> load() const {
+    core::Config config;
+    if (!path.empty()) {
+      auto loaded = core::Config::load(path);
+      if (!loaded) {
+        spdlog::error("{}", loaded.status().message());
+        return std::nullopt;
+      }
+      config = std::move(*loaded);
+    }
+    if (auto st = config.apply_overrides(sets); !st) {
+      spdlog::error("{}", st.message());
+      return std::nullopt;
+    }
+    auto schema = core::ConfigSchema::load_dir(core::default_schema_dir());
+    if (!schema) {
+      spdlog::error("{}", schema.status().message());
+      return std::nullopt;
+    }
+    auto errors = schema->validate(config.json());
+    if (!errors.empty()) {
+      spdlog::error("{} config problem{} in {}:", errors.size(), errors.size() == 1 ? "" : "s",
+                    path.empty() ? std::string("--set overrides") : path);
+      for (const auto& e : errors) spdlog::error("  {}", e);
+      return std::nullopt;
+    }
+    return config;
+  }
+};
+
+}  // namespace nl2sql::cli

@@ -1,0 +1,1065 @@
+#include "nl2sql/pipeline/pipeline.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "nl2sql/context/question_context.h"
+#include "nl2sql/core/files.h"
+#include "nl2sql/core/hash.h"
+#include "nl2sql/core/thread_pool.h"
+#include "nl2sql/db/executor.h"
+#include "nl2sql/db/result_cache.h"
+#include "nl2sql/eval/evaluator.h"
+#include "nl2sql/fix/fixer.h"
+#include "nl2sql/generate/generator.h"
+#include "nl2sql/llm/client.h"
+#include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/pipeline/progress.h"
+#include "nl2sql/pipeline/run_store.h"
+#include "nl2sql/report/run_data.h"
+#include "nl2sql/report/run_report.h"
+#include "nl2sql/select/clusters.h"
+#include "nl2sql/select/selector.h"
+#include "nl2sql/select/weights.h"
+#include "nl2sql/sql/features.h"
+#include "nl2sql/sql/parser.h"
+
+namespace nl2sql::pipeline {
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+uint64_t derive_seed(uint64_t run_seed, const std::string& question_id, const std::string& stage) {
+  return core::xxh64(question_id + '\x1f' + stage, run_seed);
+}
+
+std::string utc_now() {
+  auto t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Settings of the run itself (run.*, eval.*), read once; errors name the key.
+struct RunSettings {
+  uint64_t seed = 0;
+  size_t threads = 8;
+  size_t sql_threads = 0;
+  std::optional<double> max_cost_usd;
+  std::vector<std::string> selectors;
+  std::string primary_selector;
+  std::vector<size_t> curve_points{1, 3, 7, 21};
+  bool curve_selector = true;
+  std::vector<eval::Metric> metrics;
+  double timeout_s = 30;
+  size_t row_cap = 100000;
+};
+
+Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmark benchmark) {
+  RunSettings s;
+  auto seed = config.get_int("run.seed", 0);
+  if (!seed) return seed.status();
+  s.seed = static_cast<uint64_t>(*seed);
+  // 0 = automatic: questions in parallel up to the LLM layer's global in-flight limit (each
+  // question mostly waits on the model), SQL on one thread per core.
+  auto threads = config.get_int("run.threads", 0);
+  if (!threads) return threads.status();
+  if (*threads < 0) return invalid_input("config key run.threads: must be >= 0 (0: automatic)");
+  auto in_flight = config.get_int("llm.max_in_flight", 64);
+  if (!in_flight) return in_flight.status();
+  s.threads = *threads > 0 ? static_cast<size_t>(*threads)
+                           : static_cast<size_t>(std::clamp<int64_t>(*in_flight, 1, 64));
+  auto sql_threads = config.get_int("run.sql_threads", 0);
+  if (!sql_threads) return sql_threads.status();
+  if (*sql_threads < 0) return invalid_input("config key run.sql_threads: must be >= 0 (0: one per core)");
+  s.sql_threads = *sql_threads > 0 ? static_cast<size_t>(*sql_threads) : core::default_threads();
+  if (config.has("run.max_cost_usd")) {
+    auto c = config.get_number("run.max_cost_usd");
+    if (!c) return c.status();
+    s.max_cost_usd = *c;
+  }
+  if (const json* sel = config.find("run.selectors")) {
+    if (!sel->is_array()) return invalid_input("config key run.selectors: expected a list of selector names");
+    for (const auto& v : *sel) {
+      if (!v.is_string()) return invalid_input("config key run.selectors: expected a list of selector names");
+      s.selectors.push_back(v.get<std::string>());
+    }
+  }
+  auto method = config.get_string("select.method", "self_consistency");
+  if (!method) return method.status();
+  auto primary = config.get_string("run.primary_selector", *method);
+  if (!primary) return primary.status();
+  s.primary_selector = *primary;
+  if (std::find(s.selectors.begin(), s.selectors.end(), s.primary_selector) == s.selectors.end())
+    s.selectors.insert(s.selectors.begin(), s.primary_selector);
+  if (const json* cp = config.find("run.curve_points")) {
+    if (!cp->is_array()) return invalid_input("config key run.curve_points: expected a list of integers");
+    s.curve_points.clear();
+    for (const auto& v : *cp) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 1)
+        return invalid_input("config key run.curve_points: expected positive integers");
+      s.curve_points.push_back(v.get<size_t>());
+    }
+  }
+  auto curve_sel = config.get_bool("run.curve_selector", true);
+  if (!curve_sel) return curve_sel.status();
+  s.curve_selector = *curve_sel;
+  // "auto": the benchmark's official metric first (it decides correctness), relaxed beside it.
+  std::string metrics = "auto";
+  if (const json* m = config.find("eval.metrics")) {
+    if (m->is_string()) {
+      metrics = m->get<std::string>();
+    } else if (m->is_array()) {
+      metrics.clear();
+      for (const auto& v : *m) {
+        if (!v.is_string()) return invalid_input("config key eval.metrics: expected metric names");
+        metrics += (metrics.empty() ? "" : ",") + v.get<std::string>();
+      }
+    } else {
+      return invalid_input("config key eval.metrics: expected a metric name or a list of them");
+    }
+  }
+  if (metrics == "auto")
+    metrics = benchmark == data::Benchmark::kSpider ? "spider-ts,relaxed" : "bird,relaxed";
+  auto parsed = eval::parse_metrics(metrics);
+  if (!parsed) return invalid_input("config key eval.metrics: " + parsed.status().message());
+  s.metrics = *parsed;
+  auto timeout = config.get_number("eval.timeout_s", 30.0);
+  if (!timeout) return timeout.status();
+  s.timeout_s = *timeout;
+  auto row_cap = config.get_int("eval.row_cap", 100000);
+  if (!row_cap) return row_cap.status();
+  s.row_cap = static_cast<size_t>(std::max<int64_t>(0, *row_cap));
+  return s;
+}
+
+// Every prompt template's hash, by name (a changed prompt changes results).
+Result<json> prompt_hashes(const fs::path& dir) {
+  json out = json::object();
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".txt") files.push_back(entry.path());
+  if (ec) return io_error("cannot list prompts folder " + dir.string() + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    auto t = llm::PromptTemplate::load(f);
+    if (!t) return t.status();
+    out[f.stem().string()] = t->hash();
+  }
+  return out;
+}
+
+// Sums a list of call traces (JSON) into usage totals.
+void add_calls(json& usage, const std::string& stage, const json& calls) {
+  if (!calls.is_array()) return;
+  json& u = usage[stage];
+  if (u.is_null())
+    u = {{"calls", 0}, {"prompt_tokens", 0}, {"completion_tokens", 0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
+  for (const auto& c : calls) {
+    u["calls"] = u["calls"].get<int64_t>() + 1;
+    u["prompt_tokens"] = u["prompt_tokens"].get<int64_t>() + c.value("prompt_tokens", int64_t{0});
+    u["completion_tokens"] =
+        u["completion_tokens"].get<int64_t>() + c.value("completion_tokens", int64_t{0});
+    u["cost_usd"] = u["cost_usd"].get<double>() + c.value("cost_usd", 0.0);
+    u["latency_s"] = u["latency_s"].get<double>() + c.value("latency_s", 0.0);
+  }
+}
+
+json item_to_json(const eval::ItemResult& item) {
+  return {{"verdicts", item.verdicts},       {"outcome", item.outcome},
+          {"soft_f1", item.soft_f1},         {"pred_status", item.pred_status},
+          {"error", item.error},             {"gold_status", item.gold_status},
+          {"gold_error", item.gold_error},   {"gold_unusable", item.gold_unusable},
+          {"gold_tie_dependent", item.gold_tie_dependent},
+          {"pred_rows", item.pred_rows},     {"gold_rows", item.gold_rows},
+          {"difficulty", item.difficulty}};
+}
+
+// Rebuilds the retrieval a generator needs from the stored context payload.
+context::Retrieval retrieval_from_json(const json& ctx) {
+  context::Retrieval r;
+  for (const auto& k : ctx.value("keywords", json::array()))
+    r.keywords.push_back({k.value("text", ""), k.value("source", "")});
+  for (const auto& v : ctx.value("values", json::array())) {
+    context::ValueMatch m;
+    m.table = v.value("table", "");
+    m.column = v.value("column", "");
+    m.value = v.value("value", "");
+    m.score = v.value("score", 0.0);
+    m.keyword = v.value("keyword", "");
+    r.values.push_back(std::move(m));
+  }
+  for (const auto& c : ctx.value("columns", json::array())) {
+    context::ColumnMatch m;
+    m.table = c.value("table", "");
+    m.column = c.value("column", "");
+    m.score = c.value("score", 0.0);
+    m.keyword = c.value("keyword", "");
+    m.via = c.value("via", "");
+    r.columns.push_back(std::move(m));
+  }
+  return r;
+}
+
+// Interleaves candidates generator by generator (dc#0, qp#0, os#0, dc#1, …) so that the first k
+// of the order are a fair small pool for the curves vs number of candidates.
+std::vector<int> interleaved_order(const std::vector<generate::Candidate>& cands,
+                                   const std::vector<std::string>& generator_order) {
+  std::map<std::string, std::vector<int>> by_gen;
+  std::vector<std::string> gens;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!by_gen.count(cands[i].generator)) gens.push_back(cands[i].generator);
+    by_gen[cands[i].generator].push_back(static_cast<int>(i));
+  }
+  std::stable_sort(gens.begin(), gens.end(), [&](const std::string& a, const std::string& b) {
+    auto pa = std::find(generator_order.begin(), generator_order.end(), a) - generator_order.begin();
+    auto pb = std::find(generator_order.begin(), generator_order.end(), b) - generator_order.begin();
+    return pa < pb;
+  });
+  std::vector<int> order;
+  for (size_t round = 0; order.size() < cands.size(); ++round)
+    for (const auto& g : gens)
+      if (round < by_gen[g].size()) order.push_back(by_gen[g][round]);
+  return order;
+}
+
+// Everything one run shares across questions. Immutable after setup except where noted.
+struct Shared {
+  const RunOptions* options = nullptr;
+  RunSettings settings;
+  const data::Dataset* ds = nullptr;
+  core::Config config;
+  fs::path prompts_dir;
+  std::unique_ptr<llm::Client> client;
+  std::unique_ptr<db::Executor> executor;
+  std::unique_ptr<db::ResultCache> exec_cache;
+  std::unique_ptr<eval::ItemJudge> judge;
+  std::unique_ptr<context::ContextBuilder> context;
+  std::vector<std::unique_ptr<generate::Generator>> generators;
+  std::vector<std::string> generator_names;
+  std::optional<fix::Fixer> fixer;
+  std::map<std::string, std::unique_ptr<select::Selector>> selectors;
+  std::shared_ptr<select::WeightStore> weights;  // null unless a voting selector runs
+  std::map<std::string, std::string> fingerprints;  // db_id → database fingerprint
+  RunStore* store = nullptr;
+  Progress* progress = nullptr;
+
+  // Sequencing of the select stage for weighted voting (question t waits for t−1).
+  std::vector<std::string> order;  // question ids in run order
+  std::mutex seq_mu;
+  std::condition_variable seq_cv;
+  size_t seq_next = 0;             // guarded by seq_mu
+  std::set<size_t> seq_done;       // guarded by seq_mu: positions finished out of order
+};
+
+bool uses_weights(const std::string& selector) {
+  return selector == "wma" || selector == "rwma" || selector == "naive_vote";
+}
+
+class QuestionRun {
+ public:
+  QuestionRun(Shared& shared, const data::Question& q, size_t position)
+      : s_(shared), q_(q), position_(position) {}
+
+  // Runs the missing stages; returns the final record (status "error" when a stage failed).
+  json run();
+
+ private:
+  Status stage_context();
+  Status stage_generate();
+  Status stage_fix();
+  Status stage_judge();
+  Status stage_select();
+  json final_record();
+  void wait_turn();
+  void finish_turn();
+  bool cancelled() const {
+    return s_.options->cancel && s_.options->cancel->load(std::memory_order_relaxed);
+  }
+  Status put(const std::string& stage, const json& payload) {
+    return s_.store->put_stage(q_.question_id, static_cast<int64_t>(q_.index), stage, kStageDone,
+                               payload);
+  }
+  std::optional<json> stored(const std::string& stage) {
+    auto r = s_.store->get_stage(q_.question_id, stage);
+    if (!r || !r->has_value()) return std::nullopt;
+    return **r;
+  }
+
+  Shared& s_;
+  const data::Question& q_;
+  size_t position_;
+  const data::Schema* schema_ = nullptr;
+  fs::path db_path_;
+  json context_json_;
+  context::Retrieval retrieval_;
+  std::set<std::string> selected_columns_;
+  std::shared_ptr<const context::ValueIndex> index_;
+  std::vector<generate::Candidate> candidates_;
+  json exec_before_fix_;  // per candidate id: executable before the fixer
+  std::vector<eval::ItemResult> items_;
+  std::vector<std::optional<db::ExecutionResult>> results_;
+  json selections_ = json::object();
+  std::map<std::string, double> latency_;
+  std::optional<eval::ItemResult> verdict_;
+  bool turn_taken_ = false;
+};
+
+Status QuestionRun::stage_context() {
+  if (auto done = stored("context")) {
+    context_json_ = *done;
+  } else {
+    auto t0 = Clock::now();
+    auto ctx = s_.context->build(q_, *schema_, db_path_, derive_seed(s_.settings.seed, q_.question_id, "context"));
+    if (!ctx) return ctx.status();
+    context_json_ = ctx->to_json();
+    latency_["context"] = seconds_since(t0);
+    context_json_["latency_s"] = latency_["context"];
+    NL2SQL_RETURN_IF_ERROR(put("context", context_json_));
+  }
+  latency_["context"] = context_json_.value("latency_s", 0.0);
+  retrieval_ = retrieval_from_json(context_json_);
+  for (const auto& c : context_json_.value("selected_columns", json::array()))
+    if (c.is_string()) selected_columns_.insert(c.get<std::string>());
+  auto index = s_.context->index(q_.db_id, db_path_, *schema_);
+  if (index) index_ = *index;  // examples in prompts; without it generation still works
+  return Status::ok();
+}
+
+Status QuestionRun::stage_generate() {
+  if (auto done = stored("generate")) {
+    for (const auto& c : done->value("candidates", json::array())) {
+      auto cand = generate::candidate_from_json(c);
+      if (!cand) return cand.status();
+      candidates_.push_back(std::move(*cand));
+    }
+    latency_["generate"] = done->value("latency_s", 0.0);
+    return Status::ok();
+  }
+  auto t0 = Clock::now();
+  generate::GenerationInput input;
+  input.question = &q_;
+  input.schema = schema_;
+  input.db_path = db_path_;
+  input.index = index_.get();
+  input.retrieval = &retrieval_;
+  input.selected_columns = selected_columns_;
+  input.seed = derive_seed(s_.settings.seed, q_.question_id, "generate");
+  // Generators of one question run side by side: their calls are independent, and the
+  // question's critical path is then the slowest generator, not their sum.
+  std::vector<Result<std::vector<generate::Candidate>>> outs(s_.generators.size(),
+                                                            Result<std::vector<generate::Candidate>>(
+                                                                internal_error("not run")));
+  std::vector<std::thread> threads;
+  for (size_t g = 0; g < s_.generators.size(); ++g)
+    threads.emplace_back([&, g] { outs[g] = s_.generators[g]->generate(input); });
+  for (auto& t : threads) t.join();
+  for (auto& out : outs) {
+    if (!out) return out.status();
+    for (auto& c : *out) candidates_.push_back(std::move(c));
+  }
+  latency_["generate"] = seconds_since(t0);
+  json payload = {{"candidates", json::array()}, {"latency_s", latency_["generate"]}};
+  for (const auto& c : candidates_) payload["candidates"].push_back(generate::to_json(c));
+  return put("generate", payload);
+}
+
+Status QuestionRun::stage_fix() {
+  if (auto done = stored("fix")) {
+    candidates_.clear();
+    for (const auto& c : done->value("candidates", json::array())) {
+      auto cand = generate::candidate_from_json(c);
+      if (!cand) return cand.status();
+      candidates_.push_back(std::move(*cand));
+    }
+    exec_before_fix_ = done->value("executable_before_fix", json::object());
+    latency_["fix"] = done->value("latency_s", 0.0);
+    return Status::ok();
+  }
+  auto t0 = Clock::now();
+  fix::FixInput input;
+  input.question = &q_;
+  input.schema = schema_;
+  input.db_path = db_path_;
+  input.index = index_.get();
+  input.retrieval = &retrieval_;
+  input.executor = s_.executor.get();
+  exec_before_fix_ = json::object();
+  std::vector<Status> statuses(candidates_.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    threads.emplace_back([&, i] {
+      auto& c = candidates_[i];
+      fix::FixInput in = input;
+      in.seed = derive_seed(s_.settings.seed, q_.question_id, "fix#" + c.id);
+      if (s_.fixer && s_.fixer->options().enabled) {
+        statuses[i] = s_.fixer->fix(c, in);
+      } else {
+        fix::execute_candidate(c, *s_.executor, db_path_);
+      }
+    });
+    // Bounded fan-out: at most as many fixer loops at once as the question has generators
+    // (each loop holds model calls in flight).
+    if (threads.size() >= std::max<size_t>(4, s_.generators.size())) {
+      for (auto& t : threads) t.join();
+      threads.clear();
+    }
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& st : statuses) NL2SQL_RETURN_IF_ERROR(st);
+  for (const auto& c : candidates_) {
+    // Executable before fixing: the first round's starting point failed only when a round ran.
+    bool before = c.fix_rounds.empty() ? c.execution.ok() && !c.rejected
+                                       : false;
+    if (!c.fix_rounds.empty() && c.fix_rounds.front().failure_class == "empty_result") before = true;
+    exec_before_fix_[c.id] = before;
+  }
+  latency_["fix"] = seconds_since(t0);
+  json payload = {{"candidates", json::array()},
+                  {"executable_before_fix", exec_before_fix_},
+                  {"latency_s", latency_["fix"]}};
+  for (const auto& c : candidates_) payload["candidates"].push_back(generate::to_json(c));
+  return put("fix", payload);
+}
+
+// Judges every candidate against gold (the evaluator's own rules, through the run's result
+// cache) and keeps each candidate's result for selection. Not checkpointed: it is SQL only, and
+// the result cache makes a resumed judge a lookup.
+Status QuestionRun::stage_judge() {
+  auto t0 = Clock::now();
+  const std::string& fp = s_.fingerprints.at(q_.db_id);
+  items_.resize(candidates_.size());
+  results_.resize(candidates_.size());
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    const auto& c = candidates_[i];
+    eval::Prediction p;
+    p.present = c.extraction_ok && !c.sql.empty();
+    p.sql = c.sql;
+    db::ExecutionResult exec;
+    items_[i] = s_.judge->judge(q_, db_path_, fp, p, &exec);
+    if (p.present && !c.rejected && exec.ok()) results_[i] = std::move(exec);
+  }
+  latency_["eval"] = seconds_since(t0);
+  return Status::ok();
+}
+
+void QuestionRun::wait_turn() {
+  std::unique_lock lock(s_.seq_mu);
+  s_.seq_cv.wait(lock, [&] { return s_.seq_next >= position_ || cancelled(); });
+  turn_taken_ = true;
+}
+
+void QuestionRun::finish_turn() {
+  std::lock_guard lock(s_.seq_mu);
+  s_.seq_done.insert(position_);
+  while (s_.seq_done.count(s_.seq_next)) s_.seq_done.erase(s_.seq_next++);
+  s_.seq_cv.notify_all();
+}
+
+Status QuestionRun::stage_select() {
+  // Pool for the selectors (no gold in it, except the sim-only fields).
+  select::SelectionInput input;
+  input.question = &q_;
+  input.schema = schema_;
+  input.db_path = db_path_;
+  input.generator_order = s_.generator_names;
+  input.seed = derive_seed(s_.settings.seed, q_.question_id, "select");
+  input.sim_gold_sql = q_.gold_sql;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    const auto& c = candidates_[i];
+    select::PoolCandidate pc;
+    pc.id = c.id;
+    pc.generator = c.generator;
+    pc.profile = c.profile;
+    pc.sql = c.sql;
+    pc.result = results_[i];
+    input.candidates.push_back(std::move(pc));
+    input.sim_candidate_matches_gold.push_back(s_.judge->correct(items_[i]));
+  }
+
+  if (auto done = stored("select")) {
+    selections_ = *done;
+    latency_["select"] = done->value("latency_s", 0.0);
+    selections_.erase("latency_s");
+  } else {
+    auto t0 = Clock::now();
+    for (const auto& name : s_.settings.selectors) {
+      auto t1 = Clock::now();
+      auto sel = s_.selectors.at(name)->select(input);
+      if (!sel) return sel.status();
+      json rec = {{"chosen", sel->chosen}, {"llm_calls", sel->llm_calls()},
+                  {"explanation", sel->explanation}, {"calls", json::array()},
+                  {"latency_s", seconds_since(t1)}};
+      double cost = 0;
+      for (const auto& c : sel->calls) {
+        rec["calls"].push_back(context::call_to_json(c));
+        cost += c.cost_usd;
+      }
+      rec["cost_usd"] = cost;
+      if (sel->chosen >= 0 && sel->chosen < static_cast<int>(candidates_.size())) {
+        rec["candidate_id"] = candidates_[sel->chosen].id;
+        rec["sql"] = candidates_[sel->chosen].sql;
+        rec["correct"] = s_.judge->correct(items_[sel->chosen]);
+      } else {
+        rec["candidate_id"] = "";
+        rec["sql"] = "";
+        rec["correct"] = false;
+      }
+      selections_[name] = std::move(rec);
+    }
+    latency_["select"] = seconds_since(t0);
+    json payload = selections_;
+    payload["latency_s"] = latency_["select"];
+    NL2SQL_RETURN_IF_ERROR(put("select", payload));
+  }
+
+  // Curves vs number of candidates: bounds and self-consistency on the first k candidates of
+  // the interleaved order; the primary selector re-run on that prefix when run.curve_selector.
+  json curves = json::object();
+  auto order = interleaved_order(candidates_, s_.generator_names);
+  const auto* primary = s_.selectors.at(s_.settings.primary_selector).get();
+  for (size_t k : s_.settings.curve_points) {
+    if (k > candidates_.size() && k != s_.settings.curve_points.front()) continue;
+    size_t n = std::min(k, candidates_.size());
+    select::SelectionInput sub = input;
+    sub.candidates.clear();
+    sub.sim_candidate_matches_gold.clear();
+    std::vector<bool> matches;
+    for (size_t j = 0; j < n; ++j) {
+      sub.candidates.push_back(input.candidates[order[j]]);
+      sub.sim_candidate_matches_gold.push_back(input.sim_candidate_matches_gold[order[j]]);
+      if (input.candidates[order[j]].result) matches.push_back(input.sim_candidate_matches_gold[order[j]]);
+    }
+    auto clusters = select::cluster_pool(sub.candidates, select::ResultEquality::kRelaxed, s_.generator_names);
+    bool sc = false;
+    if (!clusters.clusters.empty()) {
+      int rep = clusters.clusters.front().representative;
+      sc = sub.sim_candidate_matches_gold[rep];
+    }
+    json point = {{"upper", select::oracle_bound(matches)},
+                  {"lower", select::adversarial_bound(matches)},
+                  {"self_consistency", sc},
+                  {"selector", nullptr}};
+    if (n == candidates_.size() && selections_.contains(s_.settings.primary_selector)) {
+      point["selector"] = selections_[s_.settings.primary_selector].value("correct", false);
+    } else if (s_.settings.curve_selector && !uses_weights(s_.settings.primary_selector)) {
+      auto sel = primary->select(sub);
+      if (sel && sel->chosen >= 0) point["selector"] = sub.sim_candidate_matches_gold[sel->chosen];
+      else if (sel) point["selector"] = false;
+    }
+    curves[std::to_string(k)] = point;
+  }
+  selections_["__curves"] = curves;
+  return Status::ok();
+}
+
+json QuestionRun::final_record() {
+  json rec;
+  rec["question_id"] = q_.question_id;
+  rec["index"] = q_.index;
+  rec["db_id"] = q_.db_id;
+  rec["question"] = q_.question;
+  rec["evidence"] = q_.evidence;
+  rec["difficulty"] = q_.difficulty;
+  rec["gold_sql"] = q_.gold_sql;
+  rec["status"] = "ok";
+  rec["error"] = "";
+  json features = json::array();
+  if (auto stmt = sql::parse_query(q_.gold_sql); stmt.is_ok())
+    for (const auto& t : sql::compute_features(*stmt->select).tags()) features.push_back(t);
+  rec["features"] = features;
+  rec["context"] = context_json_;
+
+  json cands = json::array();
+  auto clusters = [&] {
+    std::vector<select::PoolCandidate> pool;
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      select::PoolCandidate pc;
+      pc.id = candidates_[i].id;
+      pc.generator = candidates_[i].generator;
+      pc.sql = candidates_[i].sql;
+      pc.result = results_[i];
+      pool.push_back(std::move(pc));
+    }
+    return select::cluster_pool(pool, select::ResultEquality::kRelaxed, s_.generator_names);
+  }();
+  std::vector<bool> matches;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    json c = generate::to_json(candidates_[i]);
+    bool correct = s_.judge->correct(items_[i]);
+    c["correct"] = items_[i].gold_unusable ? json(nullptr) : json(correct);
+    c["cluster"] = clusters.cluster_of[i];
+    c["executable_before_fix"] = exec_before_fix_.value(candidates_[i].id, false);
+    c["executable_after_fix"] = results_[i].has_value();
+    c["verdict"] = {{"outcome", items_[i].outcome}, {"verdicts", items_[i].verdicts}};
+    if (results_[i]) matches.push_back(correct);
+    cands.push_back(std::move(c));
+  }
+  rec["candidates"] = cands;
+  json curves = selections_.value("__curves", json::object());
+  json sels = selections_;
+  sels.erase("__curves");
+  rec["selections"] = sels;
+  rec["primary_selector"] = s_.settings.primary_selector;
+  std::string prediction;
+  if (sels.contains(s_.settings.primary_selector))
+    prediction = sels[s_.settings.primary_selector].value("sql", "");
+  rec["prediction"] = prediction;
+  {
+    auto t0 = Clock::now();
+    eval::Prediction p;
+    p.present = !prediction.empty();
+    p.sql = prediction;
+    verdict_ = s_.judge->judge(q_, db_path_, s_.fingerprints.at(q_.db_id), p);
+    latency_["eval"] += seconds_since(t0);
+  }
+  rec["verdict"] = item_to_json(*verdict_);
+  if (rec["difficulty"].get<std::string>().empty()) rec["difficulty"] = verdict_->difficulty;
+  rec["bounds"] = {{"oracle", select::oracle_bound(matches)},
+                   {"adversarial", select::adversarial_bound(matches)}};
+  rec["curves"] = curves;
+
+  json usage = json::object();
+  add_calls(usage, "context", context_json_.value("calls", json::array()));
+  for (const auto& c : candidates_) {
+    json cj = generate::to_json(c);
+    add_calls(usage, "generate", cj.value("calls", json::array()));
+    json fix_calls = json::array();
+    for (const auto& r : cj.value("fix_rounds", json::array()))
+      if (r.contains("call")) fix_calls.push_back(r["call"]);
+    add_calls(usage, "fix", fix_calls);
+  }
+  for (const auto& [name, sel] : sels.items()) add_calls(usage, "select", sel.value("calls", json::array()));
+  rec["usage"] = usage;
+  double total = 0;
+  json lat = json::object();
+  for (const char* st : {"context", "generate", "fix", "select", "eval"}) {
+    lat[st] = latency_[st];
+    total += latency_[st];
+  }
+  lat["total"] = total;
+  rec["latency_s"] = lat;
+  return rec;
+}
+
+json QuestionRun::run() {
+  auto fail = [&](const Status& st, const char* stage) {
+    json rec = {{"question_id", q_.question_id}, {"index", q_.index},     {"db_id", q_.db_id},
+                {"question", q_.question},       {"evidence", q_.evidence},
+                {"difficulty", q_.difficulty},   {"gold_sql", q_.gold_sql},
+                {"status", "error"},
+                {"error", fmt::format("{} stage: {}", stage, st.message())},
+                {"candidates", json::array()},   {"selections", json::object()},
+                {"primary_selector", s_.settings.primary_selector},
+                {"prediction", ""},              {"verdict", nullptr},
+                {"features", json::array()}};
+    return rec;
+  };
+  auto sit = s_.ds->schemas.find(q_.db_id);
+  auto pit = s_.ds->db_paths.find(q_.db_id);
+  if (sit == s_.ds->schemas.end() || pit == s_.ds->db_paths.end()) {
+    if (s_.weights) finish_turn();
+    return fail(not_found("database '" + q_.db_id + "' is not available"), "context");
+  }
+  schema_ = &sit->second;
+  db_path_ = pit->second;
+  const bool sequenced = static_cast<bool>(s_.weights);
+  json rec;
+  const char* stage = "context";
+  Status st = stage_context();
+  if (st) { stage = "generate"; st = stage_generate(); }
+  if (st) { stage = "fix"; st = stage_fix(); }
+  if (st) { stage = "judge"; st = stage_judge(); }
+  if (st && sequenced) wait_turn();
+  if (st && cancelled() && sequenced) st = Status(ErrorCode::kCancelled, "run cancelled");
+  if (st) { stage = "select"; st = stage_select(); }
+  if (st) {
+    rec = final_record();
+    if (sequenced) {
+      // Experts are generators: an expert is right when any of its executable candidates is.
+      std::map<std::string, bool> expert_correct;
+      for (size_t i = 0; i < candidates_.size(); ++i) {
+        if (items_[i].gold_unusable) continue;
+        bool& v = expert_correct.try_emplace(candidates_[i].generator, false).first->second;
+        v = v || s_.judge->correct(items_[i]);
+      }
+      if (!expert_correct.empty()) s_.weights->update(expert_correct, q_.question_id);
+      rec["weights"] = s_.weights->snapshot();
+    }
+  } else {
+    rec = fail(st, stage);
+  }
+  if (sequenced) finish_turn();
+  return rec;
+}
+
+json make_manifest(const Shared& s, const data::Dataset& ds, const std::string& fingerprint,
+                   const std::vector<size_t>& picked, const json& prompts, bool simulated) {
+  json ids = json::array();
+  for (size_t i : picked) ids.push_back(ds.questions[i].question_id);
+  json m;
+  m["tool_version"] = NL2SQL_VERSION;
+  m["created_at"] = utc_now();
+  m["benchmark"] = data::benchmark_name(ds.benchmark);
+  m["split"] = ds.split;
+  m["dataset_fingerprint"] = fingerprint;
+  m["question_ids"] = ids;
+  m["shard"] = s.options->filter.shard
+                   ? json{{"index", s.options->filter.shard->index}, {"count", s.options->filter.shard->count}}
+                   : json(nullptr);
+  m["config_hash"] = core::sha256_hex(result_relevant_config(s.config.json()).dump());
+  m["prompt_hashes"] = prompts;
+  m["simulated"] = simulated;
+  m["seed"] = s.settings.seed;
+  m["primary_selector"] = s.settings.primary_selector;
+  m["selectors"] = s.settings.selectors;
+  m["generators"] = s.generator_names;
+  m["primary_metric"] = eval::metric_name(eval::primary_metric(ds.benchmark, s.settings.metrics));
+  return m;
+}
+
+}  // namespace
+
+json result_relevant_config(const json& config) {
+  json c = config;
+  c.erase("extends");
+  if (c.contains("run") && c["run"].is_object())
+    for (const char* k : {"threads", "sql_threads", "max_cost_usd", "fail_under", "progress"})
+      c["run"].erase(k);
+  if (c.contains("llm") && c["llm"].is_object()) {
+    json& llm = c["llm"];
+    for (const char* k : {"max_in_flight", "retry", "cache"}) llm.erase(k);
+    if (llm.contains("models") && llm["models"].is_object())
+      for (auto& [name, m] : llm["models"].items())
+        if (m.is_object())
+          for (const char* k : {"max_in_flight", "rpm", "tpm", "timeout_s", "api_key_env"}) m.erase(k);
+  }
+  return c;
+}
+
+std::vector<std::string> manifest_differences(const json& stored, const json& current) {
+  std::vector<std::string> out;
+  auto str = [](const json& m, const char* k) { return m.contains(k) ? m[k].dump() : "null"; };
+  if (str(stored, "benchmark") != str(current, "benchmark") || str(stored, "split") != str(current, "split"))
+    out.push_back("dataset: " + str(stored, "benchmark") + "/" + str(stored, "split") + " → " +
+                  str(current, "benchmark") + "/" + str(current, "split"));
+  if (str(stored, "dataset_fingerprint") != str(current, "dataset_fingerprint"))
+    out.push_back("data: the question file or a database file changed (dataset fingerprint differs)");
+  if (str(stored, "config_hash") != str(current, "config_hash"))
+    out.push_back("config: the resolved config differs (compare config.resolved.json with --set/extends)");
+  const json empty = json::object();
+  const json& sp = stored.contains("prompt_hashes") ? stored["prompt_hashes"] : empty;
+  const json& cp = current.contains("prompt_hashes") ? current["prompt_hashes"] : empty;
+  std::vector<std::string> changed;
+  for (const auto& [k, v] : cp.items())
+    if (!sp.contains(k)) changed.push_back(k + " (new)");
+    else if (sp[k] != v) changed.push_back(k);
+  for (const auto& [k, v] : sp.items())
+    if (!cp.contains(k)) changed.push_back(k + " (removed)");
+  if (!changed.empty()) {
+    std::string list;
+    for (const auto& c : changed) list += (list.empty() ? "" : ", ") + c;
+    out.push_back("prompts: " + list);
+  }
+  if (str(stored, "question_ids") != str(current, "question_ids")) {
+    std::set<std::string> a, b;
+    for (const auto& v : stored.value("question_ids", json::array())) a.insert(v.dump());
+    for (const auto& v : current.value("question_ids", json::array())) b.insert(v.dump());
+    size_t added = 0, removed = 0;
+    for (const auto& x : b) added += !a.count(x);
+    for (const auto& x : a) removed += !b.count(x);
+    out.push_back(fmt::format("questions: {} added, {} removed (--questions/--sample/--db/--shard)",
+                              added, removed));
+  }
+  if (str(stored, "shard") != str(current, "shard"))
+    out.push_back("shard: " + str(stored, "shard") + " → " + str(current, "shard"));
+  return out;
+}
+
+Result<RunSummary> run(const RunOptions& options) {
+  auto started = Clock::now();
+  RunSummary summary;
+  summary.out_dir = options.out_dir;
+  Shared s;
+  s.options = &options;
+  s.config = options.config;
+
+  auto ds = data::load_dataset(options.dataset);
+  if (!ds) return ds.status();
+  s.ds = &*ds;
+  for (const auto& sk : ds->skipped)
+    spdlog::warn("question {} skipped: {}", sk.question_id, sk.reason);
+  auto picked = select_questions(*ds, options.filter);
+  if (!picked) return picked.status();
+  summary.questions = picked->size();
+
+  auto settings = load_run_settings(s.config, ds->benchmark);
+  if (!settings) return settings.status();
+  s.settings = std::move(*settings);
+  s.prompts_dir = options.prompts_dir.empty() ? llm::bundled_prompts_dir() : options.prompts_dir;
+
+  // Services.
+  llm::ClientOptions client_options;
+  client_options.transport = options.transport;
+  client_options.cancel_flag = options.cancel;
+  auto client = llm::Client::from_config(s.config, client_options);
+  if (!client) return client.status();
+  s.client = std::move(*client);
+  summary.simulated = s.client->any_simulated();
+  db::ExecutorOptions exec_options;
+  exec_options.limits.timeout_s = s.settings.timeout_s;
+  exec_options.limits.row_cap = s.settings.row_cap;
+  exec_options.max_concurrent = s.settings.sql_threads;
+  s.executor = std::make_unique<db::Executor>(exec_options);
+
+  std::error_code ec;
+  fs::create_directories(options.out_dir, ec);
+  if (ec) return io_error("cannot create run folder " + options.out_dir.string() + ": " + ec.message());
+  if (options.force_new) {
+    for (const char* f : {"run.sqlite", "run.sqlite-wal", "run.sqlite-shm", "manifest.json",
+                          "config.resolved.json", "weights.json"})
+      fs::remove(options.out_dir / f, ec);
+  }
+  auto exec_cache = db::ResultCache::open(options.out_dir / "exec_cache.sqlite");
+  if (!exec_cache) return exec_cache.status();
+  s.exec_cache = std::move(*exec_cache);
+  eval::EvalOptions eval_options;
+  eval_options.metrics = s.settings.metrics;
+  eval_options.pred_limits.timeout_s = s.settings.timeout_s;
+  eval_options.pred_limits.row_cap = s.settings.row_cap;
+  eval_options.gold_limits.timeout_s = s.settings.timeout_s;
+  s.judge = std::make_unique<eval::ItemJudge>(ds->benchmark, eval_options, s.exec_cache.get());
+
+  auto ctx = context::ContextBuilder::create(s.config, s.client.get(), *s.executor, options.index_dir,
+                                             s.prompts_dir);
+  if (!ctx) return ctx.status();
+  s.context = std::move(*ctx);
+  auto gens = generate::make_generators(s.config, s.client.get(), s.executor.get(), s.prompts_dir);
+  if (!gens) return gens.status();
+  s.generators = std::move(*gens);
+  if (s.generators.empty()) return invalid_input("config key generate.generators: no generator configured");
+  for (const auto& g : s.generators) s.generator_names.push_back(g->name());
+  auto fixer = fix::Fixer::create(s.config, s.client.get(), s.prompts_dir);
+  if (!fixer) return fixer.status();
+  s.fixer.emplace(std::move(*fixer));
+
+  bool voting = false;
+  for (const auto& name : s.settings.selectors) voting = voting || uses_weights(name);
+  if (voting) {
+    auto eps = select::configured_epsilon(s.config);
+    if (!eps) return eps.status();
+    s.weights = std::make_shared<select::WeightStore>(*eps);
+  }
+  select::SelectorServices services;
+  services.client = s.client.get();
+  services.executor = s.executor.get();
+  services.prompts_dir = s.prompts_dir;
+  services.weights = s.weights;
+  for (const auto& name : s.settings.selectors) {
+    auto sel = select::make_selector_named(name, s.config, services);
+    if (!sel) return sel.status();
+    s.selectors[name] = std::move(*sel);
+  }
+
+  // Manifest and the resume check.
+  auto fingerprint = ds->fingerprint();
+  if (!fingerprint) return fingerprint.status();
+  for (const auto& [db_id, path] : ds->db_paths) {
+    auto f = db::database_fingerprint(path);
+    if (!f) return f.status();
+    s.fingerprints[db_id] = *f;
+  }
+  auto prompts = prompt_hashes(s.prompts_dir);
+  if (!prompts) return prompts.status();
+  json manifest = make_manifest(s, *ds, *fingerprint, *picked, *prompts, summary.simulated);
+  auto store = RunStore::open(options.out_dir, true);
+  if (!store) return store.status();
+  s.store = store->get();
+  if (auto old = (*store)->get_meta("manifest"); old && old->has_value()) {
+    auto diffs = manifest_differences(**old, manifest);
+    if (!diffs.empty()) {
+      std::string msg = "cannot resume the run in " + options.out_dir.string() +
+                        ": it was started with different inputs —";
+      for (const auto& d : diffs) msg += "\n  " + d;
+      msg += "\nRerun with --force-new to start over (the run store is deleted) or choose another --out.";
+      return invalid_input(msg);
+    }
+    manifest["created_at"] = (**old).value("created_at", manifest["created_at"].get<std::string>());
+  }
+  NL2SQL_RETURN_IF_ERROR((*store)->save_manifest(manifest));
+  NL2SQL_RETURN_IF_ERROR((*store)->save_resolved_config(s.config.json()));
+  if (summary.simulated)
+    spdlog::warn("the sim provider answers some roles: every accuracy in this run is SIMULATED "
+                 "(derived from gold), not a model's");
+
+  // Work list: questions without a final record; resumed ones are replayed for the weights.
+  std::vector<const data::Question*> todo;
+  std::vector<size_t> positions;
+  std::map<std::string, json> finals;
+  {
+    auto recs = (*store)->final_records();
+    if (!recs) return recs.status();
+    for (auto& r : *recs) finals[r.value("question_id", "")] = std::move(r);
+  }
+  for (size_t pos = 0; pos < picked->size(); ++pos) {
+    const auto& q = ds->questions[(*picked)[pos]];
+    s.order.push_back(q.question_id);
+    if (finals.count(q.question_id)) {
+      ++summary.resumed;
+    } else {
+      todo.push_back(&q);
+      positions.push_back(pos);
+    }
+  }
+  if (s.weights) {
+    // Replays the stored weight updates in run order, up to the first unfinished question.
+    std::lock_guard lock(s.seq_mu);
+    for (size_t pos = 0; pos < s.order.size(); ++pos) {
+      auto it = finals.find(s.order[pos]);
+      if (it == finals.end()) break;
+      std::map<std::string, bool> expert_correct;
+      for (const auto& c : it->second.value("candidates", json::array())) {
+        if (c.value("correct", json()).is_null()) continue;
+        bool& v = expert_correct.try_emplace(c.value("generator", ""), false).first->second;
+        v = v || c["correct"].get<bool>();
+      }
+      if (!expert_correct.empty()) s.weights->update(expert_correct, s.order[pos]);
+      s.seq_next = pos + 1;
+    }
+    for (size_t pos = s.seq_next; pos < s.order.size(); ++pos)
+      if (finals.count(s.order[pos])) s.seq_done.insert(pos);
+  }
+  if (summary.resumed)
+    spdlog::info("resuming {}: {} of {} questions already finished", options.out_dir.string(),
+                 summary.resumed, summary.questions);
+
+  ProgressOptions popts;
+  popts.mode = options.progress;
+  popts.interval_s = options.progress_interval_s;
+  popts.total = summary.questions;
+  Progress progress(popts, s.client.get());
+  for (const auto& [id, r] : finals) progress.add_resumed(report::record_correct(r, manifest["primary_metric"]));
+  s.progress = &progress;
+  progress.start();
+
+  // Workers.
+  std::optional<double> cap = options.max_cost_usd ? options.max_cost_usd : s.settings.max_cost_usd;
+  std::mutex mu;
+  size_t in_flight = 0, finished_now = 0;  // guarded by mu
+  double cost_finished = 0;                // guarded by mu: cost of questions finished now
+  std::atomic<bool> budget_stop{false};
+  std::atomic<size_t> not_started{0};
+  const std::string primary_metric = manifest["primary_metric"];
+  {
+    core::ThreadPool pool(std::min(s.settings.threads, std::max<size_t>(1, todo.size())));
+    for (size_t k = 0; k < todo.size(); ++k) {
+      pool.submit([&, k] {
+        const data::Question& q = *todo[k];
+        bool cancelled = options.cancel && options.cancel->load();
+        {
+          std::lock_guard lock(mu);
+          // Budget: spent so far plus what the questions in flight are expected to cost.
+          if (cap && !cancelled) {
+            double spent = s.client->accounting().total().cost_usd;
+            double per_q = finished_now ? cost_finished / finished_now : 0.0;
+            if (spent + per_q * (in_flight + 1) > *cap) budget_stop = true;
+          }
+          if (!cancelled && !budget_stop) ++in_flight;
+        }
+        if (cancelled || budget_stop) {
+          ++not_started;
+          if (s.weights) {
+            // Later questions would wait for this one forever.
+            std::lock_guard lock(s.seq_mu);
+            s.seq_done.insert(positions[k]);
+            while (s.seq_done.count(s.seq_next)) s.seq_done.erase(s.seq_next++);
+            s.seq_cv.notify_all();
+          }
+          return;
+        }
+        progress.question_started();
+        double cost_before = s.client->accounting().by_question()[q.question_id].cost_usd;
+        QuestionRun qr(s, q, positions[k]);
+        json rec = qr.run();
+        bool interrupted = rec.value("status", "") == "error" && options.cancel && options.cancel->load();
+        if (!interrupted) {
+          if (auto st = s.store->put_stage(q.question_id, static_cast<int64_t>(q.index), kFinalStage,
+                                           rec.value("status", "ok") == "ok" ? kStageDone : kStageError,
+                                           rec);
+              !st) {
+            spdlog::error("question {}: cannot record its result: {}", q.question_id, st.message());
+          }
+          if (rec.value("status", "") == "error")
+            spdlog::warn("question {} failed: {}", q.question_id, rec.value("error", ""));
+        }
+        double cost_after = s.client->accounting().by_question()[q.question_id].cost_usd;
+        {
+          std::lock_guard lock(mu);
+          --in_flight;
+          if (!interrupted) {
+            ++finished_now;
+            cost_finished += cost_after - cost_before;
+          }
+        }
+        if (interrupted) ++not_started;
+        else progress.question_finished(report::record_correct(rec, primary_metric),
+                                        rec.value("status", "") == "error");
+      });
+    }
+    pool.wait_idle();
+  }
+  progress.stop();
+  s.exec_cache->flush();
+  if (s.weights) {
+    auto st = s.weights->save(options.out_dir / "weights.json");
+    if (!st) spdlog::warn("cannot save weights.json: {}", st.message());
+  }
+
+  // Summary from the store (the source of truth, including resumed questions).
+  auto recs = (*store)->final_records();
+  if (!recs) return recs.status();
+  std::set<std::string> wanted(s.order.begin(), s.order.end());
+  for (const auto& r : *recs) {
+    if (!wanted.count(r.value("question_id", ""))) continue;
+    ++summary.finished;
+    if (r.value("status", "") == "error") ++summary.failed;
+    if (report::record_correct(r, primary_metric)) ++summary.correct;
+  }
+  summary.not_started = not_started;
+  summary.cancelled = options.cancel && options.cancel->load();
+  summary.budget_stopped = budget_stop;
+  summary.cost_usd = s.client->accounting().total().cost_usd;
+  if (summary.budget_stopped)
+    spdlog::warn("budget: stopped scheduling at ${:.4f} spent (cap ${:.4f}); {} questions not started",
+                 summary.cost_usd, *cap, summary.not_started);
+
+  if (options.write_reports) {
+    auto data = report::load_run(options.out_dir);
+    if (!data) return data.status();
+    report::ReportOptions ropts;
+    NL2SQL_RETURN_IF_ERROR(report::write_reports(*data, options.out_dir, ropts));
+  }
+  summary.wall_s = seconds_since(started);
+  return summary;
+}
+
+}  // namespace nl2sql::pipeline
