@@ -1,0 +1,99 @@
+// The execution-feedback fixer (CHASE-SQL's query fixer; SSEV's execution-guided refinement).
+// A candidate is executed through db::Executor (read-only, single statement, timeout); when it
+// fails — syntax or schema error, type mismatch, timeout, row cap — or returns no rows (when
+// fix.on_empty_result is set), the model is asked again with the question, the schema, the
+// failed SQL, the feedback and a hint for the failure class: the closest schema names (edit
+// distance) for an unknown column or table, the tables sharing an ambiguous column, stored
+// values resembling the query's literals (value index) for an empty result, the parser's
+// position for a syntax error. Up to fix.max_rounds rounds; every round is kept in the
+// candidate's trace; a candidate still failing stays in the pool with still_failing set.
+// A candidate that is not a read-only query is marked "rejected: not read-only" and is neither
+// executed nor fixed.
+//
+// A Fixer is built once from config and is immutable: fix() may run on many threads at once
+// (llm::Client and db::Executor are thread-safe). Model calls use the role "fix".
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nl2sql/context/retrieve.h"
+#include "nl2sql/context/value_index.h"
+#include "nl2sql/core/config.h"
+#include "nl2sql/core/status.h"
+#include "nl2sql/data/dataset.h"
+#include "nl2sql/db/executor.h"
+#include "nl2sql/generate/candidate.h"
+#include "nl2sql/llm/prompt_template.h"
+
+namespace nl2sql::llm {
+class Client;
+}
+
+namespace nl2sql::fix {
+
+struct FixOptions {
+  bool enabled = true;
+  int64_t max_rounds = 3;
+  bool on_empty_result = true;  // treat an empty result as a failure to fix
+  std::string role = "fix";
+  std::string profile;          // wins over role when set
+  std::optional<double> temperature;
+  size_t preview_rows = 5;
+  size_t hint_names = 3;        // closest schema names offered per unknown name
+};
+
+// Reads fix.* (errors name the key).
+Result<FixOptions> load_fix_options(const core::Config& config);
+
+struct FixInput {
+  const data::Question* question = nullptr;
+  const data::Schema* schema = nullptr;
+  std::filesystem::path db_path;
+  const context::ValueIndex* index = nullptr;     // empty-result hints; may be null
+  const context::Retrieval* retrieval = nullptr;  // values in the rendered schema; may be null
+  const db::Executor* executor = nullptr;
+  uint64_t seed = 0;
+};
+
+// The summary of one execution (preview: header + first rows, cells cut at 60 characters).
+generate::ExecutionSummary summarize_execution(const db::ExecutionResult& result, size_t preview_rows = 5);
+
+// Executes candidate.sql and records the outcome; marks non-queries rejected without running
+// them. Candidates without SQL (extraction failed) are left unexecuted.
+void execute_candidate(generate::Candidate& candidate, const db::Executor& executor,
+                       const std::filesystem::path& db_path, size_t preview_rows = 5);
+
+// syntax_error | no_such_column | no_such_table | ambiguous_column | type_mismatch | timeout
+// | empty_result | other; "" for a successful execution with rows.
+std::string classify_failure(const generate::ExecutionSummary& execution);
+
+// The `k` names of `names` closest to `name` by edit distance (case-insensitive), best first.
+std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& names, size_t k);
+
+// The hint text for a failure class (see the header paragraph).
+std::string failure_hint(const std::string& failure_class, const generate::ExecutionSummary& execution,
+                         const std::string& sql, const FixInput& input, const FixOptions& options);
+
+class Fixer {
+ public:
+  static Result<Fixer> create(const core::Config& config, llm::Client* client,
+                              const std::filesystem::path& prompts_dir);
+  Fixer(FixOptions options, llm::Client* client, llm::PromptTemplate prompt);
+
+  // Executes the candidate and runs the fix loop. Non-OK only when the client is cancelled or
+  // misconfigured, or the input lacks an executor/question/schema.
+  Status fix(generate::Candidate& candidate, const FixInput& input) const;
+
+  const FixOptions& options() const { return options_; }
+
+ private:
+  bool needs_fix(const generate::ExecutionSummary& e) const;
+  FixOptions options_;
+  llm::Client* client_;
+  llm::PromptTemplate prompt_;
+};
+
+}  // namespace nl2sql::fix

@@ -1,0 +1,51 @@
+// One traced model call for the generate and fix stages: renders a prompt template, sends it
+// through llm::Client, and returns the answer together with the LlmCallTrace that a candidate
+// keeps (prompt, template hash, response, tokens, cost, latency, provider — "sim" marks a
+// simulated answer). A failed call is a trace with `error` set, not an error return: only a
+// cancelled client or a configuration error (unknown role/profile, a template whose fields do
+// not match) ends the caller's work. Stateless; thread-safe as llm::Client is.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "nl2sql/core/status.h"
+#include "nl2sql/data/dataset.h"
+#include "nl2sql/generate/candidate.h"
+#include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/llm/types.h"
+
+namespace nl2sql::llm {
+class Client;
+}
+
+namespace nl2sql::generate {
+
+struct ModelCall {
+  const llm::PromptTemplate* prompt = nullptr;
+  std::map<std::string, std::string> values;  // the template's placeholders
+  std::string system;                         // optional system message
+  std::string stage;                          // trace and accounting tag
+  std::string role = "generate";
+  std::string profile;                        // wins over role when set
+  std::optional<double> temperature;
+  int64_t sample_index = 0;
+  std::string question_id;
+  llm::SimContext sim;                        // read by the sim provider only
+};
+
+struct ModelAnswer {
+  LlmCallTrace trace;
+  bool ok = false;     // false: trace.error says why
+  std::string text;    // the first choice when ok
+};
+
+// Non-OK only for kCancelled, kConfig call errors and template rendering errors.
+Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call);
+
+// The SimContext for a generation call about `question` (gold fields are read only by sim).
+llm::SimContext sim_generate_context(const data::Question& question, const std::string& generator,
+                                     int64_t sample_index);
+
+}  // namespace nl2sql::generate

@@ -1,0 +1,539 @@
+// The generators (baseline, dc, qp, os, ssev) and make_generators (see generator.h).
+#include "nl2sql/generate/generator.h"
+
+#include <algorithm>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "nl2sql/context/schema_render.h"
+#include "nl2sql/core/hash.h"
+#include "nl2sql/generate/extract.h"
+#include "nl2sql/generate/model_call.h"
+#include "nl2sql/generate/qp_demos.h"
+#include "nl2sql/generate/schema_linking.h"
+#include "nl2sql/llm/client.h"
+#include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/sql/analysis.h"
+
+namespace nl2sql::generate {
+namespace {
+
+using nlohmann::json;
+
+// Options shared by every generator, read from one element of generate.generators.
+struct CommonOptions {
+  std::string kind;       // baseline | dc | qp | os | ssev
+  std::string label;      // candidate id prefix; default: kind
+  int64_t samples = 1;
+  std::optional<double> temperature;
+  bool shuffle = false;
+  std::string role = "generate";
+  std::vector<std::string> profiles;  // cycled over samples (ssev: the experts)
+  bool descriptions = true;
+  int64_t examples = 3;
+};
+
+// The name the sim provider's p_correct_by table knows the generator by.
+std::string sim_name(const std::string& kind) {
+  if (kind == "dc") return "divide_conquer";
+  if (kind == "qp") return "query_plan";
+  if (kind == "os") return "online_synthetic";
+  return kind;
+}
+
+uint64_t derive_seed(uint64_t seed, const std::string& label, const std::string& what, int64_t index) {
+  core::KeyHasher h;
+  h.add("nl2sql.generate.v1").add(static_cast<int64_t>(seed)).add(label).add(what).add(index);
+  return std::stoull(h.hex().substr(0, 16), nullptr, 16);
+}
+
+std::string evidence_text(const data::Question& q) { return q.evidence.empty() ? "(none)" : q.evidence; }
+
+Status check_input(const GenerationInput& in, const std::string& who) {
+  if (in.question == nullptr || in.schema == nullptr)
+    return invalid_input(who + ": GenerationInput needs a question and a schema");
+  return Status::ok();
+}
+
+// A candidate from one answer: extraction recorded, failures kept.
+Candidate make_candidate(const std::string& label, const std::string& generator, int64_t sample,
+                         const ModelAnswer& answer) {
+  Candidate c;
+  c.id = label + "#" + std::to_string(sample);
+  c.generator = generator;
+  c.profile = answer.trace.profile;
+  c.sample_index = sample;
+  c.calls.push_back(answer.trace);
+  if (!answer.ok) {
+    c.extraction_ok = false;
+    c.extraction_error = "model call failed: " + answer.trace.error;
+    return c;
+  }
+  c.raw_response = answer.text;
+  auto ex = extract_sql(answer.text);
+  c.reasoning = ex.reasoning;
+  c.extraction_ok = ex.ok;
+  c.extraction_error = ex.error;
+  c.sql = ex.sql;
+  c.original_sql = ex.sql;
+  return c;
+}
+
+class GeneratorBase : public Generator {
+ public:
+  GeneratorBase(CommonOptions o, llm::Client* client) : o_(std::move(o)), client_(client) {}
+  std::string name() const override { return o_.label; }
+
+ protected:
+  std::string profile_for(int64_t sample) const {
+    if (o_.profiles.empty()) return "";
+    return o_.profiles[static_cast<size_t>(sample) % o_.profiles.size()];
+  }
+  context::RenderOptions render_options(const GenerationInput& in, int64_t sample) const {
+    context::RenderOptions r;
+    r.descriptions = o_.descriptions;
+    r.examples = static_cast<size_t>(o_.examples);
+    // Sample 0 keeps the schema's own order, so one sample equals the unshuffled prompt.
+    if (o_.shuffle && sample > 0) r.shuffle_seed = derive_seed(in.seed, o_.label, "shuffle", sample);
+    return r;
+  }
+  std::string schema_text(const GenerationInput& in, const context::RenderOptions& r) const {
+    return context::render_schema(*in.schema, r, in.index, in.retrieval ? &in.retrieval->values : nullptr);
+  }
+  ModelCall base_call(const GenerationInput& in, const llm::PromptTemplate& t, const std::string& stage,
+                      int64_t sample) const {
+    ModelCall call;
+    call.prompt = &t;
+    call.stage = stage;
+    call.role = o_.role;
+    call.profile = profile_for(sample);
+    call.temperature = o_.temperature;
+    call.sample_index = sample;
+    call.question_id = in.question->question_id;
+    call.sim = sim_generate_context(*in.question, sim_name(o_.kind), sample);
+    return call;
+  }
+
+  CommonOptions o_;
+  llm::Client* client_;
+};
+
+// baseline and dc: one call per sample with question, evidence and schema (dc's few-shot
+// demonstrations live in its prompt file).
+class SingleCallGenerator : public GeneratorBase {
+ public:
+  SingleCallGenerator(CommonOptions o, llm::Client* client, llm::PromptTemplate t)
+      : GeneratorBase(std::move(o), client), template_(std::move(t)) {}
+
+  Result<std::vector<Candidate>> generate(const GenerationInput& in) const override {
+    NL2SQL_RETURN_IF_ERROR(check_input(in, "generator " + o_.label));
+    std::vector<Candidate> out;
+    for (int64_t s = 0; s < o_.samples; ++s) {
+      ModelCall call = base_call(in, template_, "generate", s);
+      call.values = {{"schema", schema_text(in, render_options(in, s))},
+                     {"question", in.question->question},
+                     {"evidence", evidence_text(*in.question)}};
+      add_values(call.values);
+      auto a = call_model(*client_, call);
+      if (!a) return a.status().with_context("generator " + o_.label + ", question " + in.question->question_id);
+      out.push_back(make_candidate(o_.label, o_.kind, s, *a));
+    }
+    return out;
+  }
+
+ protected:
+  virtual void add_values(std::map<std::string, std::string>&) const {}
+  llm::PromptTemplate template_;
+};
+
+// qp: the same shape with self-built query-plan demonstrations.
+class QueryPlanGenerator : public SingleCallGenerator {
+ public:
+  QueryPlanGenerator(CommonOptions o, llm::Client* client, llm::PromptTemplate t, std::string demos)
+      : SingleCallGenerator(std::move(o), client, std::move(t)), demos_(std::move(demos)) {}
+
+ protected:
+  void add_values(std::map<std::string, std::string>& v) const override { v["demos"] = demos_; }
+  std::string demos_;
+};
+
+struct SyntheticExample {
+  std::string question, sql;
+};
+
+// "Question: …" / "SQL: …" pairs (the SQL may span lines or sit in a fence) from an answer.
+std::vector<SyntheticExample> parse_examples(const std::string& text) {
+  std::vector<SyntheticExample> out;
+  size_t pos = 0;
+  while (true) {
+    size_t q = text.find("Question:", pos);
+    if (q == std::string::npos) break;
+    size_t s = text.find("SQL:", q);
+    if (s == std::string::npos) break;
+    size_t next = text.find("Question:", s);
+    std::string question = text.substr(q + 9, s - q - 9);
+    std::string body = text.substr(s + 4, next == std::string::npos ? std::string::npos : next - s - 4);
+    auto trim = [](std::string x) {
+      size_t b = x.find_first_not_of(" \t\r\n");
+      size_t e = x.find_last_not_of(" \t\r\n");
+      return b == std::string::npos ? std::string() : x.substr(b, e - b + 1);
+    };
+    question = trim(question);
+    // Drop a numbering line such as "Example 3" that precedes the next question.
+    auto ex = extract_sql(body);
+    if (!question.empty() && ex.ok) out.push_back({question, ex.sql});
+    pos = s + 4;
+  }
+  return out;
+}
+
+// os: two example-writing steps (general features over the full schema; the filtered columns),
+// then generation with the mixed examples as demonstrations.
+class OnlineSyntheticGenerator : public GeneratorBase {
+ public:
+  OnlineSyntheticGenerator(CommonOptions o, llm::Client* client, const db::Executor* executor,
+                           llm::PromptTemplate general, llm::PromptTemplate filtered, llm::PromptTemplate final_t,
+                           int64_t general_count, int64_t filtered_count, bool validate)
+      : GeneratorBase(std::move(o), client), executor_(executor), general_(std::move(general)),
+        filtered_(std::move(filtered)), final_(std::move(final_t)), general_count_(general_count),
+        filtered_count_(filtered_count), validate_(validate) {}
+
+  Result<std::vector<Candidate>> generate(const GenerationInput& in) const override {
+    NL2SQL_RETURN_IF_ERROR(check_input(in, "generator " + o_.label));
+    const std::string where = "generator " + o_.label + ", question " + in.question->question_id;
+    std::vector<LlmCallTrace> step_calls;
+    std::vector<SyntheticExample> examples;
+    context::RenderOptions full = render_options(in, 0);
+    context::RenderOptions narrow = full;
+    narrow.columns = in.selected_columns;  // empty: the full schema
+    struct Step {
+      const llm::PromptTemplate* t;
+      const context::RenderOptions* r;
+      int64_t count;
+      const char* stage;
+    };
+    std::vector<SyntheticExample> per_step[2];
+    const Step steps[2] = {{&general_, &full, general_count_, "os_examples_general"},
+                           {&filtered_, &narrow, filtered_count_, "os_examples_filtered"}};
+    for (int k = 0; k < 2; ++k) {
+      if (steps[k].count <= 0) continue;
+      ModelCall call = base_call(in, *steps[k].t, steps[k].stage, 0);
+      call.profile = profile_for(0);
+      call.sim.generator = std::string("os_examples_") + (k == 0 ? "general" : "filtered");
+      call.values = {{"schema", schema_text(in, *steps[k].r)}, {"count", std::to_string(steps[k].count)}};
+      auto a = call_model(*client_, call);
+      if (!a) return a.status().with_context(where);
+      step_calls.push_back(a->trace);
+      if (!a->ok) continue;
+      for (auto& e : parse_examples(a->text)) {
+        if (static_cast<int64_t>(per_step[k].size()) >= steps[k].count) break;
+        // Examples that do not run would teach wrong SQL: check them read-only.
+        if (validate_ && executor_ && !in.db_path.empty()) {
+          db::QueryLimits lim = executor_->options().limits;
+          lim.timeout_s = std::min(lim.timeout_s > 0 ? lim.timeout_s : 5.0, 5.0);
+          lim.row_cap = 1000;
+          if (!executor_->run(in.db_path, e.sql, lim).ok()) continue;
+        }
+        per_step[k].push_back(std::move(e));
+      }
+    }
+    std::vector<Candidate> out;
+    for (int64_t s = 0; s < o_.samples; ++s) {
+      // Mix: alternate general and filtered examples, rotated per sample for diversity.
+      std::vector<SyntheticExample> mixed;
+      for (size_t i = 0; i < std::max(per_step[0].size(), per_step[1].size()); ++i)
+        for (int k = 0; k < 2; ++k)
+          if (i < per_step[k].size()) mixed.push_back(per_step[k][i]);
+      if (!mixed.empty() && s > 0)
+        std::rotate(mixed.begin(), mixed.begin() + static_cast<long>(static_cast<size_t>(s) % mixed.size()),
+                    mixed.end());
+      std::string demos;
+      for (size_t i = 0; i < mixed.size(); ++i)
+        demos += "Example " + std::to_string(i + 1) + "\nQuestion: " + mixed[i].question + "\nSQL: " +
+                 mixed[i].sql + "\n\n";
+      if (demos.empty()) demos = "(no examples could be made for this database)\n";
+      ModelCall call = base_call(in, final_, "generate", s);
+      call.values = {{"schema", schema_text(in, render_options(in, s))},
+                     {"question", in.question->question},
+                     {"evidence", evidence_text(*in.question)},
+                     {"examples", demos}};
+      auto a = call_model(*client_, call);
+      if (!a) return a.status().with_context(where);
+      Candidate c = make_candidate(o_.label, o_.kind, s, *a);
+      // The example-writing calls are shared by all samples; the first candidate carries them so
+      // token and cost totals over candidates count them once.
+      if (s == 0) c.calls.insert(c.calls.begin(), step_calls.begin(), step_calls.end());
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+ private:
+  const db::Executor* executor_;
+  llm::PromptTemplate general_, filtered_, final_;
+  int64_t general_count_, filtered_count_;
+  bool validate_;
+};
+
+// ssev: every expert (profile) writes PreSQL over the full schema; the union of what the PreSQL
+// references becomes a pruned schema; the same experts write PostSQL over it.
+class SsevGenerator : public GeneratorBase {
+ public:
+  SsevGenerator(CommonOptions o, llm::Client* client, llm::PromptTemplate t, bool keep_presql)
+      : GeneratorBase(std::move(o), client), template_(std::move(t)), keep_presql_(keep_presql) {}
+
+  Result<std::vector<Candidate>> generate(const GenerationInput& in) const override {
+    NL2SQL_RETURN_IF_ERROR(check_input(in, "generator " + o_.label));
+    const std::string where = "generator " + o_.label + ", question " + in.question->question_id;
+    std::vector<std::string> experts = o_.profiles.empty() ? std::vector<std::string>{""} : o_.profiles;
+    const int64_t per_expert = o_.samples;
+    std::vector<Candidate> pre, post;
+    auto run_round = [&](const std::string& kind, const context::RenderOptions& r,
+                         std::vector<Candidate>& into) -> Status {
+      std::string schema = schema_text(in, r);
+      for (size_t e = 0; e < experts.size(); ++e)
+        for (int64_t s = 0; s < per_expert; ++s) {
+          const int64_t index = static_cast<int64_t>(e) * per_expert + s;
+          ModelCall call = base_call(in, template_, kind, index);
+          call.profile = experts[e];
+          call.sim.generator = kind;
+          call.values = {{"schema", schema},
+                         {"question", in.question->question},
+                         {"evidence", evidence_text(*in.question)}};
+          auto a = call_model(*client_, call);
+          if (!a) return a.status().with_context(where);
+          into.push_back(make_candidate(o_.label + "." + kind, kind, index, *a));
+        }
+      return Status::ok();
+    };
+    context::RenderOptions full = render_options(in, 0);
+    NL2SQL_RETURN_IF_ERROR(run_round("presql", full, pre));
+
+    std::vector<std::string> queries;
+    for (const auto& c : pre)
+      if (c.extraction_ok && !c.sql.empty()) queries.push_back(c.sql);
+    context::RenderOptions pruned = full;
+    std::string link_note;
+    auto schema = in.db_path.empty() ? Result<sql::Schema>(not_found("no database path"))
+                                     : sql::load_schema(in.db_path);
+    if (schema) {
+      auto link = link_schema(queries, *schema);
+      pruned.columns = link.columns;
+      link_note = "linked schema: " + std::to_string(link.tables.size()) + " table(s), " +
+                  std::to_string(link.columns.size()) + " column(s) from " + std::to_string(queries.size()) +
+                  " PreSQL";
+    } else {
+      link_note = "schema linking skipped (" + schema.status().message() + "); PostSQL sees the full schema";
+    }
+    if (pruned.columns.empty() && schema) link_note += "; nothing linked, PostSQL sees the full schema";
+    NL2SQL_RETURN_IF_ERROR(run_round("postsql", pruned, post));
+    for (auto& c : post) c.reasoning = "[" + link_note + "]\n" + c.reasoning;
+    std::vector<Candidate> out;
+    if (keep_presql_) out = std::move(pre);
+    for (auto& c : post) out.push_back(std::move(c));
+    return out;
+  }
+
+ private:
+  llm::PromptTemplate template_;
+  bool keep_presql_;
+};
+
+// ---- configuration ----
+
+class ItemReader {
+ public:
+  ItemReader(const json& item, std::string key) : item_(item), key_(std::move(key)) {}
+  const std::string& key() const { return key_; }
+  template <typename T>
+  Status get(const char* name, T& out, const char* type) const {
+    auto it = item_.find(name);
+    if (it == item_.end() || it->is_null()) return Status::ok();
+    bool ok = false;
+    if constexpr (std::is_same_v<T, bool>) ok = it->is_boolean();
+    else if constexpr (std::is_same_v<T, std::string>) ok = it->is_string();
+    else if constexpr (std::is_integral_v<T>) ok = it->is_number_integer();
+    else ok = it->is_number();
+    if (!ok) return invalid_input("config key \"" + key_ + "." + name + "\" must be " + type);
+    out = it->get<T>();
+    return Status::ok();
+  }
+  const json* find(const char* name) const {
+    auto it = item_.find(name);
+    return it == item_.end() ? nullptr : &*it;
+  }
+
+ private:
+  const json& item_;
+  std::string key_;
+};
+
+const std::set<std::string> kItemKeys = {"name", "label", "samples", "temperature", "shuffle", "role", "profiles",
+                                         "descriptions", "examples", "demos", "general_examples",
+                                         "filtered_examples", "validate_examples", "keep_presql"};
+
+Result<CommonOptions> read_common(const ItemReader& r, const json& item) {
+  for (const auto& [k, v] : item.items())
+    if (!kItemKeys.count(k)) return invalid_input("config key \"" + r.key() + "." + k + "\" is not known");
+  CommonOptions o;
+  NL2SQL_RETURN_IF_ERROR(r.get("name", o.kind, "a string"));
+  static const std::set<std::string> kKinds = {"baseline", "dc", "qp", "os", "ssev"};
+  if (!kKinds.count(o.kind))
+    return invalid_input("config key \"" + r.key() + ".name\" must be one of baseline, dc, qp, os, ssev (got \"" +
+                         o.kind + "\")");
+  o.label = o.kind;
+  NL2SQL_RETURN_IF_ERROR(r.get("label", o.label, "a string"));
+  NL2SQL_RETURN_IF_ERROR(r.get("samples", o.samples, "an integer"));
+  if (o.samples < 1) return invalid_input("config key \"" + r.key() + ".samples\" must be >= 1");
+  double t = -1;
+  NL2SQL_RETURN_IF_ERROR(r.get("temperature", t, "a number"));
+  if (r.find("temperature") && !r.find("temperature")->is_null()) {
+    if (t < 0 || t > 2) return invalid_input("config key \"" + r.key() + ".temperature\" must be in [0, 2]");
+    o.temperature = t;
+  }
+  NL2SQL_RETURN_IF_ERROR(r.get("shuffle", o.shuffle, "a boolean"));
+  NL2SQL_RETURN_IF_ERROR(r.get("role", o.role, "a string"));
+  NL2SQL_RETURN_IF_ERROR(r.get("descriptions", o.descriptions, "a boolean"));
+  NL2SQL_RETURN_IF_ERROR(r.get("examples", o.examples, "an integer"));
+  if (o.examples < 0) return invalid_input("config key \"" + r.key() + ".examples\" must be >= 0");
+  if (const json* p = r.find("profiles")) {
+    if (!p->is_array()) return invalid_input("config key \"" + r.key() + ".profiles\" must be an array of strings");
+    for (const auto& v : *p) {
+      if (!v.is_string()) return invalid_input("config key \"" + r.key() + ".profiles\" must be an array of strings");
+      o.profiles.push_back(v.get<std::string>());
+    }
+  }
+  return o;
+}
+
+Result<QpDemoSource> read_demo_source(const ItemReader& r) {
+  QpDemoSource src;
+  const json* d = r.find("demos");
+  if (!d || d->is_null()) return src;
+  const std::string key = r.key() + ".demos";
+  if (!d->is_object()) return invalid_input("config key \"" + key + "\" must be an object");
+  ItemReader dr(*d, key);
+  static const std::set<std::string> kKeys = {"benchmark", "data", "split", "questions", "db_root", "jsonl", "count",
+                                              "scan_limit"};
+  for (const auto& [k, v] : d->items())
+    if (!kKeys.count(k)) return invalid_input("config key \"" + key + "." + k + "\" is not known");
+  std::string jsonl, benchmark, data_dir, split = "train", questions, db_root;
+  int64_t count = 3, scan = 400;
+  NL2SQL_RETURN_IF_ERROR(dr.get("jsonl", jsonl, "a string"));
+  NL2SQL_RETURN_IF_ERROR(dr.get("benchmark", benchmark, "a string"));
+  NL2SQL_RETURN_IF_ERROR(dr.get("data", data_dir, "a string"));
+  NL2SQL_RETURN_IF_ERROR(dr.get("split", split, "a string"));
+  NL2SQL_RETURN_IF_ERROR(dr.get("questions", questions, "a string"));
+  NL2SQL_RETURN_IF_ERROR(dr.get("db_root", db_root, "a string"));
+  NL2SQL_RETURN_IF_ERROR(dr.get("count", count, "an integer"));
+  NL2SQL_RETURN_IF_ERROR(dr.get("scan_limit", scan, "an integer"));
+  if (count < 1) return invalid_input("config key \"" + key + ".count\" must be >= 1");
+  if (scan < 1) return invalid_input("config key \"" + key + ".scan_limit\" must be >= 1");
+  src.count = static_cast<size_t>(count);
+  src.scan_limit = static_cast<size_t>(scan);
+  if (!jsonl.empty()) {
+    src.jsonl = jsonl;
+  } else if (!benchmark.empty()) {
+    auto b = data::parse_benchmark(benchmark);
+    if (!b) return b.status().with_context("config key \"" + key + ".benchmark\"");
+    data::DatasetSpec spec;
+    spec.benchmark = *b;
+    spec.data_dir = data_dir;
+    spec.split = split;
+    spec.questions = questions;
+    spec.db_root = db_root;
+    spec.load_descriptions = false;
+    src.dataset = spec;
+  } else {
+    return invalid_input("config key \"" + key + "\" needs \"jsonl\" or \"benchmark\" (+ \"data\", \"split\")");
+  }
+  return src;
+}
+
+Result<llm::PromptTemplate> load_prompt(const std::filesystem::path& dir, const std::string& name) {
+  auto t = llm::PromptTemplate::load_named(dir, name);
+  if (!t) return t.status().with_context("generate: prompt " + name);
+  return t;
+}
+
+}  // namespace
+
+Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Config& config, llm::Client* client,
+                                                                const db::Executor* executor,
+                                                                const std::filesystem::path& prompts_dir) {
+  if (client == nullptr) return invalid_input("make_generators: no LLM client");
+  json items = json::array({json{{"name", "baseline"}}});
+  if (const json* g = config.find("generate.generators")) {
+    if (!g->is_array() || g->empty())
+      return invalid_input("config key \"generate.generators\" must be a non-empty array");
+    items = *g;
+  }
+  std::vector<std::unique_ptr<Generator>> out;
+  std::set<std::string> labels;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string key = "generate.generators[" + std::to_string(i) + "]";
+    if (!items[i].is_object()) return invalid_input("config key \"" + key + "\" must be an object");
+    ItemReader r(items[i], key);
+    if (!r.find("name")) return invalid_input("config key \"" + key + ".name\" is required");
+    auto o = read_common(r, items[i]);
+    if (!o) return o.status();
+    if (!labels.insert(o->label).second)
+      return invalid_input("config key \"" + key + ".label\": two generators are labelled \"" + o->label +
+                           "\" (set distinct labels)");
+    if (o->kind == "baseline" || o->kind == "dc") {
+      auto t = load_prompt(prompts_dir, o->kind == "dc" ? "generate_divide_conquer" : "generate_baseline");
+      if (!t) return t.status();
+      out.push_back(std::make_unique<SingleCallGenerator>(std::move(*o), client, std::move(*t)));
+    } else if (o->kind == "qp") {
+      auto t = load_prompt(prompts_dir, "generate_query_plan");
+      if (!t) return t.status();
+      auto src = read_demo_source(r);
+      if (!src) return src.status();
+      std::string demos;
+      if (src->empty()) {
+        auto fallback = load_prompt(prompts_dir, "generate_query_plan_demos");
+        if (!fallback) return fallback.status();
+        demos = fallback->text();
+        spdlog::info("generator {}: no demonstration source ({}.demos); using the hand-written demonstrations of "
+                     "prompts/generate_query_plan_demos.txt",
+                     o->label, key);
+      } else {
+        if (executor == nullptr) return invalid_input(key + ": QP demonstrations need an executor");
+        auto built = build_qp_demos(*src, *executor);
+        if (!built) return built.status().with_context(key);
+        demos = format_qp_demos(*built);
+        spdlog::info("generator {}: {} query-plan demonstrations built from {}", o->label, built->size(),
+                     src->dataset ? src->dataset->data_dir.string() + " (" + src->dataset->split + ")"
+                                  : src->jsonl.string());
+      }
+      out.push_back(std::make_unique<QueryPlanGenerator>(std::move(*o), client, std::move(*t), std::move(demos)));
+    } else if (o->kind == "os") {
+      int64_t general = 4, filtered = 4;
+      bool validate = true;
+      NL2SQL_RETURN_IF_ERROR(r.get("general_examples", general, "an integer"));
+      NL2SQL_RETURN_IF_ERROR(r.get("filtered_examples", filtered, "an integer"));
+      NL2SQL_RETURN_IF_ERROR(r.get("validate_examples", validate, "a boolean"));
+      if (general < 0 || filtered < 0)
+        return invalid_input("config key \"" + key + ".general_examples/filtered_examples\" must be >= 0");
+      auto g = load_prompt(prompts_dir, "generate_os_examples_general");
+      auto f = load_prompt(prompts_dir, "generate_os_examples_filtered");
+      auto t = load_prompt(prompts_dir, "generate_online_synthetic");
+      if (!g) return g.status();
+      if (!f) return f.status();
+      if (!t) return t.status();
+      out.push_back(std::make_unique<OnlineSyntheticGenerator>(std::move(*o), client, executor, std::move(*g),
+                                                               std::move(*f), std::move(*t), general, filtered,
+                                                               validate));
+    } else {  // ssev
+      bool keep = true;
+      NL2SQL_RETURN_IF_ERROR(r.get("keep_presql", keep, "a boolean"));
+      auto t = load_prompt(prompts_dir, "generate_presql");
+      if (!t) return t.status();
+      out.push_back(std::make_unique<SsevGenerator>(std::move(*o), client, std::move(*t), keep));
+    }
+  }
+  return out;
+}
+
+}  // namespace nl2sql::generate
