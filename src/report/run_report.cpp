@@ -381,8 +381,10 @@ std::string render_markdown(const json& rep) {
   md += fmt::format("Dataset fingerprint `{}`, config hash `{}`, seed {}, tool {}.\n\n",
                     md_cell(string_field(man, "dataset_fingerprint")), md_cell(string_field(man, "config_hash")),
                     md_cell(string_field(man, "seed")), md_cell(string_field(man, "tool_version")));
-  md += fmt::format("**EX {}%** (95% CI), {} / {} correct; {} failed questions.\n\n",
-                    ci_text(rep["ex"]["overall"]), rep["ex"]["overall"]["correct"].get<size_t>(),
+  const json& ov = rep["ex"]["overall"];
+  md += fmt::format("**EX {:.2f}%** (95% CI [{:.2f}, {:.2f}]), {} / {} correct; {} failed questions.\n\n",
+                    ov["ex"].get<double>(), ov["ci95"][0].get<double>(), ov["ci95"][1].get<double>(),
+                    rep["ex"]["overall"]["correct"].get<size_t>(),
                     rep["ex"]["overall"]["n"].get<size_t>(), rep["errors"].size());
   auto group_table = [&](const char* title, const json& g) {
     if (g.empty()) return;
