@@ -37,9 +37,9 @@ echo "== index check: all fresh (load + fingerprint only)"
   "$BIN" index "${SPIDER[@]}" --all-databases --index-dir "$WORK/index" | tail -n 3
 
 echo "== recall: Spider dev"
-"$BIN" retrieve "${SPIDER[@]}" --recall --index-dir "$WORK/index" --json "$WORK/spider.json"
+"$BIN" retrieve "${SPIDER[@]}" --recall --index-dir "$WORK/index" --recall-json "$WORK/spider.json"
 echo "== recall: BIRD dev, superhero"
-"$BIN" retrieve "${BIRD[@]}" --recall --db superhero --index-dir "$WORK/index" --json "$WORK/superhero.json"
+"$BIN" retrieve "${BIRD[@]}" --recall --db superhero --index-dir "$WORK/index" --recall-json "$WORK/superhero.json"
 
 if [ "$SCALE" = 1 ]; then
   echo "== x300 BIRD-scale copy of superhero"

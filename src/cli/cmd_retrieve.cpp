@@ -1,5 +1,7 @@
 // nl2sql retrieve: the values and columns retrieval finds for one question (the debugging
 // view), and, with the hidden --recall flag, the recall benchmark of scripts/bench/context_recall.sh.
+// With --config, the question goes through context::ContextBuilder exactly as in the pipeline
+// (LLM keywords, embedding re-ranking, column filtering when the config turns them on).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -12,8 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/config_options.h"
 #include "cli/dataset_options.h"
+#include "nl2sql/context/question_context.h"
 #include "nl2sql/context/retrieve.h"
+#include "nl2sql/context/text_match.h"
+#include "nl2sql/llm/client.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/db/executor.h"
@@ -25,6 +31,13 @@ using nlohmann::json;
 
 struct RetrieveArgs {
   DatasetOptions dataset;
+  ConfigOptions config;
+  bool json = false;
+  // Which retrieval flags were given (they override the config).
+  CLI::Option* min_similarity_opt = nullptr;
+  CLI::Option* per_column_opt = nullptr;
+  CLI::Option* top_opt = nullptr;
+  CLI::Option* threads_opt = nullptr;
   std::string question_id;
   std::string index_dir;
   bool exhaustive = false;
@@ -213,35 +226,103 @@ int run_retrieve(const RetrieveArgs& a) {
     spdlog::error("question {} not found in {}", a.question_id, ds->questions_file.string());
     return kExitBadInput;
   }
+  auto config = a.config.load();
+  if (!config) return kExitBadInput;
+  auto settings = context::load_context_settings(*config);
+  if (!settings) {
+    spdlog::error("{}", settings.status().message());
+    return kExitBadInput;
+  }
+  // Flags beat the config.
+  if (!a.index_dir.empty()) settings->index.index_dir = a.index_dir;
+  if (a.threads_opt->count()) settings->index.threads = a.threads;
+  auto& ro = settings->retrieval;
+  if (a.min_similarity_opt->count()) ro.min_similarity = a.ropts.min_similarity;
+  if (a.per_column_opt->count()) ro.per_column = a.ropts.per_column;
+  if (a.top_opt->count()) ro.max_values = a.ropts.max_values;
+  ro.extra_keywords = a.ropts.extra_keywords;
+  ro.exhaustive = a.exhaustive;
+  const bool needs_model = settings->llm_keywords || settings->column_filter || settings->describe ||
+                           !settings->embeddings.profile.empty();
+  std::unique_ptr<llm::Client> client;
+  if (needs_model) {
+    auto c = llm::Client::from_config(*config);
+    if (!c) {
+      spdlog::error("{}", c.status().message());
+      return kExitBadInput;
+    }
+    client = std::move(*c);
+  }
   db::Executor executor;
-  context::IndexOptions iopts;
-  iopts.index_dir = a.index_dir;
-  iopts.threads = a.threads;
-  context::IndexStatus status;
+  auto builder = context::ContextBuilder::create(std::move(*settings), client.get(), executor);
+  if (!builder) {
+    spdlog::error("{}", builder.status().message());
+    return kExitBadInput;
+  }
   const auto& schema = ds->schemas.at(q->db_id);
-  auto index = context::open_index(q->db_id, ds->db_paths.at(q->db_id), schema, iopts, executor, &status);
-  if (!index) {
-    spdlog::error("{}", index.status().message());
+  context::IndexStatus status;
+  {
+    // Opened here first only to report whether the index was fresh; the builder reuses the file.
+    auto idx = context::open_index(q->db_id, ds->db_paths.at(q->db_id), schema, (*builder)->settings().index,
+                                   executor, &status);
+    if (!idx) {
+      spdlog::error("{}", idx.status().message());
+      return kExitFailure;
+    }
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  auto ctx = (*builder)->build(*q, schema, ds->db_paths.at(q->db_id), 0);
+  double ms = 1000 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!ctx) {
+    spdlog::error("{}", ctx.status().message());
     return kExitFailure;
   }
-  context::RetrievalOptions ro = a.ropts;
-  ro.exhaustive = a.exhaustive;
-  auto t0 = std::chrono::steady_clock::now();
-  auto r = context::retrieve(*index, schema, q->question, q->evidence, ro);
-  double ms = 1000 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (a.json) {
+    std::cout << ctx->to_json().dump(2) << "\n";
+    return kExitOk;
+  }
+  const auto& r = ctx->retrieval;
   std::cout << fmt::format("question {} ({}): {}\n", q->question_id, q->db_id, q->question);
   if (!q->evidence.empty()) std::cout << "evidence: " << q->evidence << "\n";
-  std::cout << fmt::format("index: {} values, {} ({})\n", index->size(), status.action, status.file.string());
+  std::cout << fmt::format("index: {} values, {} ({})\n", ctx->index->size(), status.action, status.file.string());
   std::cout << fmt::format("keywords ({}):", r.keywords.size());
   for (const auto& k : r.keywords) std::cout << fmt::format(" \"{}\"[{}]", k.text, k.source);
-  std::cout << fmt::format("\nmatched values ({}, {} edit distances, {:.2f} ms):\n", r.values.size(),
-                           r.candidates_scored, ms);
+  std::cout << "\n";
+  if ((*builder)->settings().llm_keywords) {
+    // Where each model keyword went: new ones are tagged [llm] above; the rest the heuristic had.
+    std::vector<std::string> also;
+    for (const auto& k : ctx->llm_keywords)
+      for (const auto& h : r.keywords)
+        if (h.source != "llm" && context::normalize_text(h.text) == context::normalize_text(k)) also.push_back(k);
+    std::cout << fmt::format("  model keywords: {} ({} new, {} also found by the heuristic{}{})\n",
+                             ctx->llm_keywords.size(), ctx->llm_keywords.size() - also.size(), also.size(),
+                             also.empty() ? "" : ": ", fmt::join(also, ", "));
+  }
+  std::cout << fmt::format("matched values ({}, {} edit distances, {:.2f} ms{}):\n", r.values.size(),
+                           r.candidates_scored, ms,
+                           (*builder)->settings().embeddings.profile.empty() ? "" : ", re-ranked by embeddings");
   for (const auto& v : r.values)
     std::cout << fmt::format("  {}.{} = {} ({:.3f}, keyword \"{}\")\n", v.table, v.column,
                              sql_quote(v.value, '\''), v.score, v.keyword);
   std::cout << fmt::format("matched columns ({}):\n", r.columns.size());
   for (const auto& c : r.columns)
     std::cout << fmt::format("  {}.{} ({:.3f}, {} ~ \"{}\")\n", c.table, c.column, c.score, c.via, c.keyword);
+  if ((*builder)->settings().column_filter) {
+    std::cout << fmt::format("selected columns ({}{}):", ctx->selected_columns.size(),
+                             ctx->selected_columns.empty() ? ", i.e. the whole schema" : "");
+    for (const auto& c : ctx->selected_columns)
+      std::cout << " " << c << (ctx->join_keys.count(c) ? "[join key]" : "");
+    std::cout << "\n";
+    if (!ctx->dropped_tables.empty())
+      std::cout << fmt::format("dropped tables: {}\n", fmt::join(ctx->dropped_tables, ", "));
+  }
+  if (!ctx->calls.empty()) {
+    size_t simulated = 0;
+    for (const auto& c : ctx->calls) simulated += c.provider == "sim";
+    std::cout << fmt::format("model calls: {}{}\n", ctx->calls.size(),
+                             simulated ? fmt::format(" ({} simulated: gold-derived answers, not a model's)", simulated) : "");
+  }
+  for (const auto& e : ctx->errors) std::cout << "error: " << e << "\n";
   return kExitOk;
 }
 
@@ -249,19 +330,21 @@ RunFn setup(CLI::App& app) {
   auto args = std::make_shared<RetrieveArgs>();
   auto* cmd = app.add_subcommand("retrieve", "Show the keywords, matched values and matched columns of one question");
   args->dataset.add_to(*cmd);
+  args->config.add_to(*cmd, false);
   auto& ro = args->ropts;
   cmd->add_option("--question-id", args->question_id, "Question to retrieve for");
+  cmd->add_flag("--json", args->json, "Print the question's context as JSON (keywords, values, columns, selected columns, calls)");
   cmd->add_option("--index-dir", args->index_dir, "Index folder (default $NL2SQL_CACHE_DIR/index or ~/.cache/nl2sql/index)");
-  cmd->add_option("--threads", args->threads, "Worker threads when an index must be built (0: one per core)")->capture_default_str();
+  args->threads_opt = cmd->add_option("--threads", args->threads, "Worker threads when an index must be built (0: one per core)")->capture_default_str();
   cmd->add_flag("--exhaustive", args->exhaustive, "Score every indexed value instead of the LSH candidates");
-  cmd->add_option("--min-similarity", ro.min_similarity, "Normalized edit similarity a value needs")->capture_default_str();
-  cmd->add_option("--per-column", ro.per_column, "Most values kept per column")->capture_default_str();
-  cmd->add_option("--top", ro.max_values, "Most values shown")->capture_default_str();
+  args->min_similarity_opt = cmd->add_option("--min-similarity", ro.min_similarity, "Normalized edit similarity a value needs")->capture_default_str();
+  args->per_column_opt = cmd->add_option("--per-column", ro.per_column, "Most values kept per column")->capture_default_str();
+  args->top_opt = cmd->add_option("--top", ro.max_values, "Most values shown")->capture_default_str();
   cmd->add_option("--keyword", ro.extra_keywords, "Extra keyword (repeatable), merged after the heuristic ones");
   // Benchmark mode for scripts/bench/context_recall.sh (not part of the user interface).
   cmd->add_flag("--recall", args->recall, "Recall@5/10/20 of LSH vs exhaustive over all questions")->group("");
   cmd->add_option("--db", args->dbs, "--recall: only these databases")->group("");
-  cmd->add_option("--json", args->json_out, "--recall: write the numbers as JSON")->group("");
+  cmd->add_option("--recall-json", args->json_out, "--recall: write the numbers as JSON")->group("");
   cmd->add_flag("--show-misses", args->show_misses, "--recall: print each pair LSH misses")->group("");
   cmd->add_option("--max-questions", args->max_questions, "--recall: stop after this many measured questions")->group("");
   return [args] { return run_retrieve(*args); };

@@ -189,7 +189,7 @@ Retrieval retrieve(const ValueIndex& index, const data::Schema& schema, const st
     std::unordered_set<std::string> seen;
     for (const auto& k : out.keywords) seen.insert(normalize_text(k.text));
     for (const auto& e : options.extra_keywords)
-      if (seen.insert(normalize_text(e)).second) out.keywords.push_back({e, "extra"});
+      if (seen.insert(normalize_text(e)).second) out.keywords.push_back({e, options.extra_source});
   }
   std::vector<std::u32string> kn;
   for (const auto& k : out.keywords) kn.push_back(normalize_code_points(k.text));

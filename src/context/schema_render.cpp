@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "nl2sql/context/metadata.h"
 #include "nl2sql/context/text_match.h"
 
 namespace nl2sql::context {
@@ -63,8 +64,36 @@ void shuffle(std::vector<T>& v, std::mt19937_64& rng) {
 
 }  // namespace
 
+std::string stats_comment(const ColumnStats& s) {
+  std::string out = fmt::format("{} rows", s.rows);
+  if (s.nulls > 0) out += fmt::format(", {} NULL", s.nulls);
+  out += fmt::format(", {} distinct", s.distinct);
+  if (s.unique()) out += " (unique)";
+  const std::string cls = s.storage_class();
+  if ((cls == "integer" || cls == "real") && !s.min.empty()) out += fmt::format(", range {}..{}", s.min, s.max);
+  if (cls == "text" || cls == "mixed")
+    out += fmt::format(", length {}..{} (avg {:.1f})", s.min_length, s.max_length, s.avg_length);
+  if (cls == "mixed") out += ", mixed types";
+  if (!s.top_values.empty()) {
+    std::vector<std::string> top;
+    for (const auto& [v, n] : s.top_values)
+      top.push_back(fmt::format("{} x{}", cls == "text" || cls == "mixed" ? literal(v) : v, n));
+    out += fmt::format(", most frequent: {}", fmt::join(top, ", "));
+  }
+  return out;
+}
+
 std::string render_schema(const data::Schema& schema, const RenderOptions& options,
-                          const ValueIndex* index, const std::vector<ValueMatch>* retrieved) {
+                          const ValueIndex* index, const std::vector<ValueMatch>* retrieved,
+                          const DatabaseMetadata* metadata) {
+  // Foreign keys: declared, plus inferred ones when asked (with their evidence).
+  std::vector<data::ForeignKey> fks = schema.foreign_keys;
+  std::vector<std::string> fk_notes(fks.size());
+  if (metadata && options.inferred_fks)
+    for (const auto& f : metadata->inferred_fks) {
+      fks.push_back({f.from_table, f.from_column, f.to_table, f.to_column});
+      fk_notes.push_back("inferred: " + f.evidence());
+    }
   // Columns kept: the subset, plus keys joining kept tables.
   std::set<std::string> keep;
   for (const auto& c : options.columns) keep.insert(lower(c));
@@ -77,7 +106,7 @@ std::string render_schema(const data::Schema& schema, const RenderOptions& optio
       if (!kept_tables.count(lower(t.name))) continue;
       for (const auto& pk : t.primary_key) keep.insert(lower(t.name + "." + pk));
     }
-    for (const auto& fk : schema.foreign_keys)
+    for (const auto& fk : fks)
       if (kept_tables.count(lower(fk.from_table)) && kept_tables.count(lower(fk.to_table))) {
         keep.insert(lower(fk.from_table + "." + fk.from_column));
         keep.insert(lower(fk.to_table + "." + fk.to_column));
@@ -128,11 +157,16 @@ std::string render_schema(const data::Schema& schema, const RenderOptions& optio
       std::vector<std::string> parts;
       if (options.descriptions) {
         std::string d = one_line(c->description, options.max_comment_chars);
+        if (d.empty() && metadata)
+          if (auto it = metadata->descriptions.find(t->name + "." + c->name); it != metadata->descriptions.end())
+            d = "(generated) " + one_line(it->second.text, options.max_comment_chars);
         if (!d.empty() && normalize_text(d) != normalize_text(c->name)) parts.push_back(d);
         std::string vd = one_line(c->value_description, options.max_comment_chars);
         if (!vd.empty()) parts.push_back("values: " + vd);
       }
       const std::string key = lower(t->name + "." + c->name);
+      if (metadata && options.stats)
+        if (const auto* st = metadata->find(t->name, c->name)) parts.push_back(stats_comment(*st));
       if (auto it = examples.find(key); it != examples.end() && !it->second.empty())
         parts.push_back("examples: " + fmt::format("{}", fmt::join(it->second, ", ")));
       if (auto it = matched.find(key); it != matched.end())
@@ -147,14 +181,15 @@ std::string render_schema(const data::Schema& schema, const RenderOptions& optio
       lines.push_back(fmt::format("  PRIMARY KEY ({})", fmt::join(pk, ", ")));
       comments.emplace_back();
     }
-    for (const auto& fk : schema.foreign_keys) {
+    for (size_t i = 0; i < fks.size(); ++i) {
+      const auto& fk = fks[i];
       if (lower(fk.from_table) != lower(t->name) || !kept(fk.from_table, fk.from_column) ||
           !kept(fk.to_table, fk.to_column))
         continue;
       if (!options.columns.empty() && !kept_tables.count(lower(fk.to_table))) continue;
       lines.push_back(fmt::format("  FOREIGN KEY ({}) REFERENCES {}({})", ident(fk.from_column),
                                   ident(fk.to_table), ident(fk.to_column)));
-      comments.emplace_back();
+      comments.push_back(fk_notes[i]);
     }
     out += "CREATE TABLE " + ident(t->name) + " (\n";
     for (size_t i = 0; i < lines.size(); ++i) {

@@ -14,7 +14,7 @@ namespace {
 nlohmann::json recall(const std::string& args, const testing::TempDir& dir) {
   const auto out = dir / "recall.json";
   auto r = testing::run_nl2sql("retrieve " + args + " --recall --index-dir '" + (dir / "index").string() +
-                               "' --json '" + out.string() + "'");
+                               "' --recall-json '" + out.string() + "'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto j = core::read_json_file(out);
   EXPECT_TRUE(j.is_ok());

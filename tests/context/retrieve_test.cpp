@@ -1,5 +1,8 @@
 // Keyword extraction and retrieval on the bundled mini BIRD set (library and `nl2sql retrieve`).
 #include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
@@ -152,6 +155,29 @@ TEST_F(MiniRetrieve, CliPrintsKeywordsValuesAndColumns) {
   EXPECT_NE(r.out.find("matched columns"), std::string::npos);
   EXPECT_NE(r.out.find("district.region (1.000, name"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(", fresh ("), std::string::npos) << r.out;
+
+  // With a config naming a (simulated) model: model keywords merged and attributed, column
+  // filtering, the calls labelled simulated.
+  const fs::path cfg = dir_ / "sim.json";
+  {
+    std::ofstream f(cfg);
+    f << R"({"llm": {"models": {"sim": {"provider": "sim"}}, "cache": {"mode": "off"}},
+             "context": {"keywords": {"llm": true}, "column_filter": {"enabled": true}}})";
+  }
+  auto withllm = testing::run_nl2sql("retrieve " + common + " --question-id 0 --config '" + cfg.string() + "'");
+  ASSERT_EQ(withllm.exit_code, 0) << withllm.err;
+  EXPECT_NE(withllm.out.find("model keywords: "), std::string::npos) << withllm.out;
+  EXPECT_NE(withllm.out.find("also found by the heuristic: "), std::string::npos) << withllm.out;
+  EXPECT_NE(withllm.out.find("selected columns ("), std::string::npos) << withllm.out;
+  EXPECT_NE(withllm.out.find("simulated: gold-derived answers"), std::string::npos) << withllm.out;
+  EXPECT_NE(withllm.out.find("district.region = 'east Bohemia' (1.000"), std::string::npos) << withllm.out;
+  auto js = testing::run_nl2sql("retrieve " + common + " --question-id 0 --json --config '" + cfg.string() + "'");
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  auto j = nlohmann::json::parse(js.out);
+  EXPECT_EQ(j["keywords"][0]["source"], "evidence");
+  EXPECT_GT(j["calls"].size(), 1u);
+  auto badcfg = testing::run_nl2sql("retrieve " + common + " --question-id 0 --set context.keywords.llm=maybe");
+  EXPECT_EQ(badcfg.exit_code, 2);
 
   auto bad = testing::run_nl2sql("retrieve " + common + " --question-id 999");
   EXPECT_EQ(bad.exit_code, 2);

@@ -29,7 +29,7 @@ namespace nl2sql::context {
 
 struct Keyword {
   std::string text;
-  std::string source;  // quoted | evidence | capitalized | number | ngram | extra
+  std::string source;  // quoted | evidence | capitalized | number | ngram | extra | llm
 };
 
 // Deduplicated by normalized text; the first source found wins. Deterministic order.
@@ -45,6 +45,7 @@ struct RetrievalOptions {
   bool exhaustive = false;      // score every value (baseline), not just LSH candidates
   bool match_columns = true;
   std::vector<std::string> extra_keywords;  // e.g. from the LLM; merged after the heuristic ones
+  std::string extra_source = "extra";       // Keyword::source of the extra keywords ("llm", …)
 };
 
 struct ValueMatch {

@@ -6,7 +6,13 @@
 // Options let generators vary the rendering: drop descriptions or examples, shuffle table and
 // column order with a seed (diversity across candidates; same seed, same text), and restrict to
 // a column subset — the key columns needed to join the kept tables (primary keys and both ends
-// of foreign keys between kept tables) are always kept. Pure functions; thread-safe.
+// of foreign keys between kept tables) are always kept.
+//
+// With a DatabaseMetadata (context/metadata.h): `stats` adds each column's statistics to its
+// comment (rows, NULLs, distinct count, range, lengths for text, most frequent values);
+// `inferred_fks` renders inferred foreign keys as FOREIGN KEY lines with their evidence as the
+// comment (and uses them to keep join keys); LLM-written descriptions fill in for columns that
+// have none, marked "(generated)". Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -28,11 +34,20 @@ struct RenderOptions {
   std::optional<uint64_t> shuffle_seed;  // shuffle tables and columns (keys stay first)
   // "table.column" (case-insensitive); empty: every column. Keys to join are always kept.
   std::set<std::string> columns;
+  bool stats = false;         // column statistics from the metadata
+  bool inferred_fks = false;  // inferred foreign keys from the metadata
 };
 
-// `index` (examples) and `retrieved` (matched values) are optional.
+struct DatabaseMetadata;
+
+// `index` (examples), `retrieved` (matched values) and `metadata` are optional.
 std::string render_schema(const data::Schema& schema, const RenderOptions& options,
                           const ValueIndex* index = nullptr,
-                          const std::vector<ValueMatch>* retrieved = nullptr);
+                          const std::vector<ValueMatch>* retrieved = nullptr,
+                          const DatabaseMetadata* metadata = nullptr);
+
+// The statistics comment of one column ("120 rows, 3 NULL, 45 distinct, …").
+struct ColumnStats;
+std::string stats_comment(const ColumnStats& stats);
 
 }  // namespace nl2sql::context

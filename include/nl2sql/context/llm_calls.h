@@ -1,0 +1,51 @@
+// Model calls the context stage makes (keyword extraction, column filtering, column
+// descriptions) share three small pieces, declared here: reading a JSON value out of a model
+// answer that may be fenced (```json … ```), bare, or wrapped in prose; turning a request and its
+// outcome into a generate::LlmCallTrace (a plain struct; this stage only fills it); and the
+// LLM keyword extractor itself.
+//
+// llm_keywords renders prompts/extract_keywords.txt ({{question}}, {{evidence}}), calls the
+// client with role "keywords" (the sim provider answers SimTask::kKeywords) and parses the answer:
+// {"keywords": [...]} or a bare JSON list of strings, fenced or not. A failed call or a malformed
+// answer is an error Status (the trace records it); callers then keep the heuristic keywords
+// only. Pure apart from the client call; thread-safe when the client is (it is).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/core/status.h"
+#include "nl2sql/generate/candidate.h"
+#include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/llm/types.h"
+
+namespace nl2sql::llm {
+class Client;
+}
+
+namespace nl2sql::context {
+
+// The JSON value in a model answer: the last ```json (or plain ```) block that parses, else the
+// whole text, else the outermost {...} or [...] span. nullopt when nothing parses.
+std::optional<nlohmann::json> json_in_answer(const std::string& answer);
+
+// A trace of one call: template, prompt, and the response or the error.
+generate::LlmCallTrace make_trace(const std::string& stage, const llm::PromptTemplate& prompt,
+                                  const llm::ChatRequest& request,
+                                  const Result<llm::ChatResponse>& response);
+
+// Keyword strings from an answer ({"keywords": [...]} or [...]); non-strings are skipped, blanks
+// dropped, duplicates removed (first kept). Error naming `where` when there is no such list.
+Result<std::vector<std::string>> parse_keyword_answer(const std::string& answer,
+                                                      const std::string& where);
+
+Result<std::vector<std::string>> llm_keywords(llm::Client& client, const llm::PromptTemplate& prompt,
+                                              const std::string& question,
+                                              const std::string& evidence,
+                                              const std::string& question_id,
+                                              generate::LlmCallTrace* trace = nullptr);
+
+}  // namespace nl2sql::context
