@@ -33,6 +33,8 @@ class Client;
 
 namespace nl2sql::select {
 
+class WeightStore;
+
 struct PoolCandidate {
   std::string id;         // Candidate::id
   std::string generator;  // for tie-breaks in generator order and for expert voting
@@ -69,11 +71,36 @@ class Selector {
   virtual Result<Selection> select(const SelectionInput& input) const = 0;
 };
 
-// Builds the selector named by config key `select.method` (self_consistency | tournament |
-// ranker | separating_instances | wma | rwma | naive_vote), with its options under
-// `select.<method>.*`. `client` may be null for selectors that never call a model.
+// What selectors may use. `client` may be null for selectors that never call a model;
+// `executor` is needed by separating_instances (reads rows of D); `weights` is the expert-weight
+// store of wma / rwma (null: the selector keeps its own, starting from equal weights).
+struct SelectorServices {
+  llm::Client* client = nullptr;
+  const db::Executor* executor = nullptr;
+  std::filesystem::path prompts_dir;
+  std::shared_ptr<WeightStore> weights;
+};
+
+// The selector methods make_selector_named() knows, in documentation order.
+const std::vector<std::string>& selector_methods();
+
+// Builds the selector `method` (self_consistency | tournament | ranker | separating_instances
+// | wma | rwma | naive_vote) with its options under `select.<method>.*`. Fails, naming the key,
+// on bad options or a missing service (e.g. tournament without a client).
+Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
+                                                      const core::Config& config,
+                                                      const SelectorServices& services);
+
+// ε for the expert votes: `select.wma.epsilon` when set, else the mistake-bound optimum
+// sqrt(ln n / m) (see weights.h) with n = `select.wma.expert_count` (default: the number of
+// `generate.generators`, else 4) and m = `select.wma.horizon` × `select.wma.best_expert_error`.
+// The pipeline creates the run's WeightStore with it.
+Result<double> configured_epsilon(const core::Config& config);
+
+// Builds the selector named by config key `select.method` (default self_consistency).
 Result<std::unique_ptr<Selector>> make_selector(const core::Config& config, llm::Client* client,
                                                 const db::Executor* executor,
-                                                const std::filesystem::path& prompts_dir);
+                                                const std::filesystem::path& prompts_dir,
+                                                std::shared_ptr<WeightStore> weights = nullptr);
 
 }  // namespace nl2sql::select

@@ -1,0 +1,139 @@
+// Separating instances (after the SISelection method): for two queries that return different
+// results on a database D, a small sub-database D′ ⊆ D on which they still differ. Showing a
+// model the question and D′ — a handful of rows — lets it work the answer out by hand, and the
+// candidate whose answer on D′ matches the model's wins the duel.
+//
+// Construction. Each query's lineage (sql/lineage.h: witness queries returning the rowids of
+// the base-table rows behind every output row or group) is split into simple terms: the rows
+// joined to produce one output tuple (grouped witnesses are split position by position when
+// every table's list has the same length, else the group is one term). With P1, P2 the term
+// sets of the two queries, up to `max_attempts` (42) times: pick M terms from P1 − P2 and N
+// from P2 − P1 — (M, N) = (3, 4) when either query mentions SUM, CASE and WHEN, (1, 2) when
+// either mentions COUNT, else (1, 1); when one difference is empty the other side fills in,
+// and when P1 = P2 two common terms are taken. Every other attempt also adds, for each witness
+// query not yet represented (rows read by subqueries), the term sharing most values with the
+// rows picked so far, so an IN/scalar subquery sees the rows it needs. Later attempts grow the
+// sample. D′ is the union of the picked rows; it is accepted when both queries run on it and
+// their results differ under the relaxed equality.
+//
+// No database is modified: rows are read from D through db::Executor (read-only) and D′ lives
+// in an in-memory SQLite database created from the table definitions (sqlite_master, via
+// sql::load_schema); queries run on it with PRAGMA query_only, a single-statement read-only
+// check and a deadline. All randomness comes from the seed.
+//
+// Thread-safety: an InstanceBuilder belongs to one thread (it caches rows); build one per
+// question. The free functions are pure.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/core/status.h"
+#include "nl2sql/db/executor.h"
+#include "nl2sql/sql/analysis.h"
+#include "nl2sql/sql/lineage.h"
+
+namespace nl2sql::select {
+
+// One simple term: (table, rowid) pairs, sorted.
+using LineageTerm = std::vector<std::pair<std::string, int64_t>>;
+
+struct QueryLineage {
+  std::string sql;
+  db::ResultSet result;                      // on D
+  std::vector<std::vector<LineageTerm>> by_witness;  // terms per witness query
+  std::vector<std::string> fallbacks;        // over-approximations the rewrite used
+};
+
+struct InstanceOptions {
+  int max_attempts = 42;
+  double query_timeout_s = 5.0;   // per query on D′
+  size_t affinity_sample = 256;   // terms per witness query scored for the support rows
+};
+
+// D′: tables (only the non-empty ones) with their rows, as columns + rows.
+struct InstanceTables {
+  std::map<std::string, db::ResultSet> tables;
+  size_t rows() const;
+  // {"table": [{"column": value, …}, …], …} for traces (keys sorted).
+  nlohmann::json to_json() const;
+  // The same as indented JSON text with tables and columns in schema order: what the model sees.
+  std::string to_prompt_text() const;
+};
+
+struct SeparatingInstance {
+  bool found = false;
+  int attempts = 0;
+  InstanceTables instance;
+  db::ResultSet answer_a, answer_b;  // the two queries on D′
+  std::string failure;               // why none was found (when !found)
+  nlohmann::json to_json() const;
+};
+
+// An in-memory copy of a database's table definitions holding chosen rows; runs read-only
+// queries against it.
+class MemoryDatabase {
+ public:
+  static Result<std::unique_ptr<MemoryDatabase>> create(const sql::Schema& schema,
+                                                        const InstanceTables& rows);
+  ~MemoryDatabase();
+  MemoryDatabase(const MemoryDatabase&) = delete;
+  MemoryDatabase& operator=(const MemoryDatabase&) = delete;
+  // One read-only statement; errors (SQL errors, timeouts, writes) are statuses.
+  Result<db::ResultSet> run(const std::string& sql, double timeout_s = 5.0) const;
+
+ private:
+  MemoryDatabase() = default;
+  struct sqlite3* db_ = nullptr;
+};
+
+class InstanceBuilder {
+ public:
+  // Loads the schema of `db_path`; `executor` must outlive the builder.
+  static Result<InstanceBuilder> open(const std::filesystem::path& db_path,
+                                      const db::Executor& executor, InstanceOptions options = {});
+
+  // Runs `sql` on D and gathers its lineage terms.
+  Result<QueryLineage> lineage(const std::string& sql) const;
+  // Searches for D′ separating `a` and `b` (whose results on D should differ).
+  Result<SeparatingInstance> separate(const QueryLineage& a, const QueryLineage& b,
+                                      uint64_t seed) const;
+  // The rows of the given (table → rowids) as InstanceTables (read through the executor).
+  Result<InstanceTables> fetch(const std::map<std::string, std::set<int64_t>>& rows) const;
+  // Runs `sql` on an in-memory database holding `instance`.
+  Result<db::ResultSet> run_on(const InstanceTables& instance, const std::string& sql) const;
+
+  const sql::Schema& schema() const { return *schema_; }
+
+ private:
+  InstanceBuilder() = default;
+  std::filesystem::path db_path_;
+  const db::Executor* executor_ = nullptr;
+  InstanceOptions options_;
+  std::shared_ptr<const sql::Schema> schema_;
+  // (table, rowid) → row as read from D (columns in schema order); filled lazily.
+  std::shared_ptr<std::map<std::pair<std::string, int64_t>, db::Row>> row_cache_;
+};
+
+// The (M, N) sample sizes of the construction for two queries' SQL texts.
+std::pair<int, int> sample_sizes(const std::string& sql_a, const std::string& sql_b);
+
+// A result rendered the way the evaluate-on-instance prompt asks the model to answer: one JSON
+// array per row, one row per line; "(no rows)" when empty.
+std::string render_answer_rows(const db::ResultSet& result);
+// Parses a model's answer in that format (a fenced block or the bare text; a JSON array of
+// arrays is accepted too). Values: JSON numbers, strings, null.
+Result<db::ResultSet> parse_answer_rows(const std::string& text);
+// Relaxed equality after normalising values the way a person writes them: numeric text is a
+// number, reals are rounded to 4 decimals, text is trimmed.
+bool answers_match(const db::ResultSet& model_answer, const db::ResultSet& query_answer);
+
+}  // namespace nl2sql::select

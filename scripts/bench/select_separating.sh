@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Separating-instance benchmark (issue 7): fraction of differing (gold, mutated gold) pairs
+# separated, instance size and time per pair on Spider dev and BIRD superhero, then on a x300
+# scaled copy of superhero generated here in a temporary folder (never committed).
+#
+#   NL2SQL_DATA=/path/to/data [SCALE_DB=tools/scale_db.py] BUILD_DIR=build scripts/bench/select_separating.sh [--no-scale] [--factor 300]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+: "${NL2SQL_DATA:?set NL2SQL_DATA to the folder holding spider/ and bird/}"
+BIN=${BUILD_DIR:-build}/scripts/bench/bench_select_separating_bench
+SCALE=1
+FACTOR=300
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-scale) SCALE=0; shift ;;
+    --factor) FACTOR=$2; shift 2 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+SCALE_DB=${SCALE_DB:-$NL2SQL_DATA/../tools/scale_db.py}
+[ -x "$BIN" ] || { echo "build first: $BIN missing" >&2; exit 2; }
+
+echo "== Spider dev + BIRD superhero"
+"$BIN" --spider "$NL2SQL_DATA/spider" --bird "$NL2SQL_DATA/bird" --bird-db superhero
+
+if [ "$SCALE" = 1 ]; then
+  WORK=$(mktemp -d)
+  trap 'rm -rf "$WORK"' EXIT
+  SRC="$NL2SQL_DATA/bird/dev_databases/superhero/superhero.sqlite"
+  echo "== BIRD superhero x$FACTOR (generated in a temporary folder)"
+  python3 "$SCALE_DB" --factor "$FACTOR" "$SRC" "$WORK/superhero.sqlite" >/dev/null
+  ls -l "$WORK/superhero.sqlite" | awk '{printf "   scaled database: %.0f MB\n", $5 / 1048576}'
+  "$BIN" --bird "$NL2SQL_DATA/bird" --bird-db superhero --db-path "$WORK/superhero.sqlite"
+fi

@@ -1,0 +1,200 @@
+// Separating-instance benchmark (issue 7): on pairs (gold, mutated gold) that return different
+// results, how often a separating instance is found, how small it is and how long the search
+// takes. Mutations are the sim provider's taxonomy mistakes (wrong column, dropped condition,
+// literal case, DISTINCT toggle, extra column, wrong aggregate, wrong join key); syntax errors
+// are left out (they do not run). Not a Google Benchmark kernel: a measurement with its own
+// main, built by the same glob.
+//
+//   bench_select_separating_bench --spider DIR [--bird DIR] [--bird-db superhero]
+//       [--db-path FILE] [--mutants N] [--seed S] [--max-questions N] [--show-failures]
+//
+// --db-path replaces the BIRD database file (e.g. a x300 scaled copy of superhero).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nl2sql/data/dataset.h"
+#include "nl2sql/db/executor.h"
+#include "nl2sql/eval/compare.h"
+#include "nl2sql/llm/sim_provider.h"
+#include "nl2sql/select/separating_instance.h"
+
+using namespace nl2sql;
+
+namespace {
+
+struct Outcome {
+  std::string dataset, question_id, mistake;
+  bool subquery_in_where = false;
+  bool found = false;
+  size_t rows = 0;
+  double ms = 0;
+  std::string failure;
+};
+
+bool has_where_subquery(const std::string& sql) {
+  std::string u;
+  for (char c : sql) u += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  size_t w = u.find("WHERE");
+  if (w == std::string::npos) return false;
+  std::string tail = u.substr(w);
+  tail.erase(std::remove_if(tail.begin(), tail.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }), tail.end());
+  return tail.find("(SELECT") != std::string::npos;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t k = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
+  return v[std::min(k, v.size() - 1)];
+}
+
+void summarize(const std::string& label, const std::vector<Outcome>& all,
+               const std::function<bool(const Outcome&)>& keep) {
+  size_t n = 0, found = 0;
+  std::vector<double> rows, ms;
+  for (const auto& o : all) {
+    if (!keep(o)) continue;
+    ++n;
+    ms.push_back(o.ms);
+    if (o.found) {
+      ++found;
+      rows.push_back(static_cast<double>(o.rows));
+    }
+  }
+  if (n == 0) return;
+  std::printf("%-34s pairs %5zu  separated %5.1f%%  rows median %4.1f p95 %4.1f  time/pair p50 %7.1f ms p95 %7.1f ms max %7.1f ms\n",
+              label.c_str(), n, 100.0 * static_cast<double>(found) / static_cast<double>(n),
+              percentile(rows, 0.5), percentile(rows, 0.95), percentile(ms, 0.5), percentile(ms, 0.95),
+              percentile(ms, 1.0));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string spider, bird, bird_db = "superhero", db_path;
+  int mutants = 2, max_questions = 0;
+  uint64_t seed = 1;
+  bool show_failures = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--spider") spider = next();
+    else if (a == "--bird") bird = next();
+    else if (a == "--bird-db") bird_db = next();
+    else if (a == "--db-path") db_path = next();
+    else if (a == "--mutants") mutants = std::stoi(next());
+    else if (a == "--seed") seed = std::stoull(next());
+    else if (a == "--max-questions") max_questions = std::stoi(next());
+    else if (a == "--show-failures") show_failures = true;
+    else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return 2; }
+  }
+  struct Source { std::string label; data::Dataset ds; };
+  std::vector<Source> sources;
+  if (!spider.empty()) {
+    data::DatasetSpec spec;
+    spec.benchmark = data::Benchmark::kSpider;
+    spec.data_dir = spider;
+    auto ds = data::load_dataset(spec);
+    if (!ds.is_ok()) { std::fprintf(stderr, "%s\n", ds.status().to_string().c_str()); return 1; }
+    sources.push_back({"spider-dev", std::move(*ds)});
+  }
+  if (!bird.empty()) {
+    data::DatasetSpec spec;
+    spec.benchmark = data::Benchmark::kBird;
+    spec.data_dir = bird;
+    spec.load_descriptions = false;
+    auto ds = data::load_dataset(spec);
+    if (!ds.is_ok()) { std::fprintf(stderr, "%s\n", ds.status().to_string().c_str()); return 1; }
+    std::vector<data::Question> keep;
+    for (auto& q : ds->questions)
+      if (q.db_id == bird_db) keep.push_back(q);
+    ds->questions = std::move(keep);
+    if (!db_path.empty()) ds->db_paths[bird_db] = db_path;
+    sources.push_back({"bird-" + bird_db + (db_path.empty() ? "" : "(scaled)"), std::move(*ds)});
+  }
+  db::ExecutorOptions eo;
+  eo.limits.timeout_s = 30;
+  db::Executor executor(eo);
+  std::vector<Outcome> outcomes;
+  size_t skipped_same = 0, skipped_error = 0, lineage_errors = 0;
+  const std::vector<llm::SqlMistake> mistakes = {
+      llm::SqlMistake::kWrongColumn,   llm::SqlMistake::kDroppedCondition, llm::SqlMistake::kLiteralCase,
+      llm::SqlMistake::kDistinctToggle, llm::SqlMistake::kExtraColumn,     llm::SqlMistake::kWrongAggregate,
+      llm::SqlMistake::kWrongJoinKey};
+  for (auto& src : sources) {
+    std::map<std::string, std::unique_ptr<select::InstanceBuilder>> builders;
+    int count = 0;
+    for (const auto& q : src.ds.questions) {
+      if (max_questions > 0 && count++ >= max_questions) break;
+      const auto& path = src.ds.db_paths.at(q.db_id);
+      auto& builder = builders[q.db_id];
+      if (!builder) {
+        auto b = select::InstanceBuilder::open(path, executor);
+        if (!b.is_ok()) { std::fprintf(stderr, "%s\n", b.status().to_string().c_str()); continue; }
+        builder = std::make_unique<select::InstanceBuilder>(std::move(*b));
+      }
+      auto gold = executor.run(path, q.gold_sql);
+      if (!gold.ok()) { ++skipped_error; continue; }
+      // Mutants: `mutants` mistakes per question, rotating through the taxonomy; every mistake
+      // for golds with a subquery in WHERE (the hard case the target names).
+      const bool sub = has_where_subquery(q.gold_sql);
+      llm::SimRng rng(seed * 1000003 + q.index);
+      size_t start = q.index % mistakes.size();
+      int made = 0;
+      for (size_t k = 0; k < mistakes.size() && (sub || made < mutants); ++k) {
+        auto m = mistakes[(start + k) % mistakes.size()];
+        auto mutant = llm::apply_mistake(q.gold_sql, m, rng);
+        if (!mutant) continue;
+        auto r = executor.run(path, *mutant);
+        if (!r.ok()) { ++skipped_error; continue; }
+        if (eval::relaxed_equal(gold.result, r.result)) { ++skipped_same; continue; }
+        ++made;
+        Outcome o;
+        o.dataset = src.label;
+        o.question_id = q.question_id;
+        o.mistake = llm::sql_mistake_name(m);
+        o.subquery_in_where = sub;
+        auto t0 = std::chrono::steady_clock::now();
+        auto la = builder->lineage(q.gold_sql);
+        auto lb = builder->lineage(*mutant);
+        if (!la.is_ok() || !lb.is_ok()) {
+          ++lineage_errors;
+          o.failure = "lineage: " + (!la.is_ok() ? la.status() : lb.status()).message();
+        } else {
+          auto s = builder->separate(*la, *lb, seed ^ (q.index * 7919 + k));
+          if (!s.is_ok()) o.failure = s.status().message();
+          else {
+            o.found = s->found;
+            o.rows = s->instance.rows();
+            if (!s->found) o.failure = s->failure;
+          }
+        }
+        o.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (show_failures && !o.found)
+          std::printf("FAIL %s q%s %s: %s\n  gold:   %s\n  mutant: %s\n", src.label.c_str(),
+                      q.question_id.c_str(), o.mistake.c_str(), o.failure.substr(0, 200).c_str(),
+                      q.gold_sql.c_str(), mutant->c_str());
+        outcomes.push_back(std::move(o));
+      }
+    }
+  }
+  std::printf("pairs with different results: %zu (mutants equal to gold skipped: %zu; not runnable: %zu; lineage errors: %zu)\n",
+              outcomes.size(), skipped_same, skipped_error, lineage_errors);
+  for (const auto& src : sources) {
+    summarize(src.label, outcomes, [&](const Outcome& o) { return o.dataset == src.label; });
+    summarize(src.label + " / subquery in WHERE", outcomes,
+              [&](const Outcome& o) { return o.dataset == src.label && o.subquery_in_where; });
+  }
+  summarize("all", outcomes, [](const Outcome&) { return true; });
+  for (const auto& m : mistakes)
+    summarize(std::string("  ") + llm::sql_mistake_name(m), outcomes,
+              [&](const Outcome& o) { return o.mistake == llm::sql_mistake_name(m); });
+  return 0;
+}

@@ -1,0 +1,84 @@
+// Execution clusters: canonical result keys, then grouping and the shared tie-break order.
+#include "nl2sql/select/clusters.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "nl2sql/eval/compare.h"
+
+namespace nl2sql::select {
+namespace {
+
+void append_field(std::string& out, const std::string& field) {
+  // Length-prefixed, so concatenations of different splits never collide.
+  out += std::to_string(field.size());
+  out += ':';
+  out += field;
+}
+
+}  // namespace
+
+std::string result_key(const db::ResultSet& result, ResultEquality equality) {
+  std::set<std::string> rows;
+  std::vector<std::string> cells;
+  for (const auto& row : result.rows) {
+    cells.clear();
+    for (const auto& v : row) cells.push_back(eval::python_key(v));
+    if (equality == ResultEquality::kRelaxed) {
+      bool all_null = std::all_of(row.begin(), row.end(), [](const db::Value& v) { return v.is_null(); });
+      if (all_null) continue;
+      std::sort(cells.begin(), cells.end());
+      cells.erase(std::unique(cells.begin(), cells.end()), cells.end());
+    }
+    std::string k;
+    for (const auto& c : cells) append_field(k, c);
+    rows.insert(std::move(k));
+  }
+  std::string key;
+  for (const auto& r : rows) append_field(key, r);
+  return key;
+}
+
+bool executable(const PoolCandidate& candidate) {
+  return candidate.result.has_value() && candidate.result->ok();
+}
+
+CandidateRank candidate_rank(const std::vector<PoolCandidate>& pool, int index,
+                             const std::vector<std::string>& generator_order) {
+  const auto& c = pool[static_cast<size_t>(index)];
+  auto it = std::find(generator_order.begin(), generator_order.end(), c.generator);
+  return {static_cast<size_t>(it - generator_order.begin()), c.sql.size(), index};
+}
+
+PoolClusters cluster_pool(const std::vector<PoolCandidate>& pool, ResultEquality equality,
+                          const std::vector<std::string>& generator_order) {
+  PoolClusters out;
+  out.cluster_of.assign(pool.size(), -1);
+  std::map<std::string, size_t> by_key;
+  std::vector<Cluster> clusters;
+  for (size_t i = 0; i < pool.size(); ++i) {
+    if (!executable(pool[i])) continue;
+    ++out.executable;
+    auto key = result_key(pool[i].result->result, equality);
+    auto [it, fresh] = by_key.emplace(std::move(key), clusters.size());
+    if (fresh) clusters.emplace_back();
+    clusters[it->second].members.push_back(static_cast<int>(i));
+  }
+  for (auto& c : clusters) {
+    c.representative = *std::min_element(c.members.begin(), c.members.end(), [&](int a, int b) {
+      return candidate_rank(pool, a, generator_order) < candidate_rank(pool, b, generator_order);
+    });
+  }
+  std::stable_sort(clusters.begin(), clusters.end(), [&](const Cluster& a, const Cluster& b) {
+    if (a.members.size() != b.members.size()) return a.members.size() > b.members.size();
+    return candidate_rank(pool, a.representative, generator_order) <
+           candidate_rank(pool, b.representative, generator_order);
+  });
+  for (size_t k = 0; k < clusters.size(); ++k)
+    for (int m : clusters[k].members) out.cluster_of[static_cast<size_t>(m)] = static_cast<int>(k);
+  out.clusters = std::move(clusters);
+  return out;
+}
+
+}  // namespace nl2sql::select
