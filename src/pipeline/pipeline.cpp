@@ -918,7 +918,10 @@ Result<RunSummary> run(const RunOptions& options) {
   {
     auto recs = (*store)->final_records();
     if (!recs) return recs.status();
-    for (auto& r : *recs) finals[r.value("question_id", "")] = std::move(r);
+    for (auto& r : *recs) {
+      std::string id = r.value("question_id", "");
+      finals.emplace(std::move(id), std::move(r));
+    }
   }
   for (size_t pos = 0; pos < picked->size(); ++pos) {
     const auto& q = ds->questions[(*picked)[pos]];

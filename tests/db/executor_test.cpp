@@ -199,13 +199,10 @@ TEST(ResultCache, RoundTripAndRowCapSemantics) {
   EXPECT_FALSE(ResultCache::deserialize("garbage").has_value());
 }
 
-}  // namespace
-}  // namespace nl2sql::db
-
 TEST_F(ExecutorTest, MaxConcurrentBoundsQueriesRunningAtOnce) {
-  db::ExecutorOptions options;
+  ExecutorOptions options;
   options.max_concurrent = 2;
-  db::Executor bounded(options);
+  Executor bounded(options);
   const std::string slow =
       "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) "
       "SELECT count(*) FROM c";
@@ -220,3 +217,6 @@ TEST_F(ExecutorTest, MaxConcurrentBoundsQueriesRunningAtOnce) {
   EXPECT_GE(bounded.peak_concurrent(), 1u);
   EXPECT_LE(bounded.peak_concurrent(), 2u);
 }
+
+}  // namespace
+}  // namespace nl2sql::db

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "nl2sql/pipeline/run_store.h"
 #include "nl2sql/report/run_data.h"
@@ -169,9 +170,29 @@ TEST_F(RunCommand, KilledAtRandomPointsFinishesLikeAnUninterruptedRun) {
 
   fs::path out = dir_ / "killed";
   std::string cmd = std::string(NL2SQL_BINARY) + " " + base_args(out) + " --set run.threads=2";
+  // Each attempt is killed once the store has gained a random number of new stage rows, so the
+  // kills land mid-run (between and during stage writes), not before or after it.
+  auto rows_in_store = [&]() -> long {
+    sqlite3* db = nullptr;
+    long n = -1;
+    if (sqlite3_open_v2((out / "run.sqlite").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+      sqlite3_busy_timeout(db, 1000);
+      sqlite3_stmt* st = nullptr;
+      if (sqlite3_prepare_v2(db, "SELECT count(*) FROM stages", -1, &st, nullptr) == SQLITE_OK &&
+          sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+      sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return n;
+  };
+  const long total_rows = 21 * 5;  // context, generate, fix, select, final per question
   std::mt19937 rng(7);
-  std::uniform_int_distribution<int> delay_ms(30, 400);
+  std::uniform_int_distribution<long> step(3, 20);
+  int killed_mid_run = 0;
   for (int attempt = 0; attempt < 4; ++attempt) {
+    long before = std::max(0L, rows_in_store());
+    long target = before + step(rng);
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
@@ -181,11 +202,23 @@ TEST_F(RunCommand, KilledAtRandomPointsFinishesLikeAnUninterruptedRun) {
       execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
-    kill(pid, SIGKILL);
     int status = 0;
-    waitpid(pid, &status, 0);
+    bool exited = false;
+    for (int polls = 0; polls < 6000; ++polls) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        exited = true;
+        break;
+      }
+      if (rows_in_store() >= target) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (!exited) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      if (rows_in_store() < total_rows) ++killed_mid_run;
+    }
   }
+  EXPECT_GE(killed_mid_run, 2) << "the kills should interrupt the run, not miss it";
   auto finish = testing::run_nl2sql(base_args(out) + " --set run.threads=2");
   ASSERT_EQ(finish.exit_code, 0) << finish.err;
   auto store = pipeline::RunStore::open(out, false);
