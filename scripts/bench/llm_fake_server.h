@@ -1,6 +1,6 @@
-// A minimal fake OpenAI-compatible HTTP/1.1 server for the LLM benchmark: raw sockets on
-// 127.0.0.1 (ephemeral port), one thread per keep-alive connection, a fixed latency per
-// request, a canned Chat Completions answer. The unit tests use cpp-httplib instead; this one
+// A minimal fake OpenAI-compatible HTTP/1.1 server for the benchmarks: raw sockets on
+// 127.0.0.1 (ephemeral port, or a given one), one thread per keep-alive connection, a fixed
+// latency per request, a Chat Completions answer from a responder (default: a canned SQL block). The unit tests use cpp-httplib instead; this one
 // keeps the benchmark free of extra link dependencies and of a server thread-pool ceiling.
 #pragma once
 
@@ -12,7 +12,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <functional>
+#include <stdexcept>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -22,14 +25,18 @@ namespace nl2sql::bench {
 
 class LatencyServer {
  public:
-  explicit LatencyServer(std::chrono::milliseconds latency) : latency_(latency) {
+  // The message content to answer a request with, from its body and its sequence number.
+  using Responder = std::function<std::string(const std::string& body, int64_t seq)>;
+
+  explicit LatencyServer(std::chrono::milliseconds latency, Responder responder = {}, int port = 0)
+      : latency_(latency), responder_(std::move(responder)) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
     if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
         ::listen(listen_fd_, 256) != 0)
       throw std::runtime_error("bench server: bind/listen failed");
@@ -83,13 +90,15 @@ class LatencyServer {
         if (n <= 0) { ::close(fd); return; }
         buf.append(chunk, static_cast<size_t>(n));
       }
+      std::string request_body = buf.substr(header_end + 4, content_length);
       buf.erase(0, header_end + 4 + content_length);
       int64_t seq = requests_++;
       std::this_thread::sleep_for(latency_);
-      std::string body =
-          R"({"choices":[{"index":0,"message":{"role":"assistant","content":"```sql\nSELECT )" +
-          std::to_string(seq) +
-          R"(\n```"},"finish_reason":"stop"}],"usage":{"prompt_tokens":120,"completion_tokens":30}})";
+      std::string content = responder_ ? responder_(request_body, seq)
+                                       : "```sql\nSELECT " + std::to_string(seq) + "\n```";
+      std::string body = R"({"choices":[{"index":0,"message":{"role":"assistant","content":)" +
+                         json_string(content) +
+                         R"(},"finish_reason":"stop"}],"usage":{"prompt_tokens":120,"completion_tokens":30}})";
       std::string response = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
                              std::to_string(body.size()) + "\r\nConnection: keep-alive\r\n\r\n" + body;
       size_t sent = 0;
@@ -101,7 +110,30 @@ class LatencyServer {
     }
   }
 
+  static std::string json_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            char b[8];
+            std::snprintf(b, sizeof b, "\\u%04x", c);
+            out += b;
+          } else {
+            out += c;
+          }
+      }
+    }
+    return out + "\"";
+  }
+
   std::chrono::milliseconds latency_;
+  Responder responder_;
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
