@@ -179,6 +179,41 @@ std::string tables_of_plan(const std::vector<PlanRow>& rows) {
   return s;
 }
 
+// alias → table for every FROM item of the query and of subqueries in FROM and CTEs (older
+// SQLite versions print only the alias in the plan: "SCAN T2").
+void collect_aliases(const sql::Select& sel, std::map<std::string, std::string>& out);
+
+void collect_join_list(const sql::JoinList& list, std::map<std::string, std::string>& out) {
+  for (const auto& item : list.items) {
+    if (item.kind == sql::TableRef::Kind::kTable && !item.alias.name.empty() && item.alias.name != item.name.name)
+      out.emplace(item.alias.name, item.name.name);
+    if (item.kind == sql::TableRef::Kind::kSubquery && item.select) collect_aliases(*item.select, out);
+    if (item.kind == sql::TableRef::Kind::kJoin && item.join) collect_join_list(*item.join, out);
+  }
+}
+
+void collect_aliases(const sql::Select& sel, std::map<std::string, std::string>& out) {
+  for (const auto& cte : sel.with)
+    if (cte.select) collect_aliases(*cte.select, out);
+  for (const auto& core : sel.cores)
+    if (core.from) collect_join_list(*core.from, out);
+}
+
+// "SCAN T2 …" → "SCAN orders AS T2 …" when T2 is an alias the plan printed alone.
+std::string with_table_names(const std::string& detail, const std::map<std::string, std::string>& aliases) {
+  for (std::string_view verb : {"SCAN ", "SEARCH "}) {
+    if (!starts(detail, verb)) continue;
+    size_t b = verb.size();
+    size_t e = detail.find(' ', b);
+    std::string name = detail.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    if (e != std::string::npos && detail.compare(e, 4, " AS ") == 0) return detail;
+    auto it = aliases.find(name);
+    if (it == aliases.end()) return detail;
+    return std::string(verb) + it->second + " AS " + name + (e == std::string::npos ? "" : detail.substr(e));
+  }
+  return detail;
+}
+
 }  // namespace
 
 std::vector<PlanRow> plan_rows(const db::ResultSet& result) {
@@ -228,6 +263,9 @@ Result<QueryPlanText> explain_query(const db::Executor& executor, const std::fil
                   "EXPLAIN QUERY PLAN failed: " + plan.error);
   QueryPlanText out;
   out.rows = plan_rows(plan.result);
+  std::map<std::string, std::string> aliases;
+  collect_aliases(*parsed->select, aliases);
+  for (auto& r : out.rows) r.detail = with_table_names(r.detail, aliases);
   out.tree = render_plan_tree(out.rows);
   std::string tables = tables_of_plan(out.rows);
   out.steps.push_back("Preparation: open the tables " + (tables.empty() ? std::string("(none)") : tables) + ".");

@@ -1,0 +1,272 @@
+// Generators: golden prompt renderings per generator for a fixture question (rewritten with
+// NL2SQL_UPDATE_GOLDEN=1), configuration errors naming their key, QP demonstrations built from a
+// JSONL of (question, SQL, database) pairs, and the whole stage (all generators + fixer) on the
+// bundled mini set with the offline `sim` provider (simulated answers: this checks machinery).
+#include <cstdlib>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/context/retrieve.h"
+#include "nl2sql/context/value_index.h"
+#include "nl2sql/core/files.h"
+#include "nl2sql/eval/compare.h"
+#include "nl2sql/fix/fixer.h"
+#include "nl2sql/generate/generator.h"
+#include "nl2sql/generate/qp_demos.h"
+#include "nl2sql/llm/client.h"
+#include "support/test_env.h"
+
+namespace nl2sql::generate {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json sim_llm() {
+  return json::parse(R"({"models": {"sim": {"provider": "sim"}, "sim2": {"provider": "sim"}},
+                         "default_profile": "sim", "cache": {"mode": "off"}})");
+}
+
+json all_generators() {
+  return json::parse(R"([{"name": "baseline"},
+                          {"name": "dc", "samples": 2, "shuffle": true},
+                          {"name": "qp"},
+                          {"name": "os", "general_examples": 2, "filtered_examples": 2},
+                          {"name": "ssev", "profiles": ["sim", "sim2"]}])");
+}
+
+class Generators : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    root_ = testing::build_mini_bird(dir_->path() / "mini");
+    data::DatasetSpec spec;
+    spec.data_dir = root_;
+    auto ds = data::load_dataset(spec);
+    ASSERT_TRUE(ds.is_ok()) << ds.status().message();
+    ds_ = new data::Dataset(std::move(*ds));
+    ex_ = new db::Executor();
+    indexes_ = new std::map<std::string, context::ValueIndex>();
+    for (const auto& [id, path] : ds_->db_paths) {
+      context::IndexOptions o;
+      o.index_dir = dir_->path() / "index";
+      auto idx = context::open_index(id, path, ds_->schemas.at(id), o, *ex_);
+      ASSERT_TRUE(idx.is_ok()) << idx.status().message();
+      indexes_->emplace(id, std::move(*idx));
+    }
+  }
+  static void TearDownTestSuite() {
+    delete indexes_;
+    delete ex_;
+    delete ds_;
+    delete dir_;
+  }
+
+  struct Run {
+    std::unique_ptr<llm::Client> client;
+    std::vector<std::unique_ptr<Generator>> generators;
+  };
+  static Run make(const json& generators) {
+    core::Config config(json{{"llm", sim_llm()}, {"generate", {{"generators", generators}}}});
+    Run r;
+    auto c = llm::Client::from_config(config);
+    EXPECT_TRUE(c.is_ok()) << c.status().message();
+    r.client = std::move(*c);
+    auto g = make_generators(config, r.client.get(), ex_, llm::bundled_prompts_dir());
+    EXPECT_TRUE(g.is_ok()) << g.status().message();
+    if (g) r.generators = std::move(*g);
+    return r;
+  }
+  struct Inputs {
+    context::Retrieval retrieval;
+    GenerationInput in;
+  };
+  static std::unique_ptr<Inputs> input_for(const data::Question& q) {
+    auto p = std::make_unique<Inputs>();
+    const auto& schema = ds_->schemas.at(q.db_id);
+    const auto& index = indexes_->at(q.db_id);
+    p->retrieval = context::retrieve(index, schema, q.question, q.evidence);
+    p->in.question = &q;
+    p->in.schema = &schema;
+    p->in.db_path = ds_->db_paths.at(q.db_id);
+    p->in.index = &index;
+    p->in.retrieval = &p->retrieval;
+    p->in.seed = 42;
+    return p;
+  }
+
+  static testing::TempDir* dir_;
+  static fs::path root_;
+  static data::Dataset* ds_;
+  static db::Executor* ex_;
+  static std::map<std::string, context::ValueIndex>* indexes_;
+};
+testing::TempDir* Generators::dir_ = nullptr;
+fs::path Generators::root_;
+data::Dataset* Generators::ds_ = nullptr;
+db::Executor* Generators::ex_ = nullptr;
+std::map<std::string, context::ValueIndex>* Generators::indexes_ = nullptr;
+
+TEST_F(Generators, GoldenPromptRenderings) {
+  auto run = make(all_generators());
+  ASSERT_EQ(run.generators.size(), 5u);
+  const auto* q = ds_->find_question("0");
+  ASSERT_NE(q, nullptr);
+  auto inputs = input_for(*q);
+  for (const auto& g : run.generators) {
+    SCOPED_TRACE(g->name());
+    auto cands = g->generate(inputs->in);
+    ASSERT_TRUE(cands.is_ok()) << cands.status().message();
+    ASSERT_FALSE(cands->empty());
+    // The calls of the first candidate, and for ssev the first PostSQL's too.
+    std::vector<const LlmCallTrace*> calls;
+    for (const auto& c : cands->front().calls) calls.push_back(&c);
+    for (const auto& c : *cands)
+      if (c.generator == "postsql") {
+        calls.push_back(&c.calls.front());
+        break;
+      }
+    std::string text;
+    for (const auto* c : calls) {
+      EXPECT_EQ(c->provider, "sim");
+      EXPECT_FALSE(c->template_hash.empty());
+      text += "==== " + c->stage + " (" + c->template_name + ")\n" + c->prompt + "\n";
+    }
+    const fs::path golden = testing::fixtures_dir().parent_path() / "generate" / "golden" / (g->name() + ".txt");
+    if (std::getenv("NL2SQL_UPDATE_GOLDEN")) {
+      ASSERT_TRUE(core::write_file_atomic(golden, text).is_ok());
+    }
+    auto want = core::read_file(golden);
+    ASSERT_TRUE(want.is_ok()) << want.status().message() << " (NL2SQL_UPDATE_GOLDEN=1 writes it)";
+    EXPECT_EQ(text, *want);
+    // Every prompt carries the question and the rendered schema.
+    EXPECT_NE(text.find("CREATE TABLE"), std::string::npos);
+  }
+}
+
+TEST_F(Generators, ShuffleVariesSchemaOrderAcrossSamples) {
+  auto run = make(json::parse(R"([{"name": "dc", "samples": 3, "shuffle": true}])"));
+  const auto* q = ds_->find_question("5");
+  auto inputs = input_for(*q);
+  auto cands = run.generators.front()->generate(inputs->in);
+  ASSERT_TRUE(cands.is_ok());
+  ASSERT_EQ(cands->size(), 3u);
+  std::set<std::string> prompts;
+  for (const auto& c : *cands) prompts.insert(c.calls.front().prompt);
+  EXPECT_GE(prompts.size(), 2u);
+  EXPECT_EQ((*cands)[2].id, "dc#2");
+  // Same seed, same prompts.
+  auto again = run.generators.front()->generate(inputs->in);
+  ASSERT_TRUE(again.is_ok());
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ((*again)[i].calls.front().prompt, (*cands)[i].calls.front().prompt);
+}
+
+TEST_F(Generators, ConfigErrorsNameTheKey) {
+  auto client = llm::Client::from_config(core::Config(json{{"llm", sim_llm()}}));
+  ASSERT_TRUE(client.is_ok());
+  auto err = [&](const char* gens) {
+    core::Config config(json{{"generate", {{"generators", json::parse(gens)}}}});
+    auto g = make_generators(config, client->get(), ex_, llm::bundled_prompts_dir());
+    EXPECT_FALSE(g.is_ok());
+    return g.is_ok() ? std::string() : g.status().message();
+  };
+  EXPECT_NE(err(R"([{"name": "magic"}])").find("generate.generators[0].name"), std::string::npos);
+  EXPECT_NE(err(R"([{"name": "dc", "sampels": 2}])").find("generate.generators[0].sampels"), std::string::npos);
+  EXPECT_NE(err(R"([{"name": "dc", "samples": 0}])").find("samples"), std::string::npos);
+  EXPECT_NE(err(R"([{"name": "dc"}, {"name": "dc"}])").find("generate.generators[1].label"), std::string::npos);
+  EXPECT_NE(err(R"([{"name": "qp", "demos": {"count": 2}}])").find("generate.generators[0].demos"), std::string::npos);
+  EXPECT_NE(err(R"([{"samples": 2}])").find("generate.generators[0].name"), std::string::npos);
+}
+
+TEST_F(Generators, QueryPlanDemosBuiltFromJsonl) {
+  const fs::path jsonl = dir_->path() / "pairs.jsonl";
+  {
+    std::ofstream out(jsonl);
+    for (const auto& q : ds_->questions)
+      out << json{{"question", q.question}, {"sql", q.gold_sql}, {"db_path", ds_->db_paths.at(q.db_id).string()}}.dump()
+          << "\n";
+  }
+  QpDemoSource src;
+  src.jsonl = jsonl;
+  src.count = 4;
+  auto demos = build_qp_demos(src, *ex_);
+  ASSERT_TRUE(demos.is_ok()) << demos.status().message();
+  ASSERT_EQ(demos->size(), 4u);
+  std::set<std::string> sqls;
+  for (const auto& d : *demos) {
+    sqls.insert(d.sql);
+    EXPECT_NE(d.plan_text.find("Preparation: open the tables"), std::string::npos);
+    EXPECT_NE(d.plan_text.find("Deliver"), std::string::npos);
+  }
+  EXPECT_EQ(sqls.size(), 4u);
+  const std::string text = format_qp_demos(*demos);
+  EXPECT_NE(text.find("Example 4"), std::string::npos);
+  EXPECT_NE(text.find("```sql\n"), std::string::npos);
+
+  // Through the config: the built demonstrations reach the prompt.
+  auto run = make(json::parse(R"([{"name": "qp", "demos": {"jsonl": ")" + jsonl.string() + R"(", "count": 2}}])"));
+  ASSERT_EQ(run.generators.size(), 1u);
+  auto inputs = input_for(*ds_->find_question("1"));
+  auto cands = run.generators.front()->generate(inputs->in);
+  ASSERT_TRUE(cands.is_ok());
+  const std::string& prompt = cands->front().calls.front().prompt;
+  EXPECT_NE(prompt.find((*demos)[0].sql), std::string::npos);
+  EXPECT_EQ(prompt.find("Example 3 ("), std::string::npos);
+
+  QpDemoSource bad;
+  bad.jsonl = dir_->path() / "missing.jsonl";
+  EXPECT_FALSE(build_qp_demos(bad, *ex_).is_ok());
+}
+
+TEST_F(Generators, SimEndToEndOnTheMiniSet) {
+  auto run = make(all_generators());
+  core::Config fix_config;
+  auto fixer = fix::Fixer::create(fix_config, run.client.get(), llm::bundled_prompts_dir());
+  ASSERT_TRUE(fixer.is_ok()) << fixer.status().message();
+  size_t total = 0, exec_before = 0, exec_after = 0, matches = 0, questions_with_match = 0;
+  for (const auto& q : ds_->questions) {
+    SCOPED_TRACE(q.question_id);
+    auto inputs = input_for(q);
+    auto gold = ex_->run(inputs->in.db_path, q.gold_sql);
+    ASSERT_TRUE(gold.ok()) << gold.error;
+    bool any = false;
+    size_t per_question = 0;
+    for (const auto& g : run.generators) {
+      auto cands = g->generate(inputs->in);
+      ASSERT_TRUE(cands.is_ok()) << cands.status().message();
+      for (auto& c : *cands) {
+        ++total;
+        ++per_question;
+        EXPECT_TRUE(c.extraction_ok) << c.extraction_error;
+        EXPECT_EQ(c.calls.back().provider, "sim");
+        Candidate unfixed = c;
+        fix::execute_candidate(unfixed, *ex_, inputs->in.db_path);
+        exec_before += unfixed.execution.ok();
+        fix::FixInput fin{&q, inputs->in.schema, inputs->in.db_path, inputs->in.index, inputs->in.retrieval, ex_, 1};
+        ASSERT_TRUE(fixer->fix(c, fin).is_ok());
+        exec_after += c.execution.ok();
+        EXPECT_LE(c.fix_rounds.size(), 3u);
+        EXPECT_EQ(c.still_failing, !c.execution.ok() || c.execution.rows == 0);
+        if (c.generator == "postsql") {
+          EXPECT_NE(c.reasoning.find("linked schema"), std::string::npos);
+        }
+        auto r = ex_->run(inputs->in.db_path, c.sql);
+        if (r.ok() && eval::bird_equal(r.result, gold.result)) {
+          ++matches;
+          any = true;
+        }
+      }
+    }
+    EXPECT_EQ(per_question, 9u);  // 1 + 2 + 1 + 1 + (2 PreSQL + 2 PostSQL)
+    questions_with_match += any;
+  }
+  EXPECT_EQ(total, 9u * ds_->questions.size());
+  EXPECT_GE(exec_after, exec_before);
+  EXPECT_GT(matches, 0u);
+  // With p_correct 0.6 and 9 candidates, nearly every question has a gold-equal candidate.
+  EXPECT_GE(questions_with_match, ds_->questions.size() - 2);
+}
+
+}  // namespace
+}  // namespace nl2sql::generate
