@@ -44,6 +44,14 @@ string cut(const string& s, size_t limit) {
   return s.substr(0, n) + fmt::format(" … [{} more bytes]", s.size() - n);
 }
 
+// A chart label: at most `limit` bytes, cut on a UTF-8 boundary with an ellipsis.
+string short_label(const string& s, size_t limit) {
+  if (s.size() <= limit) return s;
+  size_t n = limit;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n) + "…";
+}
+
 struct Bar {
   string label;
   double value = 0, lo = 0, hi = 0;
@@ -53,11 +61,11 @@ struct Bar {
 // Horizontal bars on a 0–100 scale with 95% CI whiskers.
 string bar_chart(const string& id, const string& title, const std::vector<Bar>& bars) {
   if (bars.empty()) return "";
-  const int w = 760, left = 210, right = 110, top = 28, row = 22;
+  const int w = 800, left = 230, right = 150, top = 28, row = 22;
   const int plot = w - left - right;
   const int h = top + row * static_cast<int>(bars.size()) + 10;
-  string s = fmt::format("<svg class=\"chart\" id=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\"><title>{}</title>",
-                         esc(id), w, h, w, h, esc(title), esc(title));
+  string s = fmt::format("<div class=\"cap\">{}</div><svg class=\"chart\" id=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\"><title>{}</title>",
+                         esc(title), esc(id), w, h, w, h, esc(title), esc(title));
   for (int t = 0; t <= 100; t += 25) {
     double x = left + plot * t / 100.0;
     s += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\"/><text class=\"axis\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
@@ -67,7 +75,7 @@ string bar_chart(const string& id, const string& title, const std::vector<Bar>& 
     const Bar& b = bars[i];
     double y = top + row * static_cast<double>(i);
     double v = std::clamp(b.value, 0.0, 100.0);
-    s += fmt::format("<text class=\"label\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 6, y + 14, esc(cut(b.label, 32)));
+    s += fmt::format("<text class=\"label\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 6, y + 14, esc(short_label(b.label, 34)));
     s += fmt::format("<rect class=\"bar\" x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"15\" data-label=\"{}\" data-value=\"{}\"><title>{}: {}%{}</title></rect>",
                      left, y + 3, plot * v / 100.0, esc(b.label), num(b.value), esc(b.label), num(b.value), esc(b.note));
     if (b.hi > b.lo)
@@ -96,8 +104,8 @@ string line_chart(const string& id, const string& title, const std::vector<doubl
   if (y1 <= y0) y1 = y0 + 1;
   auto px = [&](double x) { return left + pw * (tx(x) - x0) / (x1 - x0); };
   auto py = [&](double y) { return top + ph * (1 - (y - y0) / (y1 - y0)); };
-  string s = fmt::format("<svg class=\"chart\" id=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\"><title>{}</title>",
-                         esc(id), w, h, w, h, esc(title), esc(title));
+  string s = fmt::format("<div class=\"cap\">{}</div><svg class=\"chart\" id=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\"><title>{}</title>",
+                         esc(title), esc(id), w, h, w, h, esc(title), esc(title));
   for (int t = 0; t <= 4; ++t) {
     double y = y0 + (y1 - y0) * t / 4.0;
     s += fmt::format("<line class=\"grid\" x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\"/><text class=\"axis\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
@@ -123,7 +131,7 @@ string line_chart(const string& id, const string& title, const std::vector<doubl
     }
     s += fmt::format("<polyline class=\"line\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>", color, pts) + dots;
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text class=\"label\" x=\"{}\" y=\"{}\">{}</text>",
-                     left + pw + 14, top + 18 * static_cast<int>(si), color, left + pw + 30, top + 18 * static_cast<int>(si) + 11, esc(cut(series[si].name, 20)));
+                     left + pw + 14, top + 18 * static_cast<int>(si), color, left + pw + 30, top + 18 * static_cast<int>(si) + 11, esc(short_label(series[si].name, 20)));
   }
   return s + "</svg>";
 }
@@ -142,7 +150,7 @@ string upset_chart(const json& overlap, const std::vector<string>& gens) {
                          w, h, w, h);
   for (size_t g = 0; g < gens.size(); ++g)
     s += fmt::format("<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 8,
-                     top + barh + 10 + rowh * static_cast<int>(g) + 14, esc(cut(gens[g], 16)));
+                     top + barh + 10 + rowh * static_cast<int>(g) + 14, esc(short_label(gens[g], 16)));
   for (size_t i = 0; i < cols; ++i) {
     const json& e = overlap[i];
     size_t c = e["questions"].get<size_t>();
@@ -276,7 +284,7 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:6px;ma
 svg.chart{display:block;margin:8px 0;font-size:12px}svg .bar{fill:#4e79a7}svg .ci{stroke:#222;stroke-width:1.5}
 svg .grid{stroke:#e5e5e5}svg .axis{fill:#666}svg .dot{fill:#ddd}svg .dot.on{fill:#222}svg .member{stroke:#222;stroke-width:2}
 details.q{border-bottom:1px solid #eee;padding:3px 0}details.q>summary{cursor:pointer}.qbody{padding:6px 18px}
-table.small td{font-size:.9em}#qfilter{width:320px;padding:4px}
+table.small td{font-size:.9em}.cap{font-weight:600;margin-top:14px;color:#444}#qfilter{width:320px;padding:4px}
 )css";
 
 const char* kHeadScript = R"js(

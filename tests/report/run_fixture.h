@@ -1,0 +1,55 @@
+// Test helper: the hand-made run in tests/fixtures/runs/mini (manifest.json + records.jsonl,
+// eight questions of the bundled mini BIRD set, simulated) loaded into a run store.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/core/files.h"
+#include "nl2sql/pipeline/run_store.h"
+#include "support/test_env.h"
+
+namespace nl2sql::testing {
+
+inline nlohmann::json fixture_manifest() {
+  auto m = core::read_json_file(fixtures_dir() / "runs" / "mini" / "manifest.json");
+  EXPECT_TRUE(m.is_ok()) << m.status().to_string();
+  return m.is_ok() ? *m : nlohmann::json::object();
+}
+
+inline std::vector<nlohmann::json> fixture_records() {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(fixtures_dir() / "runs" / "mini" / "records.jsonl");
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  EXPECT_EQ(out.size(), 8u);
+  return out;
+}
+
+// Writes a run store at `dir` holding `records` (final rows plus a "generate" row each, as the
+// pipeline would) and `manifest`.
+inline void write_run(const std::filesystem::path& dir, const nlohmann::json& manifest,
+                      const std::vector<nlohmann::json>& records) {
+  auto store = pipeline::RunStore::open(dir, true);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  for (const auto& r : records) {
+    std::string id = r["question_id"].get<std::string>();
+    int64_t idx = r["index"].get<int64_t>();
+    ASSERT_TRUE((*store)->put_stage(id, idx, "generate", pipeline::kStageDone, {{"candidates", r["candidates"]}}).is_ok());
+    ASSERT_TRUE((*store)->put_stage(id, idx, "final", r["status"] == "ok" ? pipeline::kStageDone : pipeline::kStageError, r).is_ok());
+  }
+  ASSERT_TRUE((*store)->save_manifest(manifest).is_ok());
+  ASSERT_TRUE((*store)->save_resolved_config({{"run", {{"seed", 7}}}, {"report", {{"title", "mini fixture"}}}}).is_ok());
+}
+
+inline void write_fixture_run(const std::filesystem::path& dir) {
+  write_run(dir, fixture_manifest(), fixture_records());
+}
+
+}  // namespace nl2sql::testing

@@ -1,0 +1,238 @@
+#include "nl2sql/report/run_report.h"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "nl2sql/core/files.h"
+#include "report/run_fixture.h"
+#include "support/test_env.h"
+
+namespace nl2sql::report {
+namespace {
+
+using nlohmann::json;
+
+RunData fixture_run() {
+  RunData r;
+  r.name = "mini";
+  r.manifest = testing::fixture_manifest();
+  r.records = testing::fixture_records();
+  return r;
+}
+
+// Expected values are counted by hand from tests/fixtures/runs/mini/records.jsonl (see the
+// comments in each block).
+TEST(RunReport, ExBreakdownsMatchHandCounts) {
+  json rep = build_report(fixture_run(), ReportOptions{});
+  EXPECT_TRUE(rep["simulated"].get<bool>());
+  EXPECT_EQ(rep["primary_metric"], "bird");
+  // Correct: q0 q4 q11 q15; wrong: q1 q2 q19; failed: q6.
+  const json& o = rep["ex"]["overall"];
+  EXPECT_EQ(o["n"], 8);
+  EXPECT_EQ(o["correct"], 4);
+  EXPECT_DOUBLE_EQ(o["ex"].get<double>(), 50.0);
+  EXPECT_LE(o["ci95"][0].get<double>(), 50.0);
+  EXPECT_GE(o["ci95"][1].get<double>(), 50.0);
+  EXPECT_LT(o["ci95"][0].get<double>(), o["ci95"][1].get<double>());
+  const json& d = rep["ex"]["by_difficulty"];
+  EXPECT_EQ(d["simple"]["n"], 4);
+  EXPECT_EQ(d["simple"]["correct"], 2);
+  EXPECT_EQ(d["moderate"]["correct"], 2);
+  EXPECT_EQ(d["moderate"]["n"], 3);
+  EXPECT_EQ(d["challenging"]["correct"], 0);
+  EXPECT_DOUBLE_EQ(rep["ex"]["by_db"]["regional_schools"]["ex"].get<double>(), 40.0);
+  EXPECT_EQ(rep["ex"]["by_db"]["music_store"]["correct"], 2);
+  const json& f = rep["ex"]["by_feature"];
+  EXPECT_EQ(f["join"]["correct"], 3);        // q0 q11 q15 of q0 q6 q11 q15
+  EXPECT_EQ(f["join"]["n"], 4);
+  EXPECT_EQ(f["aggregate"]["correct"], 4);   // q0 q4 q11 q15 of + q19
+  EXPECT_EQ(f["aggregate"]["n"], 5);
+  EXPECT_EQ(f["order_limit"]["correct"], 1); // q15 of q2 q6 q15
+  EXPECT_EQ(f["nested"]["n"], 1);
+  EXPECT_EQ(f["simple"]["n"], 1);            // q1 has no feature
+  EXPECT_EQ(rep["metrics"]["bird"]["correct"], 4);
+  EXPECT_EQ(rep["outcomes"]["RES3"], 4);
+  EXPECT_EQ(rep["outcomes"]["RES2"], 3);
+  EXPECT_EQ(rep["outcomes"]["not_evaluated"], 1);
+  ASSERT_EQ(rep["errors"].size(), 1u);
+  EXPECT_EQ(rep["errors"][0]["question_id"], "6");
+  EXPECT_EQ(rep["questions"].size(), 8u);
+}
+
+TEST(RunReport, SelectorsBoundsGeneratorsOverlapAndErrors) {
+  json rep = build_report(fixture_run(), ReportOptions{});
+  EXPECT_EQ(rep["primary_selector"], "tournament");
+  EXPECT_EQ(rep["selectors"]["tournament"]["correct"], 4);
+  EXPECT_TRUE(rep["selectors"]["tournament"]["primary"].get<bool>());
+  EXPECT_EQ(rep["selectors"]["self_consistency"]["correct"], 4);  // q0 q1 q11 q15
+  EXPECT_FALSE(rep["selectors"]["self_consistency"]["primary"].get<bool>());
+  EXPECT_DOUBLE_EQ(rep["selectors"]["tournament"]["llm_calls"].get<double>(), 6);  // 2+1+0+1+0+1+1
+  EXPECT_DOUBLE_EQ(rep["bounds"]["oracle"]["ex"].get<double>(), 62.5);             // 5 of 8
+  EXPECT_DOUBLE_EQ(rep["bounds"]["adversarial"]["ex"].get<double>(), 12.5);        // q11 only
+
+  const json& g = rep["generators"];
+  EXPECT_EQ(g["dc"]["candidates"], 7);
+  EXPECT_EQ(g["dc"]["correct_candidates"], 3);  // q0 q1 q11 (q15's is unknown)
+  EXPECT_DOUBLE_EQ(g["dc"]["upper_bound_pct"].get<double>(), 37.5);
+  EXPECT_EQ(g["dc"]["unique_correct"], 1);      // q1
+  EXPECT_EQ(g["qp"]["candidates"], 5);
+  EXPECT_EQ(g["qp"]["unique_correct"], 1);      // q15
+  EXPECT_EQ(g["os"]["candidates"], 4);
+  EXPECT_EQ(g["os"]["executable_before_fix"], 3);
+  EXPECT_EQ(g["os"]["executable_after_fix"], 4);
+  EXPECT_DOUBLE_EQ(g["os"]["executable_before_fix_pct"].get<double>(), 75.0);
+  EXPECT_EQ(g["os"]["fix_rounds"], 1);
+  EXPECT_EQ(g["os"]["unique_correct"], 1);      // q4
+
+  const json& ov = rep["overlap"];
+  ASSERT_EQ(ov.size(), 6u);
+  EXPECT_EQ(ov[0]["generators"], json::array());  // none: q2 q6 q19
+  EXPECT_EQ(ov[0]["questions"], 3);
+  size_t total = 0;
+  bool all_three = false;
+  for (const auto& e : ov) {
+    total += e["questions"].get<size_t>();
+    all_three = all_three || e["generators"] == json({"dc", "os", "qp"});
+  }
+  EXPECT_EQ(total, 8u);
+  EXPECT_TRUE(all_three);
+
+  const json& se = rep["selection_errors"];
+  EXPECT_EQ(se["correct"]["count"], 4);
+  EXPECT_EQ(se["wrong_selection"]["question_ids"], json({"1"}));
+  EXPECT_EQ(se["no_correct_candidate"]["question_ids"], json({"2", "19"}));
+  EXPECT_EQ(se["failed"]["question_ids"], json({"6"}));
+  EXPECT_EQ(se["gold_unusable"]["count"], 0);
+}
+
+TEST(RunReport, CurvesUsageLatencyAndWeights) {
+  json rep = build_report(fixture_run(), ReportOptions{});
+  const json& c = rep["curves"];
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0]["k"], 1);
+  EXPECT_EQ(c[0]["n"], 7);
+  EXPECT_NEAR(c[0]["upper"].get<double>(), 100.0 * 5 / 7, 1e-9);
+  EXPECT_NEAR(c[0]["selector"].get<double>(), 100.0 * 4 / 7, 1e-9);
+  EXPECT_EQ(c[1]["k"], 3);
+  EXPECT_DOUBLE_EQ(c[1]["lower"].get<double>(), 50.0);  // q0 no, q11 yes
+  // total latency = 0.4 + 0.05 * index for indexes 0 1 2 4 6 11 15 19
+  const json& t = rep["latency_s"]["total"];
+  EXPECT_NEAR(t["p50"].get<double>(), 0.65, 1e-9);
+  EXPECT_NEAR(t["p90"].get<double>(), 1.21, 1e-9);
+  EXPECT_NEAR(t["max"].get<double>(), 1.35, 1e-9);
+  // generate calls = candidates: 3+2+2+2+0+3+2+2
+  EXPECT_DOUBLE_EQ(rep["usage"]["stages"]["generate"]["calls"].get<double>(), 16);
+  EXPECT_DOUBLE_EQ(rep["usage"]["stages"]["fix"]["calls"].get<double>(), 1);
+  ASSERT_TRUE(rep.contains("weights"));
+  EXPECT_EQ(rep["weights"]["presql"].size(), 7u);
+  EXPECT_DOUBLE_EQ(rep["weights"]["presql"].back()[1].get<double>(), 0.66);
+  EXPECT_EQ(rep["weights"]["presql"].back()[0], 19);
+}
+
+TEST(RunReport, PercentileInterpolates) {
+  EXPECT_DOUBLE_EQ(percentile({}, 0.5), 0);
+  EXPECT_DOUBLE_EQ(percentile({3, 1, 2}, 0.5), 2);
+  EXPECT_DOUBLE_EQ(percentile({1, 2, 3, 4}, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(percentile({10, 20}, 0.95), 19.5);
+}
+
+TEST(RunReport, MarkdownAndCsv) {
+  RunData run = fixture_run();
+  json rep = build_report(run, ReportOptions{});
+  std::string md = render_markdown(rep);
+  EXPECT_NE(md.find("SIMULATED — not a model's accuracy"), std::string::npos);
+  EXPECT_NE(md.find("**EX 50.00%** (95% CI ["), std::string::npos) << md.substr(0, 600);
+  EXPECT_NE(md.find("| tournament (primary) | 50.00 ["), std::string::npos);
+  EXPECT_NE(md.find("| wrong_selection | 1 | 12.50 |"), std::string::npos);
+  EXPECT_NE(md.find("| dc + os + qp | 1 |"), std::string::npos);
+  std::string csv = render_csv(run);
+  size_t lines = std::count(csv.begin(), csv.end(), '\n');
+  EXPECT_EQ(lines, 9u);
+  EXPECT_EQ(csv.rfind("question_id,index,db_id,difficulty,status,correct,outcome,features,candidates,correct_candidates,oracle,adversarial,sel_self_consistency,sel_tournament,cost_usd,latency_s,prediction,error\n", 0), 0u);
+  EXPECT_NE(csv.find("\n6,6,regional_schools,moderate,error,0,,join;order_limit,0,0,0,0,,,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n1,1,regional_schools,simple,ok,0,RES2,,2,1,1,0,1,0,"), std::string::npos) << csv;
+}
+
+TEST(RunReport, HtmlIsSelfContainedEscapedAndCarriesTheCharts) {
+  RunData run = fixture_run();
+  run.records[1]["question"] = "<script>alert('q')</script> & more";
+  run.records[1]["prediction"] = "SELECT '</pre><img src=x onerror=alert(1)>'";
+  run.records[1]["candidates"][0]["generator"] = "dc\"><svg onload=alert(2)>";
+  run.records[1]["selections"]["tournament"]["explanation"] = {{"why", "</details><script>bad()</script>"}};
+  ReportOptions opts;
+  json rep = build_report(run, opts);
+  std::string html = render_html(rep, run, opts);
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(html.find("<img src=x"), std::string::npos);
+  EXPECT_EQ(html.find("<svg onload"), std::string::npos);
+  EXPECT_EQ(html.find("<script>bad()"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(&#39;q&#39;)&lt;/script&gt; &amp; more"), std::string::npos);
+  EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
+  // Exactly our two inline scripts, nothing fetched.
+  size_t scripts = 0;
+  for (size_t p = html.find("<script"); p != std::string::npos; p = html.find("<script", p + 1)) ++scripts;
+  EXPECT_EQ(scripts, 2u);
+  for (const char* banned : {"<script src", "<link", "http://", "https://", "@import", "<iframe"})
+    EXPECT_EQ(html.find(banned), std::string::npos) << banned;
+  EXPECT_NE(html.find("SIMULATED — not a model's accuracy</div>"), std::string::npos);
+  for (const char* id : {"ex-difficulty", "ex-db", "ex-feature", "selectors", "overlap", "curves", "selection-errors", "weights"})
+    EXPECT_NE(html.find(std::string("<svg class=\"chart\" id=\"") + id + "\""), std::string::npos) << id;
+  EXPECT_NE(html.find("class=\"pt\""), std::string::npos);
+  EXPECT_NE(html.find("data-label=\"simple\" data-value=\"50.00\""), std::string::npos);
+  size_t details = 0;
+  for (size_t p = html.find("<details class=\"q\""); p != std::string::npos; p = html.find("<details class=\"q\"", p + 1)) ++details;
+  EXPECT_EQ(details, 8u);
+  EXPECT_NE(html.find("no_such_column"), std::string::npos);            // fixer round of q2
+  EXPECT_NE(html.find("separating_instance"), std::string::npos);       // q0's duel
+  opts.drilldown_limit = 3;
+  html = render_html(rep, run, opts);
+  details = 0;
+  for (size_t p = html.find("<details class=\"q\""); p != std::string::npos; p = html.find("<details class=\"q\"", p + 1)) ++details;
+  EXPECT_EQ(details, 3u);
+}
+
+TEST(RunReport, WriteReportsFromTheStoreAndOptionsFromConfig) {
+  testing::TempDir dir;
+  testing::write_fixture_run(dir / "run");
+  auto run = load_run(dir / "run");
+  ASSERT_TRUE(run.is_ok()) << run.status().to_string();
+  EXPECT_EQ(run->name, "run");
+  EXPECT_EQ(run->records.size(), 8u);
+  auto opts = ReportOptions::from_config(run->config);
+  ASSERT_TRUE(opts.is_ok());
+  EXPECT_EQ(opts->title, "mini fixture");
+  ASSERT_TRUE(write_reports(*run, dir / "run", *opts).is_ok());
+  for (const char* f : {"report.json", "report.md", "per_question.csv", "report.html"})
+    EXPECT_TRUE(std::filesystem::exists(dir / "run" / f)) << f;
+  auto rep = core::read_json_file(dir / "run" / "report.json");
+  ASSERT_TRUE(rep.is_ok());
+  EXPECT_EQ((*rep)["run"]["title"], "mini fixture");
+  EXPECT_EQ((*rep)["ex"]["overall"]["correct"], 4);
+
+  EXPECT_FALSE(ReportOptions::from_config({{"report", {{"bootstrap_samples", 5}}}}).is_ok());
+  EXPECT_FALSE(ReportOptions::from_config({{"report", {{"html", "yes"}}}}).is_ok());
+  auto off = ReportOptions::from_config({{"report", {{"html", false}, {"drilldown_limit", 2}}}});
+  ASSERT_TRUE(off.is_ok());
+  EXPECT_FALSE(off->html);
+  EXPECT_EQ(off->drilldown_limit, 2u);
+
+  // The CLI regenerates them.
+  std::filesystem::remove(dir / "run" / "report.html");
+  auto r = testing::run_nl2sql("report " + (dir / "run").string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("EX 50.00%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SIMULATED"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(dir / "run" / "report.html"));
+  EXPECT_EQ(testing::run_nl2sql("report " + (dir / "missing").string()).exit_code, 2);
+}
+
+TEST(RunReport, BadRecordIsNamed) {
+  EXPECT_TRUE(check_record({{"question_id", "3"}, {"index", 3}}).is_ok());
+  EXPECT_NE(check_record({{"question_id", "3"}}).message().find("question 3"), std::string::npos);
+  EXPECT_NE(check_record({{"question_id", "4"}, {"index", 4}, {"candidates", 1}}).message().find("\"candidates\""), std::string::npos);
+  EXPECT_FALSE(check_record({{"index", 4}}).is_ok());
+}
+
+}  // namespace
+}  // namespace nl2sql::report
