@@ -138,8 +138,17 @@ RunFn setup_run(CLI::App& parent) {
       }
       filter.shard = *shard;
     }
+    std::optional<double> fail_under = a->fail_under;
+    if (!fail_under && config->has("run.fail_under") && !config->find("run.fail_under")->is_null()) {
+      auto f = config->get_number("run.fail_under");
+      if (!f) {
+        spdlog::error("{}", f.status().message());
+        return kExitBadInput;
+      }
+      fail_under = *f;
+    }
     return run_one(*config, a->config.name(), a->dataset, filter, a->out, a->force_new, a->max_cost,
-                   a->fail_under, *progress, a->index_dir, nullptr);
+                   fail_under, *progress, a->index_dir, nullptr);
   };
 }
 

@@ -91,7 +91,7 @@ Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmar
   if (!sql_threads) return sql_threads.status();
   if (*sql_threads < 0) return invalid_input("config key run.sql_threads: must be >= 0 (0: one per core)");
   s.sql_threads = *sql_threads > 0 ? static_cast<size_t>(*sql_threads) : core::default_threads();
-  if (config.has("run.max_cost_usd")) {
+  if (config.has("run.max_cost_usd") && !config.find("run.max_cost_usd")->is_null()) {
     auto c = config.get_number("run.max_cost_usd");
     if (!c) return c.status();
     s.max_cost_usd = *c;
