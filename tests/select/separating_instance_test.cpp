@@ -1,0 +1,250 @@
+// Separating instances on a hand-built database where the answers are known: a case-mismatched
+// literal, a wrong join key, COUNT vs COUNT(DISTINCT), a subquery in WHERE; the in-memory
+// instance leaves the source untouched; the answer format round-trips; and the duel selector
+// with the `sim` model picks the candidate that agrees with gold.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/core/config.h"
+#include "nl2sql/core/hash.h"
+#include "nl2sql/data/dataset.h"
+#include "nl2sql/eval/compare.h"
+#include "nl2sql/llm/client.h"
+#include "nl2sql/select/selector.h"
+#include "nl2sql/select/separating_instance.h"
+#include "support/test_env.h"
+
+namespace nl2sql::select {
+namespace {
+
+const char* kBank = R"(
+CREATE TABLE district (district_id INTEGER PRIMARY KEY, a2 TEXT, a3 TEXT);
+CREATE TABLE account (account_id INTEGER PRIMARY KEY, district_id INTEGER REFERENCES district,
+                      frequency TEXT);
+CREATE TABLE client (client_id INTEGER PRIMARY KEY, name TEXT, district_id INTEGER);
+CREATE TABLE loan (loan_id INTEGER PRIMARY KEY, client_id INTEGER REFERENCES client, amount INTEGER);
+INSERT INTO district VALUES (1, 'Praha', 'Prague'), (2, 'Kolin', 'east Bohemia'),
+  (3, 'Pisek', 'south Bohemia'), (4, 'Nachod', 'east Bohemia'), (5, 'Brno', 'south Moravia');
+INSERT INTO account VALUES (10, 1, 'monthly'), (11, 2, 'monthly'), (12, 2, 'weekly'),
+  (13, 3, 'monthly'), (14, 4, 'monthly'), (15, 4, 'weekly'), (16, 5, 'monthly'),
+  (17, 2, 'monthly'), (18, 3, 'weekly'), (19, 1, 'monthly');
+INSERT INTO client VALUES (100, 'Ana', 1), (101, 'Ben', 2), (102, 'Cyril', 3), (103, 'Dana', 4),
+  (104, 'Emil', 5), (105, 'Fran', 2);
+INSERT INTO loan VALUES (1000, 100, 800), (1001, 101, 2500), (1002, 101, 9000), (1003, 103, 6000),
+  (1004, 104, 1200), (1005, 105, 300);
+)";
+
+class SeparatingInstanceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = tmp_ / "bank.sqlite";
+    nl2sql::testing::build_database(db_, kBank);
+    auto b = InstanceBuilder::open(db_, executor_);
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    builder_ = std::make_unique<InstanceBuilder>(std::move(*b));
+  }
+
+  SeparatingInstance separate(const std::string& a, const std::string& b, uint64_t seed = 1) {
+    auto la = builder_->lineage(a);
+    auto lb = builder_->lineage(b);
+    EXPECT_TRUE(la.is_ok()) << la.status().to_string();
+    EXPECT_TRUE(lb.is_ok()) << lb.status().to_string();
+    EXPECT_FALSE(eval::relaxed_equal(la->result, lb->result)) << "the fixture pair must differ on D";
+    auto s = builder_->separate(*la, *lb, seed);
+    EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+    return *s;
+  }
+
+  // Every row of D′ is a row of D.
+  void expect_subset(const SeparatingInstance& s) {
+    for (const auto& [table, rows] : s.instance.tables) {
+      auto all = executor_.run(db_, "SELECT * FROM " + table);
+      ASSERT_TRUE(all.ok());
+      for (const auto& row : rows.rows) {
+        bool present = false;
+        for (const auto& r : all.result.rows) present = present || r == row;
+        EXPECT_TRUE(present) << table;
+      }
+    }
+  }
+
+  nl2sql::testing::TempDir tmp_;
+  std::filesystem::path db_;
+  db::Executor executor_;
+  std::unique_ptr<InstanceBuilder> builder_;
+};
+
+TEST_F(SeparatingInstanceTest, CaseMismatchedLiteral) {
+  const std::string base =
+      "SELECT COUNT(*) FROM account JOIN district ON account.district_id = district.district_id "
+      "WHERE account.frequency = 'monthly' AND district.a3 = ";
+  auto before = core::sha256_file(db_);
+  auto s = separate(base + "'East Bohemia'", base + "'east Bohemia'");
+  ASSERT_TRUE(s.found) << s.failure;
+  // (1, 2) sampling for COUNT; the wrong literal matches nothing, so only the right side's
+  // terms exist: up to two (account, district) terms.
+  EXPECT_LE(s.instance.rows(), 4u);
+  ASSERT_EQ(s.answer_a.rows.size(), 1u);
+  EXPECT_EQ(s.answer_a.rows[0][0].i, 0);
+  EXPECT_GE(s.answer_b.rows[0][0].i, 1);
+  expect_subset(s);
+  EXPECT_EQ(*core::sha256_file(db_), *before);  // the source database is never written
+}
+
+TEST_F(SeparatingInstanceTest, WrongJoinKey) {
+  auto s = separate(
+      "SELECT account.account_id FROM account JOIN district ON account.district_id = "
+      "district.district_id WHERE district.a3 = 'south Bohemia'",
+      "SELECT account.account_id FROM account JOIN district ON account.account_id = "
+      "district.district_id WHERE district.a3 = 'south Bohemia'");
+  ASSERT_TRUE(s.found) << s.failure;
+  EXPECT_LE(s.instance.rows(), 4u);
+  // The right join yields accounts 13 or 18 (district 3); the wrong one nothing (no account id 3).
+  EXPECT_TRUE(s.answer_b.rows.empty());
+  ASSERT_FALSE(s.answer_a.rows.empty());
+  for (const auto& r : s.answer_a.rows) EXPECT_TRUE(r[0].i == 13 || r[0].i == 18);
+  expect_subset(s);
+}
+
+TEST_F(SeparatingInstanceTest, CountVersusCountDistinct) {
+  auto s = separate("SELECT COUNT(district_id) FROM account WHERE frequency = 'monthly'",
+                    "SELECT COUNT(DISTINCT district_id) FROM account WHERE frequency = 'monthly'");
+  ASSERT_TRUE(s.found) << s.failure;
+  // Only two accounts of the same district separate them.
+  ASSERT_TRUE(s.instance.tables.count("account"));
+  const auto& acc = s.instance.tables.at("account");
+  EXPECT_GE(acc.rows.size(), 2u);
+  EXPECT_LE(s.instance.rows(), 6u);
+  EXPECT_GT(s.answer_a.rows[0][0].i, s.answer_b.rows[0][0].i);
+  expect_subset(s);
+}
+
+TEST_F(SeparatingInstanceTest, SubqueryInWhere) {
+  auto s = separate(
+      "SELECT name FROM client WHERE client_id IN (SELECT client_id FROM loan WHERE amount > 1000)",
+      "SELECT name FROM client WHERE client_id IN (SELECT client_id FROM loan WHERE amount > 5000)");
+  ASSERT_TRUE(s.found) << s.failure;
+  // A client row and the loan that puts it in the subquery's answer must both be there.
+  ASSERT_TRUE(s.instance.tables.count("client"));
+  ASSERT_TRUE(s.instance.tables.count("loan"));
+  EXPECT_LE(s.instance.rows(), 6u);
+  // Emil (loan 1200) is in A only; Ben/Dana are in both, so A ⊋ B on D′.
+  EXPECT_GT(s.answer_a.rows.size(), s.answer_b.rows.size());
+  expect_subset(s);
+}
+
+TEST_F(SeparatingInstanceTest, SameSeedSameInstance) {
+  const std::string a = "SELECT COUNT(district_id) FROM account WHERE frequency = 'monthly'";
+  const std::string b = "SELECT COUNT(DISTINCT district_id) FROM account WHERE frequency = 'monthly'";
+  auto s1 = separate(a, b, 99), s2 = separate(a, b, 99);
+  EXPECT_EQ(s1.instance.to_json(), s2.instance.to_json());
+  EXPECT_EQ(s1.attempts, s2.attempts);
+}
+
+TEST_F(SeparatingInstanceTest, EquivalentQueriesFailCleanly) {
+  auto la = builder_->lineage("SELECT name FROM client WHERE district_id = 2");
+  auto lb = builder_->lineage("SELECT name FROM client WHERE district_id + 0 = 2");
+  ASSERT_TRUE(la.is_ok() && lb.is_ok());
+  auto s = builder_->separate(*la, *lb, 3);
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_FALSE(s->found);
+  EXPECT_EQ(s->attempts, 42);
+  EXPECT_NE(s->failure.find("42"), std::string::npos);
+}
+
+TEST_F(SeparatingInstanceTest, MemoryDatabaseRefusesWrites) {
+  auto inst = builder_->fetch({{"client", {100, 101}}});
+  ASSERT_TRUE(inst.is_ok());
+  auto mem = MemoryDatabase::create(builder_->schema(), *inst);
+  ASSERT_TRUE(mem.is_ok());
+  auto ok = (*mem)->run("SELECT COUNT(*) FROM client");
+  ASSERT_TRUE(ok.is_ok());
+  EXPECT_EQ(ok->rows[0][0].i, 2);
+  EXPECT_FALSE((*mem)->run("DELETE FROM client").is_ok());
+  EXPECT_FALSE((*mem)->run("SELECT 1; DELETE FROM client").is_ok());
+  EXPECT_EQ((*mem)->run("SELECT COUNT(*) FROM client")->rows[0][0].i, 2);
+}
+
+TEST(AnswerRows, RenderParseAndCompare) {
+  db::ResultSet r;
+  r.columns = {"name", "n"};
+  r.rows = {{db::Value::text("Ana"), db::Value::integer(3)}, {db::Value::text("Ben"), db::Value::real(2.5)}};
+  std::string text = render_answer_rows(r);
+  EXPECT_EQ(text, "[\"Ana\",3]\n[\"Ben\",2.5]");
+  auto back = parse_answer_rows("Here it is:\n```text\n" + text + "\n```\n");
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_TRUE(answers_match(*back, r));
+  // A person writes 3 as "3" and 2.5 as 2.50000001; rows in any order, as one JSON array.
+  auto loose = parse_answer_rows("```json\n[[\"Ben\", 2.50000001], [\"Ana\", \"3\"]]\n```");
+  ASSERT_TRUE(loose.is_ok());
+  EXPECT_TRUE(answers_match(*loose, r));
+  auto none = parse_answer_rows("```text\n(no rows)\n```");
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_TRUE(none->rows.empty());
+  EXPECT_FALSE(answers_match(*none, r));
+  EXPECT_FALSE(parse_answer_rows("```text\nAna, 3\n```").is_ok());
+  EXPECT_EQ(sample_sizes("SELECT SUM(CASE WHEN x THEN 1 END) FROM t", "SELECT 1"), std::make_pair(3, 4));
+  EXPECT_EQ(sample_sizes("SELECT count(*) FROM t", "SELECT 1"), std::make_pair(1, 2));
+  EXPECT_EQ(sample_sizes("SELECT a FROM t", "SELECT b FROM t"), std::make_pair(1, 1));
+}
+
+TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithGold) {
+  core::Config config(nlohmann::json::parse(R"({"llm":{
+      "models":{"offline":{"provider":"sim"}},
+      "roles":{"nl_eval":"offline"},
+      "cache":{"mode":"off"},
+      "sim":{"seed":3,"p_hallucinate":0.0}}})"));
+  auto client = llm::Client::from_config(config);
+  ASSERT_TRUE(client.is_ok()) << client.status().to_string();
+  auto sel = make_selector_named("separating_instances", config,
+                                 {client->get(), &executor_, {}, nullptr});
+  ASSERT_TRUE(sel.is_ok()) << sel.status().to_string();
+  auto schema = data::read_schema_from_database(db_, "bank");
+  ASSERT_TRUE(schema.is_ok());
+  data::Question q;
+  q.question_id = "7";
+  q.db_id = "bank";
+  q.question = "How many monthly accounts are in east Bohemia?";
+  const std::string base =
+      "SELECT COUNT(*) FROM account JOIN district ON account.district_id = district.district_id "
+      "WHERE account.frequency = 'monthly' AND district.a3 = ";
+  q.gold_sql = base + "'east Bohemia'";
+  SelectionInput in;
+  in.question = &q;
+  in.schema = &*schema;
+  in.db_path = db_;
+  in.generator_order = {"dc", "qp"};
+  in.seed = 11;
+  std::vector<std::string> sqls = {base + "'East Bohemia'",  // wrong, largest cluster
+                                   base + "'EAST BOHEMIA'", q.gold_sql,
+                                   "SELECT COUNT(*) FROM account WHERE frequency = 'monthly'"};
+  for (size_t i = 0; i < sqls.size(); ++i) {
+    PoolCandidate c;
+    c.id = "c" + std::to_string(i);
+    c.generator = i < 2 ? "dc" : "qp";
+    c.sql = sqls[i];
+    c.result = executor_.run(db_, sqls[i]);
+    in.candidates.push_back(std::move(c));
+  }
+  in.sim_gold_sql = q.gold_sql;
+  in.sim_candidate_matches_gold = {false, false, true, false};
+  auto s = (*sel)->select(in);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_EQ(s->chosen, 2);
+  EXPECT_EQ(s->explanation["decided_by"], "duels");
+  // Two clusters among three representatives... c0 and c1 agree (both 0), so 3 results:
+  // 0, the gold count and the unfiltered count → 3 duels × 3 asks.
+  EXPECT_EQ(s->explanation["duels"].size(), 3u);
+  EXPECT_EQ(s->llm_calls(), 9);
+  bool kept_instance = false;
+  for (const auto& d : s->explanation["duels"])
+    kept_instance = kept_instance || (d.contains("instance") && d["instance"]["found"] == true &&
+                                      d.contains("majority"));
+  EXPECT_TRUE(kept_instance);
+  EXPECT_EQ(s->calls[0].provider, "sim");
+  EXPECT_EQ(s->calls[0].template_name, "evaluate_on_instance");
+}
+
+}  // namespace
+}  // namespace nl2sql::select
