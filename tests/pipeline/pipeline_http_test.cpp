@@ -1,0 +1,127 @@
+// The pipeline over real HTTP (libcurl → the in-process fake OpenAI server): every stage's calls
+// reach the server, the run is not labelled simulated, the API key never reaches the run folder,
+// and a server that fails every call still yields one recorded (wrong) result per question.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "llm/fake_openai_server.h"
+#include "nl2sql/core/config.h"
+#include "nl2sql/pipeline/pipeline.h"
+#include "nl2sql/report/run_data.h"
+#include "support/test_env.h"
+
+namespace nl2sql::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using llm::testing::FakeOpenAiServer;
+using llm::testing::FakeReply;
+
+const char* kKey = "sk-test-5f0c1e0b9d2a4c7e";
+
+core::Config make_config(const std::string& base_url) {
+  core::Config config(json::parse(R"({
+    "llm": {"models": {"fake": {"base_url": "", "model": "fake-coder", "api_key_env": "NL2SQL_PIPELINE_TEST_KEY",
+                                "price_in_per_mtok": 1.0, "price_out_per_mtok": 2.0}},
+            "default_profile": "fake", "cache": {"mode": "off"},
+            "retry": {"max_attempts": 1, "base_delay_s": 0.01, "max_delay_s": 0.01}},
+    "context": {"keywords": {"llm": true}},
+    "generate": {"generators": [{"name": "baseline", "samples": 2}, {"name": "dc", "samples": 1}]},
+    "fix": {"enabled": true, "max_rounds": 2},
+    "select": {"method": "tournament"},
+    "run": {"selectors": ["tournament", "self_consistency"], "threads": 4}
+  })"));
+  config.set("llm.models.fake.base_url", base_url);
+  return config;
+}
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class PipelineHttp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("NL2SQL_PIPELINE_TEST_KEY", kKey, 1);
+    data_ = testing::build_mini_bird(dir_ / "mini");
+  }
+  RunOptions options(const core::Config& config, const fs::path& out) {
+    RunOptions o;
+    o.config = config;
+    o.dataset.benchmark = data::Benchmark::kBird;
+    o.dataset.data_dir = data_;
+    o.out_dir = out;
+    o.index_dir = dir_ / "index";
+    o.progress = ProgressMode::kOff;
+    return o;
+  }
+  testing::TempDir dir_;
+  fs::path data_;
+};
+
+TEST_F(PipelineHttp, EveryStageCallsTheServerAndTheKeyStaysOutOfTheRunFolder) {
+  // Answers every prompt with text each stage can read: a verdict line for the tournament, a
+  // JSON list for keywords and a final SQL block; the SQL alternates so candidates differ.
+  FakeOpenAiServer server([](const httplib::Request&, int64_t seq) {
+    std::string sql = seq % 3 == 0 ? "SELECT count(*) FROM school" : "SELECT name FROM district";
+    return FakeReply(200, llm::testing::completion_body("Answer: A\n```json\n[\"school\"]\n```\n```sql\n" + sql + "\n```"));
+  });
+  fs::path out = dir_ / "run";
+  auto summary = run(options(make_config(server.base_url()), out));
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->finished, 21u);
+  EXPECT_EQ(summary->failed, 0u);
+  EXPECT_FALSE(summary->simulated);
+  EXPECT_GT(summary->cost_usd, 0.0);
+  // keywords + 3 generation calls per question at least.
+  EXPECT_GE(server.requests(), 21 * 4);
+  for (const auto& auth : server.authorizations()) EXPECT_EQ(auth, std::string("Bearer ") + kKey);
+
+  auto data = report::load_run(out);
+  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  EXPECT_FALSE(data->manifest.value("simulated", true));
+  size_t with_calls = 0;
+  for (const auto& r : data->records) {
+    ASSERT_EQ(r["candidates"].size(), 3u) << r.dump();
+    with_calls += !r["context"]["calls"].empty();
+    for (const auto& c : r["candidates"]) EXPECT_EQ(c["calls"][0]["provider"], "openai");
+  }
+  EXPECT_EQ(with_calls, 21u);
+  for (const auto& entry : fs::recursive_directory_iterator(out)) {
+    if (!entry.is_regular_file()) continue;
+    EXPECT_EQ(read_all(entry.path()).find(kKey), std::string::npos) << entry.path().filename();
+  }
+}
+
+TEST_F(PipelineHttp, AServerFailingEveryCallStillRecordsEveryQuestion) {
+  FakeOpenAiServer server([](const httplib::Request&, int64_t) {
+    return FakeReply(500, R"({"error": {"message": "overloaded"}})");
+  });
+  fs::path out = dir_ / "run";
+  auto summary = run(options(make_config(server.base_url()), out));
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->finished, 21u);
+  EXPECT_EQ(summary->correct, 0u);
+  auto data = report::load_run(out);
+  ASSERT_TRUE(data.is_ok());
+  ASSERT_EQ(data->records.size(), 21u);
+  for (const auto& r : data->records) {
+    EXPECT_EQ(r["prediction"], "") << r["question_id"];
+    // The failure is kept in the trace, not dropped.
+    bool error_kept = r.value("status", "") == "error";
+    for (const auto& c : r.value("candidates", json::array()))
+      error_kept = error_kept || !c.value("extraction_error", "").empty() ||
+                   (!c["calls"].empty() && !c["calls"][0].value("error", "").empty());
+    EXPECT_TRUE(error_kept) << r.dump();
+  }
+}
+
+}  // namespace
+}  // namespace nl2sql::pipeline
