@@ -18,7 +18,7 @@ namespace nl2sql::context {
 
 // Bumped whenever normalize_text, the n-gram definition or the MinHash family changes, so persisted indexes built
 // with the old rules are seen as stale.
-inline constexpr int kNormalizationVersion = 3;
+inline constexpr int kNormalizationVersion = 4;
 
 std::u32string decode_utf8(std::string_view s);
 std::string encode_utf8(std::u32string_view s);
@@ -29,9 +29,20 @@ char32_t fold_code_point(char32_t c);
 std::u32string normalize_code_points(std::string_view s);
 std::string normalize_text(std::string_view s);
 
+// MurmurHash3's 64-bit finalizer: a cheap bijective mixer (inline: it runs per n-gram).
+inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDull;
+  x ^= x >> 33;
+  x *= 0xC4CEB9FE1A85EC53ull;
+  x ^= x >> 33;
+  return x;
+}
+
 // Hashes of the character n-grams of an already-normalized string, padded with one space on
-// each side so word edges and strings shorter than n still give grams ("m" -> " m "). Duplicates
-// are removed; the order is unspecified.
+// each side so word edges and strings shorter than n still give grams ("m" -> " m "). For n <= 3
+// the gram's code points are packed into one word and mixed (mix64), else hashed with XXH3.
+// Duplicates are removed; the order is unspecified.
 std::vector<uint64_t> char_ngram_hashes(std::u32string_view normalized, int n);
 
 // MinHash over 64-bit element hashes (folded to 32 bits) with `num_perm` hash functions

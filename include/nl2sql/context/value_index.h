@@ -121,10 +121,11 @@ class ValueIndex {
   const BuildTimings& timings() const { return timings_; }
 
   // Internal (build): takes the contents; builds the band tables from the band keys, band-major
-  // (keys[b * size + id]).
+  // (keys[b * size + id]), bands sorted on up to `threads` threads.
   void set_contents(std::vector<IndexedColumn> columns, std::vector<SkippedColumn> skipped,
                     std::string raw, std::vector<uint64_t> raw_offsets, std::u32string norm,
-                    std::vector<uint64_t> norm_offsets, const std::vector<uint32_t>& band_keys);
+                    std::vector<uint64_t> norm_offsets, const std::vector<uint32_t>& band_keys,
+                    size_t threads = 1);
 
  private:
   std::vector<uint32_t> band_keys_of(std::u32string_view normalized) const;
