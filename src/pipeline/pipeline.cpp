@@ -1058,8 +1058,9 @@ Result<RunSummary> run(const RunOptions& options) {
   if (options.write_reports) {
     auto data = report::load_run(options.out_dir);
     if (!data) return data.status();
-    report::ReportOptions ropts;
-    NL2SQL_RETURN_IF_ERROR(report::write_reports(*data, options.out_dir, ropts));
+    auto ropts = report::ReportOptions::from_config(s.config.json());
+    if (!ropts) return ropts.status();
+    NL2SQL_RETURN_IF_ERROR(report::write_reports(*data, options.out_dir, *ropts));
   }
   summary.wall_s = seconds_since(started);
   return summary;
