@@ -10,7 +10,8 @@ namespace nl2sql::llm {
 namespace {
 
 const std::set<std::string> kKnownRoles = {"keywords", "column_filter", "generate", "fix",
-                                           "select",   "rank",          "nl_eval",  "judge"};
+                                           "select",   "rank",          "nl_eval",  "judge",
+                                           "describe"};
 const std::set<std::string> kProfileKeys = {
     "provider",   "base_url", "model",       "api_key_env",       "temperature",
     "top_p",      "max_tokens", "price_in_per_mtok", "price_out_per_mtok", "max_in_flight",
