@@ -157,6 +157,24 @@ TEST_F(RunCommand, BudgetStopsSchedulingAndKeepsFinishedWork) {
   EXPECT_EQ(report::load_run(out)->records.size(), 21u);
 }
 
+TEST_F(RunCommand, SweepRunsEveryConfigWithOneCacheAndCompares) {
+  fs::path out = dir_ / "sweep";
+  auto r = testing::run_nl2sql("sweep " + quote(configs_dir() / "quickstart.json") + " " +
+                               quote(configs_dir() / "quickstart.json") + " --set fix.enabled=false" +
+                               " --benchmark bird --data " + quote(data_) + " --questions 0-5 --out " +
+                               quote(out) + " --index-dir " + quote(dir_ / "index"));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Two run folders (the second name made unique), one comparison naming both.
+  EXPECT_EQ(report::load_run(out / "quickstart")->records.size(), 6u);
+  EXPECT_EQ(report::load_run(out / "quickstart-1")->records.size(), 6u);
+  std::ifstream in(out / "comparison.json");
+  ASSERT_TRUE(in.good());
+  json cmp = json::parse(in);
+  ASSERT_EQ(cmp["runs"].size(), 2u);
+  EXPECT_EQ(cmp["common_questions"], 6);
+  EXPECT_NE(r.out.find("quickstart-1"), std::string::npos) << r.out;
+}
+
 TEST_F(RunCommand, BadConfigKeysAreNamed) {
   auto r = testing::run_nl2sql(base_args(dir_ / "bad") + " --set fix.max_roundz=2");
   EXPECT_EQ(r.exit_code, 2);
