@@ -99,23 +99,8 @@ Result<ContextSettings> load_context_settings(const core::Config& config) {
 
 #undef NL2SQL_CTX_READ
 
-json call_to_json(const generate::LlmCallTrace& c) {
-  return {{"stage", c.stage},
-          {"template", c.template_name},
-          {"template_hash", c.template_hash},
-          {"profile", c.profile},
-          {"model", c.model},
-          {"provider", c.provider},
-          {"system", c.system},
-          {"prompt", c.prompt},
-          {"response", c.response},
-          {"error", c.error},
-          {"prompt_tokens", c.prompt_tokens},
-          {"completion_tokens", c.completion_tokens},
-          {"cost_usd", c.cost_usd},
-          {"latency_s", c.latency_s},
-          {"from_cache", c.from_cache}};
-}
+// One trace format everywhere: the candidate trace's (generate/candidate.h).
+json call_to_json(const generate::LlmCallTrace& c) { return generate::to_json(c); }
 
 json QuestionContext::to_json() const {
   json j;
