@@ -42,9 +42,10 @@ bench() {  # label, then run arguments
   local out="$WORK/run-$label"
   start_server
   /usr/bin/time -f "%e %M" -o "$WORK/time-$label" \
-    env OPENAI_BASE_URL="$URL" OPENAI_MODEL=fake-model OPENAI_API_KEY=bench-key \
-    "$BIN" --log-level warn run --config configs/chase.json "$@" --out "$out" \
+    env OPENAI_API_KEY=bench-key "$BIN" --log-level warn run --config configs/chase.json "$@" --out "$out" \
       --index-dir "$WORK/index" --progress off \
+      --set "llm.models={\"bench\":{\"base_url\":\"$URL\",\"model\":\"fake-model\",\"max_in_flight\":$IN_FLIGHT}}" \
+      --set llm.default_profile=bench \
       --set llm.max_in_flight=$IN_FLIGHT --set llm.cache.path="$WORK/llm-$label.sqlite" \
       --set run.threads=$IN_FLIGHT >"$WORK/stdout-$label" 2>"$WORK/stderr-$label" || {
         echo "run failed:"; tail -20 "$WORK/stderr-$label"; exit 1; }

@@ -169,7 +169,7 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
     ModelProfile p;
     p.name = "default";
     p.base_url = env_or("OPENAI_BASE_URL", kDefaultBaseUrl);
-    p.model = "gpt-4o-mini";
+    p.model = env_or("OPENAI_MODEL", "gpt-4o-mini");
     p.api_key_env = "OPENAI_API_KEY";
     read_api_key(p);
     s.profiles[p.name] = p;
