@@ -299,6 +299,16 @@ class QuestionRun {
     return s_.store->put_stage(q_.question_id, static_cast<int64_t>(q_.index), stage, kStageDone,
                                payload);
   }
+  // Candidates from a stored generate/fix payload (replacing any in memory).
+  Status load_candidates(const json& payload) {
+    candidates_.clear();
+    for (const auto& c : payload.value("candidates", json::array())) {
+      auto cand = generate::candidate_from_json(c);
+      if (!cand) return cand.status();
+      candidates_.push_back(std::move(*cand));
+    }
+    return Status::ok();
+  }
   std::optional<json> stored(const std::string& stage) {
     auto r = s_.store->get_stage(q_.question_id, stage);
     if (!r || !r->has_value()) return std::nullopt;
@@ -347,11 +357,7 @@ Status QuestionRun::stage_context() {
 
 Status QuestionRun::stage_generate() {
   if (auto done = stored("generate")) {
-    for (const auto& c : done->value("candidates", json::array())) {
-      auto cand = generate::candidate_from_json(c);
-      if (!cand) return cand.status();
-      candidates_.push_back(std::move(*cand));
-    }
+    NL2SQL_RETURN_IF_ERROR(load_candidates(*done));
     latency_["generate"] = done->value("latency_s", 0.0);
     return Status::ok();
   }
@@ -385,12 +391,7 @@ Status QuestionRun::stage_generate() {
 
 Status QuestionRun::stage_fix() {
   if (auto done = stored("fix")) {
-    candidates_.clear();
-    for (const auto& c : done->value("candidates", json::array())) {
-      auto cand = generate::candidate_from_json(c);
-      if (!cand) return cand.status();
-      candidates_.push_back(std::move(*cand));
-    }
+    NL2SQL_RETURN_IF_ERROR(load_candidates(*done));
     exec_before_fix_ = done->value("executable_before_fix", json::object());
     latency_["fix"] = done->value("latency_s", 0.0);
     return Status::ok();
