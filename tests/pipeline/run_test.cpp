@@ -93,7 +93,9 @@ TEST_F(RunCommand, RunsEveryQuestionAndResumesWithoutRedoingWork) {
               r["selections"]["tournament"]["correct"].get<bool>())
         << r["question_id"];
     // The oracle bound holds whenever the chosen candidate is right.
-    if (r["verdict"]["verdicts"]["bird"].get<bool>()) EXPECT_TRUE(r["bounds"]["oracle"].get<bool>());
+    if (r["verdict"]["verdicts"]["bird"].get<bool>()) {
+      EXPECT_TRUE(r["bounds"]["oracle"].get<bool>());
+    }
     EXPECT_TRUE(r["curves"].contains("1"));
   }
   EXPECT_EQ(with_candidates, 21u);
