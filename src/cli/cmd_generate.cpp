@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -237,6 +238,39 @@ int run_bench(const GenerateArgs& a, const data::Dataset& ds, const core::Config
   return kExitOk;
 }
 
+// The stage as both modes build it: generators, fixer and the run seed (generate.seed).
+// Logs the failing config key's message and returns nullopt on a bad config.
+struct Stage {
+  std::vector<std::unique_ptr<generate::Generator>> generators;
+  std::optional<fix::Fixer> fixer;
+  int64_t seed = 0;
+};
+
+std::optional<Stage> build_stage(const GenerateArgs& a, const core::Config& config, llm::Client* client,
+                                 const db::Executor& executor) {
+  const std::filesystem::path prompts = a.prompts_dir.empty() ? llm::bundled_prompts_dir() : std::filesystem::path(a.prompts_dir);
+  Stage stage;
+  auto generators = generate::make_generators(config, client, &executor, prompts);
+  if (!generators) {
+    spdlog::error("{}", generators.status().message());
+    return std::nullopt;
+  }
+  stage.generators = std::move(*generators);
+  auto fixer = fix::Fixer::create(config, client, prompts);
+  if (!fixer) {
+    spdlog::error("{}", fixer.status().message());
+    return std::nullopt;
+  }
+  stage.fixer.emplace(std::move(*fixer));
+  auto seed = config.get_int("generate.seed", 0);
+  if (!seed) {
+    spdlog::error("{}", seed.status().message());
+    return std::nullopt;
+  }
+  stage.seed = *seed;
+  return stage;
+}
+
 int run_bench_setup(const GenerateArgs& a, const data::Dataset& ds, const core::Config& config) {
   auto client = llm::Client::from_config(config);
   if (!client) {
@@ -244,23 +278,9 @@ int run_bench_setup(const GenerateArgs& a, const data::Dataset& ds, const core::
     return kExitBadInput;
   }
   db::Executor executor;
-  const std::filesystem::path prompts = a.prompts_dir.empty() ? llm::bundled_prompts_dir() : std::filesystem::path(a.prompts_dir);
-  auto generators = generate::make_generators(config, client->get(), &executor, prompts);
-  if (!generators) {
-    spdlog::error("{}", generators.status().message());
-    return kExitBadInput;
-  }
-  auto fixer = fix::Fixer::create(config, client->get(), prompts);
-  if (!fixer) {
-    spdlog::error("{}", fixer.status().message());
-    return kExitBadInput;
-  }
-  auto seed = config.get_int("generate.seed", 0);
-  if (!seed) {
-    spdlog::error("{}", seed.status().message());
-    return kExitBadInput;
-  }
-  return run_bench(a, ds, config, **client, *generators, *fixer, *seed);
+  auto stage = build_stage(a, config, client->get(), executor);
+  if (!stage) return kExitBadInput;
+  return run_bench(a, ds, config, **client, stage->generators, *stage->fixer, stage->seed);
 }
 
 int run_generate(const GenerateArgs& a) {
@@ -312,22 +332,11 @@ int run_generate(const GenerateArgs& a) {
     spdlog::error("{}", client.status().message());
     return kExitBadInput;
   }
-  const std::filesystem::path prompts = a.prompts_dir.empty() ? llm::bundled_prompts_dir() : std::filesystem::path(a.prompts_dir);
-  auto generators = generate::make_generators(config, client->get(), &executor, prompts);
-  if (!generators) {
-    spdlog::error("{}", generators.status().message());
-    return kExitBadInput;
-  }
-  auto fixer = fix::Fixer::create(config, client->get(), prompts);
-  if (!fixer) {
-    spdlog::error("{}", fixer.status().message());
-    return kExitBadInput;
-  }
-  auto run_seed = config.get_int("generate.seed", 0);
-  if (!run_seed) {
-    spdlog::error("{}", run_seed.status().message());
-    return kExitBadInput;
-  }
+  auto stage = build_stage(a, config, client->get(), executor);
+  if (!stage) return kExitBadInput;
+  const auto& generators = stage->generators;
+  const auto& fixer = stage->fixer;
+  const int64_t run_seed = stage->seed;
 
   generate::GenerationInput in;
   in.question = q;
@@ -335,7 +344,7 @@ int run_generate(const GenerateArgs& a) {
   in.db_path = db_path;
   in.index = index ? &*index : nullptr;
   in.retrieval = retrieval ? &*retrieval : nullptr;
-  in.seed = core::xxh64(q->question_id + "\x1fgenerate", static_cast<uint64_t>(*run_seed));
+  in.seed = core::xxh64(q->question_id + "\x1fgenerate", static_cast<uint64_t>(run_seed));
   fix::FixInput fin{q, &schema, db_path, in.index, in.retrieval, &executor, in.seed};
 
   if (!a.json) {
@@ -346,7 +355,7 @@ int run_generate(const GenerateArgs& a) {
     std::cout << "\n";
   }
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& g : *generators) {
+  for (const auto& g : generators) {
     auto cands = g->generate(in);
     if (!cands) {
       spdlog::error("{}", cands.status().message());

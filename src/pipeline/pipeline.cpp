@@ -912,8 +912,8 @@ Result<RunSummary> run(const RunOptions& options) {
     spdlog::warn("the sim provider answers some roles: every accuracy in this run is SIMULATED "
                  "(derived from gold), not a model's");
 
-  // Work list: questions without a final record; resumed ones are replayed for the weights.
-  std::vector<const data::Question*> todo;
+  // Pending: questions without a final record; resumed ones are replayed for the weights.
+  std::vector<const data::Question*> pending;
   std::vector<size_t> positions;
   std::map<std::string, json> finals;
   {
@@ -930,7 +930,7 @@ Result<RunSummary> run(const RunOptions& options) {
     if (finals.count(q.question_id)) {
       ++summary.resumed;
     } else {
-      todo.push_back(&q);
+      pending.push_back(&q);
       positions.push_back(pos);
     }
   }
@@ -974,10 +974,10 @@ Result<RunSummary> run(const RunOptions& options) {
   std::atomic<size_t> not_started{0};
   const std::string primary_metric = manifest["primary_metric"];
   {
-    core::ThreadPool pool(std::min(s.settings.threads, std::max<size_t>(1, todo.size())));
-    for (size_t k = 0; k < todo.size(); ++k) {
+    core::ThreadPool pool(std::min(s.settings.threads, std::max<size_t>(1, pending.size())));
+    for (size_t k = 0; k < pending.size(); ++k) {
       pool.submit([&, k] {
-        const data::Question& q = *todo[k];
+        const data::Question& q = *pending[k];
         bool cancelled = options.cancel && options.cancel->load();
         {
           std::lock_guard lock(mu);
