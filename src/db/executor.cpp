@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <unordered_map>
@@ -248,6 +249,16 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     conn->reverse_scan = limits.reverse_scan_order;
   }
 
+  // No single string or blob may outgrow the result's byte budget: SQLite would otherwise
+  // build it (zeroblob(1e9), a huge replace()/printf) before the row loop could count it.
+  // The floor keeps the SQL text itself (and ordinary values) within the limit.
+  {
+    const size_t cap = limits.max_result_bytes == 0 ? size_t{1000000000} : limits.max_result_bytes;
+    const size_t floor = std::max<size_t>(sql.size() + 64, size_t{1} << 20);
+    sqlite3_limit(conn->db, SQLITE_LIMIT_LENGTH,
+                  static_cast<int>(std::min<size_t>(std::max(cap, floor), 1000000000)));
+  }
+
   std::string text(sql);
   if (explain) text = "EXPLAIN QUERY PLAN " + text;
 
@@ -303,6 +314,9 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
       if (conn->deadline.fired || rc == SQLITE_INTERRUPT)
         return finish(ExecStatus::kTimeout,
                       "query exceeded the " + std::to_string(limits.timeout_s) + " s timeout");
+      if (rc == SQLITE_TOOBIG)
+        return finish(ExecStatus::kRowCap, std::string("a value is larger than the result's byte cap: ") +
+                                               sqlite3_errmsg(conn->db));
       return finish(ExecStatus::kError, sqlite3_errmsg(conn->db));
     }
     if (limits.row_cap > 0 && rows.size() >= limits.row_cap)

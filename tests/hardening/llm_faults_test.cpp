@@ -1,0 +1,309 @@
+// The whole pipeline against a flaky endpoint: the fake OpenAI server in fault mode (429 with
+// and without Retry-After, 500, 503, closed connections, slow bodies, truncated JSON, non-JSON,
+// empty choices, finish_reason "length"), a 401 from a chosen call on, and injected SQL errors.
+// What must hold: the run finishes; every failed call is in the trace with its reason and in the
+// counts of the report; a 401 stops the run early naming the profile (never the key) and loses
+// no finished work — a resume against a good server ends with the records of an uninterrupted
+// run.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "llm/fake_openai_server.h"
+#include "nl2sql/core/config.h"
+#include "nl2sql/core/hash.h"
+#include "nl2sql/pipeline/pipeline.h"
+#include "nl2sql/report/run_data.h"
+#include "support/test_env.h"
+
+namespace nl2sql::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using llm::testing::Fault;
+using llm::testing::FakeOpenAiServer;
+using llm::testing::FakeReply;
+using llm::testing::FaultPlan;
+
+const char* kKey = "sk-faults-7d1f0c2b9e4a";
+const char* kKeyEnv = "NL2SQL_FAULTS_TEST_KEY";
+
+core::Config make_config(const std::string& base_url, int max_attempts) {
+  core::Config config(json::parse(R"({
+    "llm": {"models": {"flaky": {"base_url": "", "model": "fake-coder", "api_key_env": "NL2SQL_FAULTS_TEST_KEY",
+                                 "price_in_per_mtok": 1.0, "price_out_per_mtok": 2.0}},
+            "default_profile": "flaky", "cache": {"mode": "off"},
+            "retry": {"max_attempts": 3, "base_delay_s": 0.001, "max_delay_s": 0.005}},
+    "context": {"keywords": {"llm": true}},
+    "generate": {"generators": [{"name": "baseline", "samples": 2}, {"name": "dc", "samples": 1}]},
+    "fix": {"enabled": true, "max_rounds": 2},
+    "select": {"method": "tournament"},
+    "run": {"selectors": ["tournament", "self_consistency"], "threads": 4, "curve_selector": false}
+  })"));
+  config.set("llm.models.flaky.base_url", base_url);
+  config.set("llm.retry.max_attempts", max_attempts);
+  return config;
+}
+
+// Answers from the request's content only (never its arrival order), so two runs over the same
+// questions get the same answers whatever the thread interleaving: a verdict line for the
+// tournament, a JSON list for keywords, and one of a few SQL blocks (one of them broken, so the
+// fixer has work).
+FakeOpenAiServer::Script content_script() {
+  return [](const httplib::Request& req, int64_t) {
+    static const char* kSql[] = {"SELECT count(*) FROM school", "SELECT name FROM district",
+                                 "SELECT nope FROM school"};
+    uint64_t h = core::xxh64(req.body);
+    return FakeReply(200, llm::testing::completion_body(std::string("Answer: ") + ((h >> 7) % 2 ? "A" : "B") +
+                                                        "\n```json\n[\"school\"]\n```\n```sql\n" +
+                                                        kSql[h % 3] + "\n```"));
+  };
+}
+
+// Every model-call trace in a record: context calls, candidates' calls, fix rounds' calls and
+// the selectors' calls.
+std::vector<json> call_traces(const json& rec) {
+  std::vector<json> out;
+  for (const auto& c : rec.value("context", json::object()).value("calls", json::array())) out.push_back(c);
+  for (const auto& cand : rec.value("candidates", json::array())) {
+    for (const auto& c : cand.value("calls", json::array())) out.push_back(c);
+    for (const auto& r : cand.value("fix_rounds", json::array()))
+      if (r.contains("call")) out.push_back(r["call"]);
+  }
+  for (const auto& [name, sel] : rec.value("selections", json::object()).items())
+    for (const auto& c : sel.value("calls", json::array())) out.push_back(c);
+  return out;
+}
+
+// A record without what legitimately differs between two runs of the same inputs: wall times.
+json stable(json rec) {
+  std::function<void(json&)> strip = [&](json& j) {
+    if (j.is_object()) {
+      for (const char* k : {"latency_s", "elapsed_ms", "updated_at"}) j.erase(k);
+      for (auto& [k, v] : j.items()) strip(v);
+    } else if (j.is_array()) {
+      for (auto& v : j) strip(v);
+    }
+  };
+  strip(rec);
+  return rec;
+}
+
+std::map<std::string, json> stable_records(const fs::path& run) {
+  auto data = report::load_run(run);
+  EXPECT_TRUE(data.is_ok()) << data.status().message();
+  std::map<std::string, json> out;
+  if (data.is_ok())
+    for (const auto& r : data->records) out[r.value("question_id", "")] = stable(r);
+  return out;
+}
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class HardeningLlmFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv(kKeyEnv, kKey, 1);
+    data_ = testing::build_mini_bird(dir_ / "mini");
+  }
+  RunOptions options(const core::Config& config, const fs::path& out) {
+    RunOptions o;
+    o.config = config;
+    o.dataset.benchmark = data::Benchmark::kBird;
+    o.dataset.data_dir = data_;
+    o.out_dir = out;
+    o.index_dir = dir_ / "index";
+    o.progress = ProgressMode::kOff;
+    return o;
+  }
+  testing::TempDir dir_;
+  fs::path data_;
+};
+
+TEST_F(HardeningLlmFaults, FakeServerFaultPlanIsSeededAndHonoursChosenCalls) {
+  FaultPlan p = FaultPlan::uniform(0.5, 42);
+  p.at_call[3] = Fault::k503;
+  p.fail_401_from = 100;
+  std::map<Fault, int> seen;
+  for (int64_t seq = 0; seq < 100; ++seq) {
+    EXPECT_EQ(p.decide(seq), FaultPlan(p).decide(seq)) << seq;  // a pure function of the plan
+    ++seen[p.decide(seq)];
+  }
+  EXPECT_EQ(p.decide(3), Fault::k503);
+  EXPECT_EQ(p.decide(100), Fault::k401);
+  EXPECT_EQ(p.decide(5000), Fault::k401);
+  EXPECT_EQ(seen.count(Fault::k401), 0u);
+  EXPECT_GT(seen[Fault::kNone], 30);
+  EXPECT_LT(seen[Fault::kNone], 70);
+  EXPECT_GE(seen.size(), 8u) << "most kinds drawn at rate 0.05 each over 100 requests";
+  FaultPlan other = FaultPlan::uniform(0.5, 43);
+  int differ = 0;
+  for (int64_t seq = 0; seq < 100; ++seq) differ += other.decide(seq) != p.decide(seq);
+  EXPECT_GT(differ, 20) << "the seed matters";
+}
+
+TEST_F(HardeningLlmFaults, RunSurvivesEveryFaultKindAndCountsThem) {
+  FakeOpenAiServer server(content_script());
+  server.set_faults(FaultPlan::uniform(0.35, 2026));
+  fs::path out = dir_ / "run";
+  auto summary = run(options(make_config(server.base_url(), 3), out));
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->finished, 21u);
+  EXPECT_TRUE(summary->auth_error.empty());
+
+  // The server really misbehaved, in every way it can.
+  auto injected = server.faults();
+  for (Fault f : llm::testing::all_random_faults())
+    EXPECT_GT(injected[f], 0) << "fault kind never injected: " << llm::testing::fault_name(f);
+  EXPECT_GT(summary->llm_retries, 0);
+  EXPECT_GT(summary->llm_failed, 0);
+
+  // Every failed call is in some trace, with its reason as a typed kind.
+  auto data = report::load_run(out);
+  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  ASSERT_EQ(data->records.size(), 21u);
+  const std::set<std::string> kinds = {"rate_limited", "server_error", "connection", "timeout",
+                                       "not_json", "missing_field", "empty_choices", "truncated"};
+  int64_t traced_failures = 0, record_failures = 0, record_retries = 0;
+  std::map<std::string, int64_t> traced_by_kind;
+  for (const auto& r : data->records) {
+    for (const auto& c : call_traces(r)) {
+      std::string err = c.value("error", "");
+      if (err.empty()) continue;
+      ++traced_failures;
+      ASSERT_EQ(err.front(), '[') << err;
+      std::string kind = err.substr(1, err.find(']') - 1);
+      EXPECT_TRUE(kinds.count(kind)) << err;
+      ++traced_by_kind[kind];
+      EXPECT_EQ(err.find(kKey), std::string::npos);
+    }
+    ASSERT_TRUE(r.contains("llm_faults")) << r["question_id"];
+    record_failures += r["llm_faults"]["failed_calls"].get<int64_t>();
+    record_retries += r["llm_faults"]["retries"].get<int64_t>();
+  }
+  EXPECT_EQ(traced_failures, summary->llm_failed) << "a failed call is missing from the traces";
+  EXPECT_EQ(record_failures, summary->llm_failed);
+  EXPECT_EQ(record_retries, summary->llm_retries);
+  // Malformed answers and exhausted retries both show up.
+  EXPECT_GT(traced_by_kind["not_json"] + traced_by_kind["empty_choices"] + traced_by_kind["truncated"], 0);
+
+  // The counts are in the reports.
+  json rep = json::parse(read_all(out / "report.json"));
+  EXPECT_EQ(rep["llm_faults"]["failed_calls"].get<int64_t>(), summary->llm_failed);
+  EXPECT_EQ(rep["llm_faults"]["retries"].get<int64_t>(), summary->llm_retries);
+  for (const auto& [kind, n] : traced_by_kind) EXPECT_EQ(rep["llm_faults"]["failed_by_kind"][kind], n) << kind;
+  std::string md = read_all(out / "report.md");
+  EXPECT_NE(md.find("Model calls failed after retries: " + std::to_string(summary->llm_failed) +
+                    "; retries: " + std::to_string(summary->llm_retries)),
+            std::string::npos);
+  EXPECT_NE(read_all(out / "report.html").find("Model calls failed after retries"), std::string::npos);
+}
+
+TEST_F(HardeningLlmFaults, RetriesAbsorbTransientFaultsAtChosenCalls) {
+  // The first call of the run meets three transient faults in a row and a fourth attempt
+  // succeeds: nothing fails, three retries are counted.
+  FakeOpenAiServer server(content_script());
+  FaultPlan plan;
+  plan.at_call = {{0, Fault::k429RetryAfter}, {1, Fault::k503}, {2, Fault::kReset}};
+  server.set_faults(plan);
+  auto config = make_config(server.base_url(), 4);
+  config.set("run.threads", 1);  // one call at a time: calls 0-2 are attempts of the first call
+  auto summary = run(options(config, dir_ / "run"));
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->finished, 21u);
+  EXPECT_EQ(summary->failed, 0u);
+  EXPECT_EQ(summary->llm_failed, 0);
+  EXPECT_EQ(summary->llm_retries, 3);
+  EXPECT_EQ(server.faults_injected(), 3);
+  json rep = json::parse(read_all(dir_ / "run" / "report.json"));
+  EXPECT_EQ(rep["llm_faults"]["retries"], 3);
+  EXPECT_EQ(rep["llm_faults"]["failed_calls"], 0);
+  EXPECT_EQ(rep["llm_faults"]["questions_affected"], 1);
+}
+
+TEST_F(HardeningLlmFaults, UnauthorizedMidRunStopsEarlyAndResumeMatchesAnUninterruptedRun) {
+  FakeOpenAiServer server(content_script());
+  auto config = make_config(server.base_url(), 2);
+  auto reference = run(options(config, dir_ / "reference"));
+  ASSERT_TRUE(reference.is_ok()) << reference.status().message();
+  ASSERT_EQ(reference->finished, 21u);
+  const int64_t uninterrupted_calls = server.requests();
+
+  // From the 60th request on the key is refused.
+  const int64_t first_401 = server.requests() + 60;
+  FaultPlan plan;
+  plan.fail_401_from = first_401;
+  server.set_faults(plan);
+  fs::path out = dir_ / "run";
+  auto stopped = run(options(config, out));
+  ASSERT_TRUE(stopped.is_ok()) << stopped.status().message();
+  EXPECT_FALSE(stopped->auth_error.empty());
+  EXPECT_NE(stopped->auth_error.find("\"flaky\""), std::string::npos) << stopped->auth_error;
+  EXPECT_NE(stopped->auth_error.find(kKeyEnv), std::string::npos) << stopped->auth_error;
+  EXPECT_NE(stopped->auth_error.find("401"), std::string::npos) << stopped->auth_error;
+  EXPECT_EQ(stopped->auth_error.find(kKey), std::string::npos);
+  EXPECT_LT(stopped->finished, 21u);
+  EXPECT_EQ(stopped->failed, 0u) << "questions cut off by the 401 are not recorded as failed";
+  EXPECT_EQ(stopped->finished + stopped->not_started, 21u);
+  // Early: far fewer 401s than the calls the rest of the run would have made.
+  const int64_t refused = server.requests() - first_401;
+  EXPECT_GE(refused, 1);
+  EXPECT_LT(refused, uninterrupted_calls / 2) << "the run kept calling after the 401";
+
+  // What was recorded is exactly what the uninterrupted run recorded.
+  auto ref = stable_records(dir_ / "reference");
+  auto partial = stable_records(out);
+  EXPECT_EQ(partial.size(), stopped->finished);
+  for (const auto& [id, rec] : partial) EXPECT_EQ(rec, ref.at(id)) << id;
+
+  // The key is fixed: the resume finishes and matches the uninterrupted run record for record.
+  server.set_faults(FaultPlan{});
+  auto resumed = run(options(config, out));
+  ASSERT_TRUE(resumed.is_ok()) << resumed.status().message();
+  EXPECT_TRUE(resumed->auth_error.empty());
+  EXPECT_EQ(resumed->finished, 21u);
+  EXPECT_EQ(resumed->resumed, stopped->finished);
+  auto full = stable_records(out);
+  ASSERT_EQ(full.size(), 21u);
+  for (const auto& [id, rec] : full) EXPECT_EQ(rec, ref.at(id)) << id;
+}
+
+TEST_F(HardeningLlmFaults, InjectedSqlErrorsAtChosenCallsAreSurvivedAndRecorded) {
+  FakeOpenAiServer server(content_script());
+  auto config = make_config(server.base_url(), 1);
+  config.set("run.threads", 1);
+  auto o = options(config, dir_ / "run");
+  std::set<uint64_t> chosen = {2, 9, 25};
+  std::mutex mu;
+  std::set<uint64_t> hit;
+  o.db_fault_injector = [&](uint64_t n) {
+    if (!chosen.count(n)) return Status::ok();
+    std::lock_guard lock(mu);
+    hit.insert(n);
+    return Status(ErrorCode::kIo, "injected SQL fault at call " + std::to_string(n));
+  };
+  auto summary = run(o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->finished, 21u);
+  EXPECT_EQ(hit, chosen) << "the pipeline's SQL goes through the run's executor";
+  auto data = report::load_run(dir_ / "run");
+  ASSERT_TRUE(data.is_ok());
+  std::string all;
+  for (const auto& r : data->records) all += r.dump();
+  for (uint64_t n : chosen)
+    EXPECT_NE(all.find("injected SQL fault at call " + std::to_string(n)), std::string::npos)
+        << "the error of SQL call " << n << " left no trace in the records";
+}
+
+}  // namespace
+}  // namespace nl2sql::pipeline
