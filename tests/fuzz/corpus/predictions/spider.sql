@@ -1,0 +1,4 @@
+SELECT 1
+SELECT name FROM artist
+
+SELECT 3
