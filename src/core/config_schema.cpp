@@ -69,8 +69,10 @@ std::string type_of(const json& v) {
 bool has_type(const json& v, const std::string& type) {
   if (type == "number") return v.is_number();
   if (type == "integer")
+    // A whole float counts (2.0), but not one beyond int64: get_int() could not hold it.
     return v.is_number_integer() || v.is_number_unsigned() ||
-           (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+           (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
+            std::fabs(v.get<double>()) < 9.2e18);
   return type_of(v) == type;
 }
 

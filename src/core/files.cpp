@@ -120,6 +120,20 @@ Result<nlohmann::json> parse_json(std::string_view text, const std::string& labe
     if (pos != std::string::npos) what = what.substr(pos);
     return invalid_input(label + ":" + describe_position(text, at) + ": malformed JSON (" + what +
                          ")");
+  } catch (const nlohmann::json::exception& e) {
+    // A number too large for a double (error 406) carries no position; the message quotes the
+    // offending text, which locates it.
+    std::string what = e.what();
+    size_t at = 0;
+    auto q1 = what.find('\'');
+    auto q2 = q1 == std::string::npos ? q1 : what.find('\'', q1 + 1);
+    if (q2 != std::string::npos) {
+      auto found = text.find(what.substr(q1 + 1, q2 - q1 - 1));
+      if (found != std::string_view::npos) at = found;
+    }
+    auto pos = what.find(']');
+    if (pos != std::string::npos) what = what.substr(pos + 2 <= what.size() ? pos + 2 : pos);
+    return invalid_input(label + ":" + describe_position(text, at) + ": malformed JSON (" + what + ")");
   }
 }
 

@@ -110,7 +110,9 @@ std::optional<CachedExecution> ResultCache::deserialize(std::string_view bytes) 
   if (!r.ok || ncols > (1u << 20)) return std::nullopt;
   for (uint64_t c = 0; c < ncols; ++c) e.result.result.columns.push_back(r.str());
   uint64_t nrows = r.u64();
-  if (!r.ok) return std::nullopt;
+  // Every row of at least one column takes a byte or more: a corrupt count cannot make the
+  // loop below allocate rows that the blob does not hold (zero-column rows take none).
+  if (!r.ok || nrows > bytes.size() || (ncols == 0 && nrows != 0)) return std::nullopt;
   e.result.result.rows.reserve(std::min<uint64_t>(nrows, 1u << 20));
   for (uint64_t i = 0; i < nrows && r.ok; ++i) {
     Row row;
@@ -159,6 +161,10 @@ Result<std::unique_ptr<ResultCache>> ResultCache::open(const std::filesystem::pa
     std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
     sqlite3_close_v2(db);
+    // A damaged or foreign file is bad input (exit 2), not an internal failure.
+    if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
+      return invalid_input("result cache " + file.string() + ": " + msg +
+                           " (delete the file to start an empty cache)");
     return io_error("result cache " + file.string() + ": " + msg);
   }
   return std::unique_ptr<ResultCache>(new ResultCache(db));

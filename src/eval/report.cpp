@@ -136,7 +136,11 @@ std::string report_to_markdown(const EvalReport& r) {
 }
 
 Status write_report(const EvalReport& report, const std::filesystem::path& out_dir) {
-  NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "eval.json", report_to_json(report).dump(2)));
+  // Predictions and SQLite messages may hold bytes that are not UTF-8 (a Latin-1 prediction
+  // file): replaced with U+FFFD rather than failing the whole report.
+  NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(
+      out_dir / "eval.json",
+      report_to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));
   NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "eval.md", report_to_markdown(report)));
   NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "eval.csv", report_to_csv(report)));
   return Status::ok();

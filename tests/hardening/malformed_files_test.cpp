@@ -347,7 +347,12 @@ TEST_F(MalformedFiles, CachedEntries) {
   ASSERT_TRUE(fs::exists(cache_file));
   auto ex = [&]() { return (*core::read_json_file(dir_ / "out" / "eval.json"))["summary"]["metrics"]["bird"]["overall"]["ex"]; };
   json baseline = ex();
+  // A well-formed header (format 2, status ok, no error, no columns) claiming 2^62 rows: a
+  // decoder that trusts the count allocates rows forever.
+  auto u64 = [](uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); };
+  std::string zero_columns = u64(2) + std::string(2, '\0') + u64(0) + u64(0) + u64(0) + u64(0) + u64(1ull << 62);
   for (const auto& [name, payload] : std::vector<std::pair<std::string, std::string>>{
+           {"zero_columns_many_rows", zero_columns},
            {"garbage", "\x01\x02garbage\xff"}, {"empty", ""}, {"truncated_json", "{\"columns\": [\"a\""},
            {"wrong_shape", "{\"columns\": 5, \"rows\": \"x\"}"}, {"deep", deep_nesting(50000)}}) {
     corrupt_rows(cache_file, "results", "value", payload);
