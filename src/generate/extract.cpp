@@ -199,6 +199,10 @@ std::optional<std::pair<size_t, std::string>> after_marker(const std::string& te
   rest = rest.substr(i);
   size_t blank = rest.find("\n\n");
   if (blank != std::string::npos) rest = rest.substr(0, blank);
+  for (const char* marker : {"```", "~~~"}) {  // a fence after the statement ends it
+    size_t fence = rest.find(marker);
+    if (fence != std::string::npos) rest = rest.substr(0, fence);
+  }
   return std::make_pair(best, rest);
 }
 
@@ -284,6 +288,11 @@ ExtractedSql extract_sql(std::string_view response) {
     std::string rest = text.substr(best);
     size_t blank = rest.find("\n\n");
     if (blank != std::string::npos) rest = rest.substr(0, blank);
+    // Bare SQL inside a fence of another language ("```s0ql"): the closing fence ends it.
+    for (const char* marker : {"```", "~~~"}) {
+      size_t fence = rest.find(marker);
+      if (fence != std::string::npos) rest = rest.substr(0, fence);
+    }
     r.sql = clean_sql(rest);
     r.reasoning = reasoning_before(best);
     r.source = "bare";

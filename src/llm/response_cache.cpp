@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 
@@ -84,8 +85,14 @@ Result<ChatResponse> response_from_json(const json& j) {
     for (const auto& f : j["finish_reasons"])
       r.finish_reasons.push_back(f.is_string() ? f.get<std::string>() : "");
   if (j.contains("usage") && j["usage"].is_object()) {
-    r.usage.prompt_tokens = j["usage"].value("prompt_tokens", int64_t{0});
-    r.usage.completion_tokens = j["usage"].value("completion_tokens", int64_t{0});
+    // A damaged entry must not throw (a string count) or convert out of range (1e300).
+    auto tokens = [&](const char* k) -> int64_t {
+      const json& u = j["usage"];
+      if (!u.contains(k) || !u[k].is_number_integer()) return 0;
+      return std::max<int64_t>(0, u[k].get<int64_t>());
+    };
+    r.usage.prompt_tokens = tokens("prompt_tokens");
+    r.usage.completion_tokens = tokens("completion_tokens");
   }
   return r;
 }

@@ -75,7 +75,8 @@ std::vector<json> call_traces(const json& rec) {
     for (const auto& r : cand.value("fix_rounds", json::array()))
       if (r.contains("call")) out.push_back(r["call"]);
   }
-  for (const auto& [name, sel] : rec.value("selections", json::object()).items())
+  const json selections = rec.value("selections", json::object());
+  for (const auto& [name, sel] : selections.items())
     for (const auto& c : sel.value("calls", json::array())) out.push_back(c);
   return out;
 }

@@ -19,6 +19,7 @@
 
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/hash.h"
+#include "nl2sql/llm/response_cache.h"
 #include "support/test_env.h"
 
 namespace nl2sql {
@@ -374,6 +375,48 @@ TEST_F(MalformedFiles, CachedEntries) {
   // A cache file that is not a database at all.
   spit(cache_file, "this is not a database");
   check("result cache file", "not_sqlite", cache_file, args, false);
+}
+
+TEST_F(MalformedFiles, CachedModelAnswers) {
+  // LLM response cache: a stored answer whose payload is corrupted is an error status for that
+  // lookup (the call is then made or fails with a reason), never an exception or a crash.
+  // (The sim provider does not use the cache, so this is checked on the cache itself.)
+  auto file = dir_ / "llm_cache.sqlite";
+  auto cache = llm::ResponseCache::open(file, /*read_only=*/false);
+  ASSERT_TRUE(cache.is_ok()) << cache.status().message();
+  llm::ChatResponse answer;
+  answer.choices = {"```sql\nSELECT 1\n```"};
+  answer.finish_reasons = {"stop"};
+  ASSERT_TRUE((*cache)->store("k1", "main", "m", "{}", answer).is_ok());
+  auto ok = (*cache)->lookup("k1");
+  ASSERT_TRUE(ok.is_ok() && ok->has_value());
+  cache->reset();
+  for (const auto& [name, payload] : std::vector<std::pair<std::string, std::string>>{
+           {"not_json", "\x01garbage"}, {"empty", ""}, {"no_choices", "{\"usage\": {}}"},
+           {"choice_number", "{\"choices\": [5]}"},
+           {"usage_string", "{\"choices\": [\"x\"], \"usage\": {\"prompt_tokens\": \"many\"}}"},
+           {"usage_huge", "{\"choices\": [\"x\"], \"usage\": {\"completion_tokens\": 1e300}}"},
+           {"finish_object", "{\"choices\": [\"x\"], \"finish_reasons\": {\"a\": 1}}"},
+           {"deep", deep_nesting(50000)}}) {
+    SCOPED_TRACE(name);
+    corrupt_rows(file, "responses", "response", payload);
+    auto reopened = llm::ResponseCache::open(file, /*read_only=*/true);
+    ASSERT_TRUE(reopened.is_ok()) << reopened.status().message();
+    auto& o = tally()["llm response cache entries"];
+    ++o.cases;
+    Result<std::optional<llm::ChatResponse>> r = std::optional<llm::ChatResponse>();
+    EXPECT_NO_THROW(r = (*reopened)->lookup("k1"));
+    if (!r.is_ok()) {
+      ++o.rejected;
+      EXPECT_NE(r.status().message().find("k1"), std::string::npos) << r.status().message();
+    } else {
+      ++o.accepted;  // a readable answer (tokens defaulted): the choice text is intact
+      ASSERT_TRUE(r->has_value());
+      EXPECT_EQ((**r).choices, std::vector<std::string>{"x"});
+      EXPECT_GE((**r).usage.prompt_tokens, 0);
+      EXPECT_GE((**r).usage.completion_tokens, 0);
+    }
+  }
 }
 
 }  // namespace
