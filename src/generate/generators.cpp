@@ -8,9 +8,11 @@
 
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/core/hash.h"
+#include "nl2sql/generate/agent.h"
 #include "nl2sql/generate/extract.h"
 #include "nl2sql/generate/model_call.h"
 #include "nl2sql/generate/qp_demos.h"
+#include "nl2sql/generate/recap.h"
 #include "nl2sql/generate/schema_linking.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
@@ -378,9 +380,9 @@ Result<CommonOptions> read_common(const ItemReader& r, const json& item) {
     if (!kItemKeys.count(k)) return invalid_input("config key \"" + r.key() + "." + k + "\" is not known");
   CommonOptions o;
   NL2SQL_RETURN_IF_ERROR(r.get("name", o.kind, "a string"));
-  static const std::set<std::string> kKinds = {"baseline", "dc", "qp", "os", "ssev"};
+  static const std::set<std::string> kKinds = {"baseline", "dc", "qp", "os", "ssev", "agent", "recap"};
   if (!kKinds.count(o.kind))
-    return invalid_input("config key \"" + r.key() + ".name\" must be one of baseline, dc, qp, os, ssev (got \"" +
+    return invalid_input("config key \"" + r.key() + ".name\" must be one of baseline, dc, qp, os, ssev, agent, recap (got \"" +
                          o.kind + "\")");
   o.label = o.kind;
   NL2SQL_RETURN_IF_ERROR(r.get("label", o.label, "a string"));
@@ -525,6 +527,22 @@ Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Conf
       out.push_back(std::make_unique<OnlineSyntheticGenerator>(std::move(*o), client, executor, std::move(*g),
                                                                std::move(*f), std::move(*t), general, filtered,
                                                                validate));
+    } else if (o->kind == "agent") {  // agent.h; options under agent.*
+      auto options = load_agent_options(config);
+      if (!options) return options.status();
+      auto g = make_agent_generator({o->kind, o->label, o->samples, o->temperature, o->role, o->profiles,
+                                     o->descriptions, o->examples},
+                                    std::move(*options), client, executor, prompts_dir);
+      if (!g) return g.status();
+      out.push_back(std::move(*g));
+    } else if (o->kind == "recap") {  // recap.h; options under recap.*
+      auto options = load_recap_options(config);
+      if (!options) return options.status();
+      auto g = make_recap_generator({o->kind, o->label, o->samples, o->temperature, o->role, o->profiles,
+                                     o->descriptions, o->examples},
+                                    std::move(*options), client, executor, prompts_dir);
+      if (!g) return g.status();
+      out.push_back(std::move(*g));
     } else {  // ssev
       bool keep = true;
       NL2SQL_RETURN_IF_ERROR(r.get("keep_presql", keep, "a boolean"));

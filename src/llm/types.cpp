@@ -78,6 +78,11 @@ const char* sim_task_name(SimTask task) {
     case SimTask::kNlEval: return "nl_eval";
     case SimTask::kKeywords: return "keywords";
     case SimTask::kColumnFilter: return "column_filter";
+    case SimTask::kLedger: return "ledger";
+    case SimTask::kPlan: return "plan";
+    case SimTask::kPlanCritique: return "plan_critique";
+    case SimTask::kSqlCritique: return "sql_critique";
+    case SimTask::kValidate: return "validate";
   }
   return "none";
 }

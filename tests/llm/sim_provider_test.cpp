@@ -273,6 +273,100 @@ TEST(SimProviderTest, KeywordsAndColumnFilter) {
   EXPECT_FALSE(json_block(oracle.answer(c)->text())["relevant"].get<bool>());
 }
 
+
+// Agentic roles: plans and fact sheets from gold's tables and clauses; critics that approve or
+// name a real defect; a validator that accepts iff the caller says the result equals gold's.
+TEST(SimProviderTest, AgenticRolesDeriveFromGold) {
+  SimSettings perfect;
+  perfect.p_sel = 1.0;
+  SimProvider sim(perfect);
+  ChatRequest r;
+  r.sim.question_id = "q1";
+  r.sim.gold_sql = kGold[0];
+  r.sim.evidence = "avg_math is the average math score";
+
+  r.sim.task = SimTask::kLedger;
+  auto ledger = json_block(sim.answer(r)->text());
+  EXPECT_EQ(ledger["required_tables"], nlohmann::json({"schools", "scores"}));
+  EXPECT_EQ(ledger["join_paths"], nlohmann::json({"T1.cds = T2.cds_code"}));
+  EXPECT_EQ(ledger["filters"], nlohmann::json({"T2.avg_math > 560", "T1.county = 'Alameda'"}));
+  EXPECT_EQ(ledger["output_columns"], nlohmann::json({"T1.name"}));
+  EXPECT_EQ(ledger["business_rules"].size(), 1u);
+
+  r.sim.task = SimTask::kPlan;
+  auto plan = json_block(sim.answer(r)->text());
+  EXPECT_EQ(plan["expected_columns"], nlohmann::json({"T1.name"}));
+  EXPECT_EQ(plan["steps"].front(), "Read table(s) schools, scores.");
+
+  r.sim.gold_sql = kGold[3];
+  plan = json_block(sim.answer(r)->text());
+  std::string steps = plan["steps"].dump();
+  EXPECT_NE(steps.find("Group by name"), std::string::npos) << steps;
+  EXPECT_NE(steps.find("Order by name, limit 3"), std::string::npos) << steps;
+  r.sim.gold_sql = kGold[0];
+
+  r.sim.task = SimTask::kPlanCritique;
+  r.sim.current_plan = "1. Read schools.\n2. Keep county = 'Alameda'.";
+  auto pc = json_block(sim.answer(r)->text());
+  EXPECT_FALSE(pc["approved"].get<bool>());
+  EXPECT_NE(pc["issues"].dump().find("scores"), std::string::npos);
+  r.sim.current_plan = "1. Read schools and scores.";
+  EXPECT_TRUE(json_block(sim.answer(r)->text())["approved"].get<bool>());
+
+  r.sim.task = SimTask::kSqlCritique;
+  r.sim.current_sql = "SELECT T1.name FROM schools AS T1 INNER JOIN scores AS T2 ON T1.cds = T2.cds_code "
+                      "WHERE T2.avg_math > 560 AND T1.county = 'alameda'";
+  r.sim.current_matches_gold = false;
+  auto sc = json_block(sim.answer(r)->text());
+  EXPECT_FALSE(sc["approved"].get<bool>());
+  EXPECT_NE(sc["issues"].dump().find("T1.county = 'Alameda'"), std::string::npos) << sc.dump();
+  r.sim.current_sql = "SELECT T1.name FROM schools AS T1 WHERE T1.county = 'Alameda'";
+  EXPECT_NE(json_block(sim.answer(r)->text())["issues"].dump().find("table scores"), std::string::npos);
+  r.sim.current_matches_gold = true;
+  EXPECT_TRUE(json_block(sim.answer(r)->text())["approved"].get<bool>());
+
+  r.sim.task = SimTask::kValidate;
+  r.sim.current_sql = "SELECT T1.name, T1.county FROM schools AS T1 INNER JOIN scores AS T2 ON T1.cds = T2.cds_code "
+                      "WHERE T2.avg_math > 560 AND T1.county = 'Alameda'";
+  r.sim.current_matches_gold = false;
+  auto v = json_block(sim.answer(r)->text());
+  EXPECT_FALSE(v["valid_result"].get<bool>());
+  EXPECT_EQ(v["columns_not_needed"], nlohmann::json({"T1.county"}));
+  EXPECT_NE(v["suggest_fix"].get<std::string>().find("1 column"), std::string::npos) << v.dump();
+  r.sim.current_matches_gold = true;
+  v = json_block(sim.answer(r)->text());
+  EXPECT_TRUE(v["valid_result"].get<bool>());
+  EXPECT_EQ(v["suggest_fix"], "");
+
+  // Without gold the agentic tasks refuse, naming the question.
+  r.sim.gold_sql.clear();
+  for (SimTask t : {SimTask::kLedger, SimTask::kPlan, SimTask::kPlanCritique, SimTask::kSqlCritique, SimTask::kValidate}) {
+    r.sim.task = t;
+    auto a = sim.answer(r);
+    ASSERT_FALSE(a.is_ok());
+    EXPECT_NE(a.status().message().find("q1"), std::string::npos);
+  }
+}
+
+TEST(SimProviderTest, SqlCriticIsRightWithPSel) {
+  SimSettings s;
+  s.p_sel = 0.7;
+  SimProvider sim(s);
+  int right = 0;
+  const int n = 2000;
+  for (int i = 0; i < n; ++i) {
+    ChatRequest r;
+    r.sim.task = SimTask::kSqlCritique;
+    r.sim.question_id = "q" + std::to_string(i);
+    r.sim.gold_sql = kGold[0];
+    r.sim.current_sql = kGold[1];
+    r.sim.current_matches_gold = i % 2 == 0;
+    bool approved = json_block(sim.answer(r)->text())["approved"].get<bool>();
+    right += approved == r.sim.current_matches_gold;
+  }
+  EXPECT_NEAR(static_cast<double>(right) / n, 0.7, 0.04);
+}
+
 class CountingTransport : public Transport {
  public:
   Result<HttpResponse> post(const HttpRequest&) override {

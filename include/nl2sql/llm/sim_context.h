@@ -20,6 +20,14 @@ enum class SimTask {
   kNlEval,        // answer the question on the instance: gold_answer, perturbed w.p. p_hallucinate
   kKeywords,      // keyword extraction from question + evidence
   kColumnFilter,  // is `column` relevant? yes for columns in the gold SQL (p_sel accuracy)
+  // Agentic generators (agent, recap). Plans and fact sheets are derived from the gold SQL's
+  // tables and clauses; critics and the validator judge `current_sql` using
+  // `current_matches_gold`, which the caller computed with the evaluator.
+  kLedger,        // agent: JSON fact sheet (sub-questions, tables, joins, filters, group-bys, measures)
+  kPlan,          // recap: JSON step plan and expected result columns
+  kPlanCritique,  // recap: approve `current_plan` or name a gold table/clause it misses
+  kSqlCritique,   // recap: approve `current_sql` or name a real defect against gold (p_sel accuracy)
+  kValidate,      // recap: {valid_result, columns_not_needed, result_empty, suggest_fix}; valid iff matches gold
 };
 
 const char* sim_task_name(SimTask task);
@@ -44,6 +52,13 @@ struct SimContext {
   std::string gold_answer;
   // kColumnFilter
   std::string column;
+  // kPlanCritique: the plan text under review.
+  std::string current_plan;
+  // kSqlCritique / kValidate: the SQL under review, whether its result equals gold's (computed
+  // by the caller with eval::), and whether it returned no rows.
+  std::string current_sql;
+  bool current_matches_gold = false;
+  bool current_result_empty = false;
 };
 
 }  // namespace nl2sql::llm

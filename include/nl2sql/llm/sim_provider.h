@@ -9,6 +9,13 @@
 //   kNlEval            reasoning, then a ```text block with the answer rows (one per line)
 //   kKeywords          bare JSON {"keywords": [...]} (as prompts/extract_keywords.txt asks)
 //   kColumnFilter      a ```json block {"relevant": true|false}
+//   kLedger            a ```json fact sheet derived from the gold SQL's tables and clauses
+//   kPlan              a ```json block {"steps": [...], "expected_columns": [...]} from gold
+//   kPlanCritique      a ```json block {"approved", "issues"}: rejects a plan missing a gold table
+//   kSqlCritique       a ```json block {"approved", "issues"}: right w.p. p_sel; a rejection of a
+//                      wrong query names a real difference against gold (table, join, condition…)
+//   kValidate          a ```json block {"valid_result", "columns_not_needed", "result_empty",
+//                      "suggest_fix"}; valid iff the caller says the result equals gold's
 // Randomness: every draw comes from a SplitMix64 stream seeded by a hash of
 // (sim.seed, task, question id, generator, sample index), so a rerun is identical bit for bit.
 // Thread-safe: answer() is a pure function of its inputs.

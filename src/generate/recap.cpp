@@ -1,0 +1,421 @@
+// The ReCAP generator `recap` (see recap.h).
+#include "nl2sql/generate/recap.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "nl2sql/fix/fixer.h"
+#include "nl2sql/generate/extract.h"
+#include "nl2sql/generate/model_call.h"
+#include "nl2sql/llm/client.h"
+#include "nl2sql/llm/prompt_template.h"
+
+namespace nl2sql::generate {
+namespace {
+
+std::string evidence_text(const data::Question& q) { return q.evidence.empty() ? "(none)" : q.evidence; }
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool mentions(const std::string& text, const std::string& word) {
+  const std::string h = lower(text), n = lower(word);
+  for (size_t p = h.find(n); p != std::string::npos; p = h.find(n, p + 1)) {
+    auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    if ((p == 0 || !ident(h[p - 1])) && (p + n.size() >= h.size() || !ident(h[p + n.size()]))) return true;
+  }
+  return false;
+}
+
+struct Plan {
+  std::string text;              // numbered steps (or the model's text when it gave no JSON)
+  std::string expected_columns;  // comma-separated, "(not stated)" when absent
+};
+
+Plan read_plan(const std::string& answer) {
+  Plan p;
+  p.expected_columns = "(not stated)";
+  auto j = parse_json_answer(answer);
+  if (!j || !j->contains("steps") || !(*j)["steps"].is_array()) {
+    p.text = answer;
+    return p;
+  }
+  int k = 0;
+  for (const auto& s : (*j)["steps"]) p.text += std::to_string(++k) + ". " + (s.is_string() ? s.get<std::string>() : s.dump()) + "\n";
+  if (j->contains("expected_columns") && (*j)["expected_columns"].is_array() && !(*j)["expected_columns"].empty()) {
+    p.expected_columns.clear();
+    for (const auto& c : (*j)["expected_columns"])
+      p.expected_columns += (p.expected_columns.empty() ? "" : ", ") + (c.is_string() ? c.get<std::string>() : c.dump());
+  }
+  return p;
+}
+
+struct Critique {
+  bool approved = true;  // a malformed answer approves: there is nothing to act on
+  std::string issues;
+};
+
+Critique read_critique(const std::string& answer) {
+  Critique c;
+  auto j = parse_json_answer(answer);
+  if (!j) return c;
+  if (j->contains("approved") && (*j)["approved"].is_boolean()) c.approved = (*j)["approved"].get<bool>();
+  if (j->contains("issues") && (*j)["issues"].is_array())
+    for (const auto& i : (*j)["issues"]) c.issues += "- " + (i.is_string() ? i.get<std::string>() : i.dump()) + "\n";
+  if (!c.approved && c.issues.empty()) c.issues = "- (the critic gave no details)\n";
+  return c;
+}
+
+bool schema_error(const std::string& cls) {
+  return cls == "no_such_column" || cls == "no_such_table" || cls == "ambiguous_column";
+}
+
+class RecapGenerator : public Generator {
+ public:
+  struct Prompts {
+    llm::PromptTemplate plan, plan_critique, act, sql_critique, refine, validate;
+  };
+  RecapGenerator(AgenticSpec spec, RecapOptions options, llm::Client* client, const db::Executor* executor,
+                 Prompts prompts)
+      : spec_(std::move(spec)), o_(std::move(options)), client_(client), executor_(executor), p_(std::move(prompts)) {}
+
+  std::string name() const override { return spec_.label; }
+
+  Result<std::vector<Candidate>> generate(const GenerationInput& in) const override {
+    if (in.question == nullptr || in.schema == nullptr)
+      return invalid_input("generator " + spec_.label + ": GenerationInput needs a question and a schema");
+    const std::string where = "generator " + spec_.label + ", question " + in.question->question_id;
+    context::RenderOptions render;
+    render.descriptions = spec_.descriptions;
+    render.examples = static_cast<size_t>(spec_.examples);
+    std::string note;
+    const std::string schema = render_schema_within(in, render, o_.max_schema_tokens, &note);
+    std::vector<Candidate> out;
+    for (int64_t s = 0; s < spec_.samples; ++s) {
+      auto c = run_sample(in, s, schema);
+      if (!c) return c.status().with_context(where);
+      if (!note.empty()) c->reasoning = step_line(0, "schema", note) + c->reasoning;
+      out.push_back(std::move(*c));
+    }
+    return out;
+  }
+
+ private:
+  // One sample's loop state.
+  struct Loop {
+    Candidate c;
+    std::string log;
+    int64_t steps = 0;
+  };
+
+  Result<ModelAnswer> call(Loop& l, const GenerationInput& in, const llm::PromptTemplate& t, const std::string& stage,
+                           int64_t sample, std::map<std::string, std::string> values, llm::SimContext sim) const {
+    ModelCall mc;
+    mc.prompt = &t;
+    mc.stage = stage;
+    mc.role = spec_.role;
+    mc.profile = spec_.profile_for(sample);
+    mc.temperature = spec_.temperature;
+    mc.sample_index = sample;
+    mc.question_id = in.question->question_id;
+    mc.values = std::move(values);
+    mc.sim = std::move(sim);
+    auto a = call_model(*client_, mc);
+    if (!a) return a.status();
+    ++l.steps;
+    l.c.calls.push_back(a->trace);
+    if (l.c.profile.empty()) l.c.profile = a->trace.profile;
+    return a;
+  }
+
+  llm::SimContext sim(const GenerationInput& in, llm::SimTask task, int64_t sample, int64_t step) const {
+    llm::SimContext s = sim_generate_context(*in.question, "recap", sample * 64 + step);
+    s.task = task;
+    return s;
+  }
+
+  // The complete tables the SQL touches plus the tables holding the names closest to the
+  // unknown one (schema linking after a schema error); the full schema when nothing links.
+  std::string linked_schema(const GenerationInput& in, const std::string& sql, const std::string& cls,
+                            const std::string& error, const std::string& full) const {
+    std::set<std::string> tables;
+    std::vector<std::string> table_names, column_owners, column_names;
+    for (const auto& t : in.schema->tables) {
+      table_names.push_back(t.name);
+      if (mentions(sql, t.name)) tables.insert(t.name);
+      for (const auto& c : t.columns) {
+        column_names.push_back(c.name);
+        column_owners.push_back(t.name);
+      }
+    }
+    size_t colon = error.rfind(": ");
+    std::string name = colon == std::string::npos ? "" : error.substr(colon + 2);
+    name = name.substr(0, name.find('\n'));
+    if (name.find('.') != std::string::npos) name = name.substr(name.find('.') + 1);
+    if (!name.empty() && cls == "no_such_table") {
+      for (const auto& t : fix::closest_names(name, table_names, 1)) tables.insert(t);
+    } else if (!name.empty()) {
+      // The closest column name (every table holding it): an ambiguous name links all its owners.
+      for (const auto& c : fix::closest_names(name, column_names, 1))
+        for (size_t i = 0; i < column_names.size(); ++i)
+          if (lower(column_names[i]) == lower(c)) tables.insert(column_owners[i]);
+    }
+    if (tables.empty()) return full;
+    context::RenderOptions r;
+    r.descriptions = spec_.descriptions;
+    r.examples = static_cast<size_t>(spec_.examples);
+    for (const auto& t : in.schema->tables)
+      if (tables.count(t.name))
+        for (const auto& c : t.columns) r.columns.insert(t.name + "." + c.name);
+    return context::render_schema(*in.schema, r, in.index, in.retrieval ? &in.retrieval->values : nullptr);
+  }
+
+  Result<Candidate> run_sample(const GenerationInput& in, int64_t s, const std::string& schema) const {
+    const data::Question& q = *in.question;
+    Loop l;
+    l.c.id = spec_.label + "#" + std::to_string(s);
+    l.c.generator = spec_.kind;
+    l.c.sample_index = s;
+    SimGoldCheck gold(*client_, spec_.role, spec_.profile_for(s), in, executor_);
+    const std::map<std::string, std::string> base = {
+        {"schema", schema}, {"question", q.question}, {"evidence", evidence_text(q)}};
+    auto with = [&](std::map<std::string, std::string> extra) {
+      auto v = base;
+      for (auto& [k, x] : extra) v[k] = std::move(x);
+      return v;
+    };
+
+    // 1–2. Plan, critique, revise.
+    auto a = call(l, in, p_.plan, "recap.plan", s, with({{"feedback", "(none: first plan)"}}),
+                  sim(in, llm::SimTask::kPlan, s, l.steps));
+    if (!a) return a.status();
+    Plan plan = read_plan(a->ok ? a->text : "");
+    l.log += step_line(l.steps, "plan", a->ok ? plan.text : "model call failed: " + a->trace.error);
+    for (int64_t rev = 0; rev < o_.plan_revisions + 1 && a->ok && l.steps < o_.max_steps - 1; ++rev) {
+      auto sc = sim(in, llm::SimTask::kPlanCritique, s, l.steps);
+      sc.current_plan = plan.text;
+      auto cr = call(l, in, p_.plan_critique, "recap.plan_critique", s, with({{"plan", plan.text}}), sc);
+      if (!cr) return cr.status();
+      Critique verdict = cr->ok ? read_critique(cr->text) : Critique{};
+      l.log += step_line(l.steps, "plan critique", verdict.approved ? "approved" : verdict.issues);
+      if (verdict.approved || rev == o_.plan_revisions) break;
+      auto rp = call(l, in, p_.plan, "recap.plan", s,
+                     with({{"feedback", "A reviewer found these issues in your previous plan:\n" + plan.text +
+                                            "\nIssues:\n" + verdict.issues}}),
+                     sim(in, llm::SimTask::kPlan, s, l.steps));
+      if (!rp) return rp.status();
+      if (rp->ok) plan = read_plan(rp->text);
+      l.log += step_line(l.steps, "plan revision " + std::to_string(rev + 1), plan.text);
+    }
+
+    // 3. Action.
+    auto act = call(l, in, p_.act, "recap.act", s, with({{"plan", plan.text}}),
+                    sim(in, llm::SimTask::kGenerate, s, l.steps));
+    if (!act) return act.status();
+    std::string answer = act->ok ? act->text : "";
+    AttemptOutcome cur = run_attempt(answer, q.question, executor_, in.db_path, o_.limits);
+    l.log += step_line(l.steps, "act", cur.sql.empty() ? "no SQL" : cur.sql);
+
+    // 4. SQL critic.
+    if (o_.sql_critique && !cur.sql.empty() && l.steps < o_.max_steps) {
+      auto sc = sim(in, llm::SimTask::kSqlCritique, s, l.steps);
+      sc.current_sql = cur.sql;
+      sc.current_matches_gold = gold.matches(cur.result);
+      sc.current_result_empty = cur.result.ok() && cur.result.result.rows.empty();
+      auto cr = call(l, in, p_.sql_critique, "recap.sql_critique", s, with({{"plan", plan.text}, {"sql", cur.sql}}), sc);
+      if (!cr) return cr.status();
+      Critique verdict = cr->ok ? read_critique(cr->text) : Critique{};
+      l.log += step_line(l.steps, "sql critique", verdict.approved ? "approved" : verdict.issues);
+      if (!verdict.approved && l.steps < o_.max_steps) {
+        auto r = refine(l, in, s, plan, cur, "critique", "A reviewer found these issues:\n" + verdict.issues,
+                        "Address every issue the reviewer names; keep what the reviewer did not question.", schema);
+        if (!r) return r.status();
+        if (!r->sql.empty()) cur = std::move(*r);
+      }
+    }
+
+    // 5–6. Execute, refine on errors, validate.
+    AttemptOutcome last_good;  // the last attempt that executed with rows
+    bool validated = false;
+    while (l.steps < o_.max_steps) {
+      if (cur.sql.empty()) {
+        // Nothing to run: ask the refiner to write the query from the plan.
+        auto r = refine(l, in, s, plan, cur, "no_sql", "No SQL could be extracted from the previous answer.",
+                        "Answer with the query in a ```sql fenced block.", schema);
+        if (!r) return r.status();
+        cur = std::move(*r);
+        continue;
+      }
+      const ExecutionSummary es = fix::summarize_execution(cur.result, o_.limits.preview_rows);
+      std::string cls = cur.result.status == db::ExecStatus::kRejected ? "other" : fix::classify_failure(es);
+      if (cur.result.status == db::ExecStatus::kRejected) cls = "rejected";
+      if (!cls.empty()) {
+        fix::FixInput fi;
+        fi.question = &q;
+        fi.schema = in.schema;
+        fi.db_path = in.db_path;
+        fi.index = in.index;
+        fi.retrieval = in.retrieval;
+        fi.executor = executor_;
+        std::string hint = fix::failure_hint(cls, es, cur.sql, fi, fix::FixOptions{});
+        std::string refine_schema = schema;
+        if (schema_error(cls)) {
+          refine_schema = linked_schema(in, cur.sql, cls, cur.result.error, schema);
+          l.log += step_line(l.steps, "schema linking", "after " + cls);
+        }
+        l.log += step_line(l.steps, "execution", cls + (cur.result.ok() ? "" : ": " + cur.result.error));
+        auto r = refine(l, in, s, plan, cur, cls, cur.result.ok() ? render_summary(cur.summary) : cur.summary.error,
+                        hint, refine_schema);
+        if (!r) return r.status();
+        cur = std::move(*r);
+        continue;
+      }
+      last_good = cur;
+      auto sc = sim(in, llm::SimTask::kValidate, s, l.steps);
+      sc.current_sql = cur.sql;
+      sc.current_matches_gold = gold.matches(cur.result);
+      sc.current_result_empty = cur.result.result.rows.empty();
+      auto va = call(l, in, p_.validate, "recap.validate", s,
+                     {{"question", q.question},
+                      {"evidence", evidence_text(q)},
+                      {"expected_columns", plan.expected_columns},
+                      {"sql", cur.sql},
+                      {"result", render_summary(cur.summary)}},
+                     sc);
+      if (!va) return va.status();
+      Validation v = va->ok ? parse_validation(va->text) : Validation{};
+      l.log += step_line(l.steps, "validate", v.valid_result ? "valid" : "invalid: " + v.suggest_fix);
+      if (v.valid_result) {
+        validated = true;
+        break;
+      }
+      if (l.steps >= o_.max_steps) break;
+      std::string feedback = "The validator rejected the result.\n";
+      if (!v.columns_not_needed.empty()) {
+        feedback += "Columns not needed:";
+        for (const auto& col : v.columns_not_needed) feedback += " " + col;
+        feedback += "\n";
+      }
+      if (v.result_empty) feedback += "The result is empty.\n";
+      feedback += "Result summary:\n" + render_summary(cur.summary);
+      auto r = refine(l, in, s, plan, cur, "validation", feedback,
+                      v.suggest_fix.empty() ? "(the validator gave no suggestion)" : v.suggest_fix, schema);
+      if (!r) return r.status();
+      if (!r->sql.empty()) cur = std::move(*r);
+    }
+    if (!validated)
+      l.log += step_line(l.steps, "step limit",
+                         std::to_string(o_.max_steps) + " model calls spent; best-effort answer");
+    const AttemptOutcome& pick = validated || last_good.sql.empty() ? cur : last_good;
+    l.c.reasoning = l.log;
+    if (pick.sql.empty()) {
+      l.c.extraction_ok = false;
+      l.c.extraction_error = pick.extraction_error.empty() ? "no SQL" : pick.extraction_error;
+    } else {
+      l.c.sql = pick.sql;
+      l.c.original_sql = pick.sql;
+    }
+    return std::move(l.c);
+  }
+
+  // One refiner call: the failing SQL, its error class, the feedback and the targeted hint.
+  Result<AttemptOutcome> refine(Loop& l, const GenerationInput& in, int64_t s, const Plan& plan,
+                                const AttemptOutcome& cur, const std::string& cls, const std::string& feedback,
+                                const std::string& hint, const std::string& schema) const {
+    auto sc = sim(in, cur.sql.empty() ? llm::SimTask::kGenerate : llm::SimTask::kFix, s, l.steps);
+    sc.failing_sql = cur.sql;
+    sc.failure = cls;
+    auto a = call(l, in, p_.refine, "recap.refine", s,
+                  {{"schema", schema},
+                   {"question", in.question->question},
+                   {"evidence", evidence_text(*in.question)},
+                   {"plan", plan.text},
+                   {"sql", cur.sql.empty() ? "(none)" : cur.sql},
+                   {"error_class", cls},
+                   {"feedback", feedback},
+                   {"hint", hint}},
+                  sc);
+    if (!a) return a.status();
+    AttemptOutcome next = run_attempt(a->ok ? a->text : "", in.question->question, executor_, in.db_path, o_.limits);
+    l.log += step_line(l.steps, "refine (" + cls + ")", next.sql.empty() ? "no SQL" : next.sql);
+    return next;
+  }
+
+  AgenticSpec spec_;
+  RecapOptions o_;
+  llm::Client* client_;
+  const db::Executor* executor_;
+  Prompts p_;
+};
+
+}  // namespace
+
+Validation parse_validation(const std::string& answer) {
+  Validation v;
+  auto j = parse_json_answer(answer);
+  if (!j) return v;
+  v.parsed = true;
+  if (j->contains("valid_result") && (*j)["valid_result"].is_boolean()) v.valid_result = (*j)["valid_result"].get<bool>();
+  if (j->contains("result_empty") && (*j)["result_empty"].is_boolean()) v.result_empty = (*j)["result_empty"].get<bool>();
+  if (j->contains("suggest_fix") && (*j)["suggest_fix"].is_string()) v.suggest_fix = (*j)["suggest_fix"].get<std::string>();
+  if (j->contains("columns_not_needed") && (*j)["columns_not_needed"].is_array())
+    for (const auto& c : (*j)["columns_not_needed"])
+      if (c.is_string()) v.columns_not_needed.push_back(c.get<std::string>());
+  return v;
+}
+
+Result<RecapOptions> load_recap_options(const core::Config& config) {
+  RecapOptions o;
+  auto need = [](bool ok, const std::string& key, const std::string& what) -> Status {
+    return ok ? Status::ok() : invalid_input("config key \"" + key + "\" " + what);
+  };
+  auto ms = config.get_int("recap.max_steps", o.max_steps);
+  if (!ms) return ms.status();
+  auto pr = config.get_int("recap.plan_revisions", o.plan_revisions);
+  if (!pr) return pr.status();
+  auto sc = config.get_bool("recap.sql_critique", o.sql_critique);
+  if (!sc) return sc.status();
+  auto st = config.get_int("recap.max_schema_tokens", o.max_schema_tokens);
+  if (!st) return st.status();
+  auto to = config.get_number("recap.timeout_s", o.limits.timeout_s);
+  if (!to) return to.status();
+  auto rc = config.get_int("recap.row_cap", static_cast<int64_t>(o.limits.row_cap));
+  if (!rc) return rc.status();
+  auto pv = config.get_int("recap.preview_rows", static_cast<int64_t>(o.limits.preview_rows));
+  if (!pv) return pv.status();
+  NL2SQL_RETURN_IF_ERROR(need(*ms >= 3, "recap.max_steps", "must be >= 3 (plan, act, validate)"));
+  NL2SQL_RETURN_IF_ERROR(need(*pr >= 0 && *pr <= 3, "recap.plan_revisions", "must be in [0, 3]"));
+  NL2SQL_RETURN_IF_ERROR(need(*to > 0, "recap.timeout_s", "must be > 0"));
+  NL2SQL_RETURN_IF_ERROR(need(*rc >= 1, "recap.row_cap", "must be >= 1"));
+  NL2SQL_RETURN_IF_ERROR(need(*pv >= 0, "recap.preview_rows", "must be >= 0"));
+  o.max_steps = *ms;
+  o.plan_revisions = *pr;
+  o.sql_critique = *sc;
+  o.max_schema_tokens = *st;
+  o.limits.timeout_s = *to;
+  o.limits.row_cap = static_cast<size_t>(*rc);
+  o.limits.preview_rows = static_cast<size_t>(*pv);
+  return o;
+}
+
+Result<std::unique_ptr<Generator>> make_recap_generator(AgenticSpec spec, RecapOptions options, llm::Client* client,
+                                                        const db::Executor* executor,
+                                                        const std::filesystem::path& prompts_dir) {
+  if (client == nullptr) return invalid_input("generator " + spec.label + ": no LLM client");
+  std::vector<llm::PromptTemplate> t;
+  for (const char* name : {"recap_plan", "recap_plan_critique", "recap_act", "recap_sql_critique", "recap_refine",
+                           "recap_validate"}) {
+    auto p = llm::PromptTemplate::load_named(prompts_dir, name);
+    if (!p) return p.status().with_context("generate: prompt " + std::string(name));
+    t.push_back(std::move(*p));
+  }
+  RecapGenerator::Prompts prompts{std::move(t[0]), std::move(t[1]), std::move(t[2]),
+                                  std::move(t[3]), std::move(t[4]), std::move(t[5])};
+  return std::unique_ptr<Generator>(
+      std::make_unique<RecapGenerator>(std::move(spec), std::move(options), client, executor, std::move(prompts)));
+}
+
+}  // namespace nl2sql::generate
