@@ -10,15 +10,17 @@
 # another inside the question; generators run in parallel). Also model calls per candidate.
 # Runs on the bundled mini set (21 questions); with NL2SQL_DATA set, also on a seeded sample of
 # BIRD superhero questions.
-#   scripts/bench/agentic_bench.sh [LATENCY_MS=50] [SUPERHERO_SAMPLE=30]
+#   [NL2SQL_DATA=…] [SKIP_BUILD=1] scripts/bench/agentic_bench.sh [LATENCY_MS=50] [SUPERHERO_SAMPLE=30]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 LATENCY=${1:-50}
 SAMPLE=${2:-30}
 IN_FLIGHT=16
 BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} >/dev/null
-cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target nl2sql fake_llm_server_tool
+if [ -z "${SKIP_BUILD:-}" ]; then  # SKIP_BUILD=1: use the binaries already in BUILD_DIR
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} >/dev/null
+  cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target nl2sql fake_llm_server_tool
+fi
 BIN=$BUILD_DIR/nl2sql
 WORK=$(mktemp -d)
 SERVER_PID=

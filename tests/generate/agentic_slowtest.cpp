@@ -66,8 +66,12 @@ TEST(AgenticSlow, SimOnBirdSuperhero) {
         s.correct += ok;
         if (g->name() == "recap" && c.reasoning.find("validate: valid") != std::string::npos)
           EXPECT_TRUE(ok) << q.question_id << ": the sim validator accepted a result that differs from gold";
-        if (g->name() == "agent") EXPECT_LE(c.calls.size(), 5u);
-        if (g->name() == "recap") EXPECT_LE(c.calls.size(), 12u);
+        if (g->name() == "agent") {
+          EXPECT_LE(c.calls.size(), 5u);
+        }
+        if (g->name() == "recap") {
+          EXPECT_LE(c.calls.size(), 12u);
+        }
       }
     }
   }
