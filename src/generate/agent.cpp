@@ -36,7 +36,10 @@ class AgentGenerator : public Generator {
     render.descriptions = spec_.descriptions;
     render.examples = static_cast<size_t>(spec_.examples);
     std::string schema_note;
-    const std::string schema = render_schema_within(in, render, o_.max_schema_tokens, &schema_note);
+    std::vector<LlmCallTrace> schema_calls;
+    const std::string schema = render_schema_within(
+        in, render, {o_.max_schema_tokens, client_, o_.embeddings_profile, "agent.schema_embed"}, &schema_note,
+        &schema_calls);
 
     // Task ledger: compiled once per question, shared by every sample.
     ModelCall lc = base_call(in, ledger_, "agent.ledger", 0);
@@ -69,7 +72,10 @@ class AgentGenerator : public Generator {
       if (!schema_note.empty()) head += step_line(0, "schema", schema_note);
       head += step_line(0, "ledger", ledger_log);
       c->reasoning = head + c->reasoning;
-      if (s == 0) c->calls.insert(c->calls.begin(), ledger->trace);
+      if (s == 0) {
+        c->calls.insert(c->calls.begin(), ledger->trace);
+        c->calls.insert(c->calls.begin(), schema_calls.begin(), schema_calls.end());
+      }
       out.push_back(std::move(*c));
     }
     return out;
@@ -201,6 +207,8 @@ Result<AgentOptions> load_agent_options(const core::Config& config) {
   if (!st) return st.status();
   auto rd = config.get_string("agent.rules_dir", "");
   if (!rd) return rd.status();
+  auto ep = config.get_string("agent.embeddings_profile", "");
+  if (!ep) return ep.status();
   auto to = config.get_number("agent.timeout_s", o.limits.timeout_s);
   if (!to) return to.status();
   auto rc = config.get_int("agent.row_cap", static_cast<int64_t>(o.limits.row_cap));
@@ -223,6 +231,7 @@ Result<AgentOptions> load_agent_options(const core::Config& config) {
   o.max_attempts = *ma;
   o.max_schema_tokens = *st;
   o.rules_dir = *rd;
+  o.embeddings_profile = *ep;
   o.limits.timeout_s = *to;
   o.limits.row_cap = static_cast<size_t>(*rc);
   o.limits.preview_rows = static_cast<size_t>(*pr);

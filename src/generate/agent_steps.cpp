@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "nl2sql/context/embedding_rerank.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/eval/compare.h"
 #include "nl2sql/generate/extract.h"
@@ -109,8 +110,9 @@ std::optional<nlohmann::json> parse_json_answer(const std::string& text) {
 
 int64_t approx_tokens(const std::string& text) { return static_cast<int64_t>((text.size() + 3) / 4); }
 
-std::string render_schema_within(const GenerationInput& in, context::RenderOptions options, int64_t max_tokens,
-                                 std::string* note) {
+std::string render_schema_within(const GenerationInput& in, context::RenderOptions options,
+                                 const SchemaBudget& budget, std::string* note, std::vector<LlmCallTrace>* calls) {
+  const int64_t max_tokens = budget.max_tokens;
   const auto* values = in.retrieval ? &in.retrieval->values : nullptr;
   std::string full = context::render_schema(*in.schema, options, in.index, values);
   if (note) note->clear();
@@ -135,6 +137,40 @@ std::string render_schema_within(const GenerationInput& in, context::RenderOptio
     for (const auto& m : in.retrieval->values) score[lower(m.table + "." + m.column)] += 3.0 * m.score;
   }
   for (const auto& c : in.selected_columns) score[lower(c)] += 2.0;
+  std::string embed_note;
+  if (budget.client != nullptr && !budget.embeddings_profile.empty()) {
+    llm::EmbeddingRequest req;
+    req.profile = budget.embeddings_profile;
+    req.stage = budget.stage;
+    req.question_id = in.question->question_id;
+    req.inputs.push_back(in.question->question + (in.question->evidence.empty() ? "" : " " + in.question->evidence));
+    std::vector<std::string> keys;
+    for (const auto& t : in.schema->tables)
+      for (const auto& c : t.columns) {
+        keys.push_back(lower(t.name + "." + c.name));
+        req.inputs.push_back(t.name + "." + c.name + (c.description.empty() ? "" : ": " + c.description));
+      }
+    LlmCallTrace trace;
+    trace.stage = budget.stage;
+    trace.template_name = "(embeddings)";
+    trace.profile = budget.embeddings_profile;
+    trace.prompt = std::to_string(req.inputs.size()) + " texts: the question and every column";
+    auto r = budget.client->embed(req);
+    if (r && r->vectors.size() == req.inputs.size()) {
+      for (size_t i = 0; i < keys.size(); ++i)
+        score[keys[i]] += 4.0 * std::max(0.0, context::cosine_similarity(r->vectors[0], r->vectors[i + 1]));
+      trace.prompt_tokens = r->usage.prompt_tokens;
+      trace.cost_usd = r->cost_usd;
+      trace.latency_s = r->latency_s;
+      embed_note = "; embeddings joined the scores";
+    } else {
+      trace.error = r ? "embeddings: " + std::to_string(r->vectors.size()) + " vectors for " +
+                            std::to_string(req.inputs.size()) + " texts"
+                      : r.status().message();
+      embed_note = "; embeddings failed (" + trace.error + "), other scores only";
+    }
+    if (calls) calls->push_back(std::move(trace));
+  }
   std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
     return score[lower(a)] > score[lower(b)];
   });
@@ -148,7 +184,7 @@ std::string render_schema_within(const GenerationInput& in, context::RenderOptio
   if (note)
     *note = "schema over budget (~" + std::to_string(approx_tokens(full)) + " > " + std::to_string(max_tokens) +
             " tokens): kept the " + std::to_string(keep) + " of " + std::to_string(order.size()) +
-            " columns best matching the question (~" + std::to_string(approx_tokens(text)) + " tokens)";
+            " columns best matching the question (~" + std::to_string(approx_tokens(text)) + " tokens)" + embed_note;
   return text;
 }
 

@@ -92,12 +92,16 @@ class RecapGenerator : public Generator {
     render.descriptions = spec_.descriptions;
     render.examples = static_cast<size_t>(spec_.examples);
     std::string note;
-    const std::string schema = render_schema_within(in, render, o_.max_schema_tokens, &note);
+    std::vector<LlmCallTrace> schema_calls;
+    const std::string schema = render_schema_within(
+        in, render, {o_.max_schema_tokens, client_, o_.embeddings_profile, "recap.schema_embed"}, &note, &schema_calls);
     std::vector<Candidate> out;
     for (int64_t s = 0; s < spec_.samples; ++s) {
       auto c = run_sample(in, s, schema);
       if (!c) return c.status().with_context(where);
       if (!note.empty()) c->reasoning = step_line(0, "schema", note) + c->reasoning;
+      // The schema cut is shared by the samples: its embeddings call is traced once.
+      if (s == 0) c->calls.insert(c->calls.begin(), schema_calls.begin(), schema_calls.end());
       out.push_back(std::move(*c));
     }
     return out;
@@ -380,6 +384,8 @@ Result<RecapOptions> load_recap_options(const core::Config& config) {
   if (!sc) return sc.status();
   auto st = config.get_int("recap.max_schema_tokens", o.max_schema_tokens);
   if (!st) return st.status();
+  auto ep = config.get_string("recap.embeddings_profile", "");
+  if (!ep) return ep.status();
   auto to = config.get_number("recap.timeout_s", o.limits.timeout_s);
   if (!to) return to.status();
   auto rc = config.get_int("recap.row_cap", static_cast<int64_t>(o.limits.row_cap));
@@ -395,6 +401,7 @@ Result<RecapOptions> load_recap_options(const core::Config& config) {
   o.plan_revisions = *pr;
   o.sql_critique = *sc;
   o.max_schema_tokens = *st;
+  o.embeddings_profile = *ep;
   o.limits.timeout_s = *to;
   o.limits.row_cap = static_cast<size_t>(*rc);
   o.limits.preview_rows = static_cast<size_t>(*pv);

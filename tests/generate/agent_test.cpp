@@ -215,6 +215,33 @@ TEST_F(Agent, SchemaBudgetKeepsColumnsMatchingTheQuestion) {
   EXPECT_NE(narrow.calls[0].prompt.find("region TEXT"), std::string::npos) << narrow.calls[0].prompt;
 }
 
+// With agent.embeddings_profile the question and every column are embedded once; a column the
+// words of the question never name survives the cut when its embedding is closest.
+TEST_F(Agent, SchemaBudgetUsesEmbeddingsWhenConfigured) {
+  FakeOpenAiServer server([](const httplib::Request& req, int64_t) {
+    if (req.path == "/v1/embeddings") {
+      auto inputs = json::parse(req.body)["input"];
+      json data = json::array();
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const std::string text = inputs[i].get<std::string>();
+        const bool close = i == 0 || text.rfind("score.avg_reading", 0) == 0;
+        data.push_back({{"index", i}, {"embedding", close ? json{1.0, 0.0} : json{0.0, 1.0}}});
+      }
+      return FakeReply(200, json{{"data", data}, {"usage", {{"prompt_tokens", 40}, {"total_tokens", 40}}}}.dump());
+    }
+    const bool ledger = req.body.find("Write the fact sheet as one JSON object") != std::string::npos;
+    return FakeReply(200, completion_body(ledger ? kLedger : sql_answer(kGood)));
+  });
+  Candidate c = run_one(server, json{{"max_schema_tokens", 60}, {"embeddings_profile", "fake"}});
+  ASSERT_GE(c.calls.size(), 3u);
+  EXPECT_EQ(c.calls[0].stage, "agent.schema_embed");
+  EXPECT_TRUE(c.calls[0].error.empty()) << c.calls[0].error;
+  EXPECT_EQ(c.calls[0].prompt_tokens, 40);
+  EXPECT_EQ(c.calls[1].stage, "agent.ledger");
+  EXPECT_NE(c.calls[1].prompt.find("avg_reading"), std::string::npos);
+  EXPECT_NE(c.reasoning.find("embeddings joined the scores"), std::string::npos);
+}
+
 TEST_F(Agent, ConfigErrorsNameTheKey) {
   auto client = llm::Client::from_config(core::Config(json{{"llm", fake_llm("http://127.0.0.1:9/v1")}}));
   ASSERT_TRUE(client.is_ok());

@@ -13,7 +13,8 @@
 // the question, every prior attempt with its outcome, the latest error in full and an
 // instruction not to repeat failed strategies; the question is re-appended at the end of every
 // prompt. When the rendered schema exceeds agent.max_schema_tokens, only the columns that best
-// match the question are kept (agent_steps.h).
+// match the question are kept (agent_steps.h; with agent.embeddings_profile, embeddings join the
+// scores and the embeddings call is traced as stage agent.schema_embed).
 //
 // Every model call is in the candidate's `calls` (stages agent.ledger, agent.fast, agent.slow; the
 // ledger on the first sample's candidate only, since samples share it) and every step is a line
@@ -38,6 +39,7 @@ struct AgentOptions {
   int64_t max_attempts = 4;
   int64_t max_schema_tokens = 8000;     // <= 0: no budget
   std::filesystem::path rules_dir;      // <rules_dir>/<db_id>.md|.txt; empty: none
+  std::string embeddings_profile;       // ranks columns for the schema budget; empty: none
   AttemptLimits limits;
 };
 

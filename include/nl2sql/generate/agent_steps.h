@@ -75,12 +75,23 @@ std::optional<nlohmann::json> parse_json_answer(const std::string& text);
 // Rough token count of prompt text (4 characters a token), for the schema budget.
 int64_t approx_tokens(const std::string& text);
 
-// The schema rendered with `options`; when it exceeds `max_tokens`, re-rendered with only the
+// How a schema over budget is cut. With an embeddings profile, the question and every column
+// ("table.column: description") are embedded in one call and the cosine similarity joins the
+// scores; a failed call leaves the other scores (the failure is in the note and the trace).
+struct SchemaBudget {
+  int64_t max_tokens = 0;            // <= 0: no budget
+  llm::Client* client = nullptr;     // for embeddings; may be null
+  std::string embeddings_profile;    // llm.models.<profile> serving /embeddings; empty: none
+  std::string stage;                 // trace and accounting tag of the embeddings call
+};
+
+// The schema rendered with `options`; when it exceeds the budget, re-rendered with only the
 // columns that best match the question (retrieval column and value scores, the column filter's
-// selection, keyword overlap of names and descriptions), shrinking until it fits. `note` says
-// what was cut. max_tokens <= 0: no budget.
-std::string render_schema_within(const GenerationInput& in, context::RenderOptions options, int64_t max_tokens,
-                                 std::string* note = nullptr);
+// selection, keyword overlap of names and descriptions, embeddings when configured), shrinking
+// until it fits. `note` says what was cut; an embeddings call is appended to `calls`.
+std::string render_schema_within(const GenerationInput& in, context::RenderOptions options,
+                                 const SchemaBudget& budget, std::string* note = nullptr,
+                                 std::vector<LlmCallTrace>* calls = nullptr);
 
 // <dir>/<db_id>.md, else .txt; "(none)" when dir is empty or neither file exists.
 std::string load_business_rules(const std::filesystem::path& dir, const std::string& db_id);

@@ -37,6 +37,7 @@ struct RecapOptions {
   int64_t plan_revisions = 3;    // planner revisions after plan-critic rejections
   bool sql_critique = true;
   int64_t max_schema_tokens = 8000;  // <= 0: no budget
+  std::string embeddings_profile;    // ranks columns for the schema budget; empty: none
   AttemptLimits limits;
 };
 
