@@ -39,10 +39,12 @@ int authorizer(void*, int action, const char*, const char* arg2, const char*, co
     case SQLITE_RECURSIVE:
       return SQLITE_OK;
     case SQLITE_FUNCTION:
-      // For SQLITE_FUNCTION the function's name is the second argument.
+      // For SQLITE_FUNCTION the function's name is the second argument. fts3_tokenizer()
+      // hands out (and with two arguments installs) native function pointers.
       if (arg2 && (sqlite3_stricmp(arg2, "load_extension") == 0 ||
                    sqlite3_stricmp(arg2, "readfile") == 0 ||
-                   sqlite3_stricmp(arg2, "writefile") == 0 || sqlite3_stricmp(arg2, "edit") == 0))
+                   sqlite3_stricmp(arg2, "writefile") == 0 || sqlite3_stricmp(arg2, "edit") == 0 ||
+                   sqlite3_stricmp(arg2, "fts3_tokenizer") == 0))
         return SQLITE_DENY;
       return SQLITE_OK;
     default:
@@ -257,6 +259,30 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     const size_t floor = std::max<size_t>(sql.size() + 64, size_t{1} << 20);
     sqlite3_limit(conn->db, SQLITE_LIMIT_LENGTH,
                   static_cast<int>(std::min<size_t>(std::max(cap, floor), 1000000000)));
+  }
+
+  if (explain) {
+    // EXPLAIN QUERY PLAN never runs its statement, so SQLite calls it read-only whatever it
+    // wraps (REINDEX, DROP …): the statement itself must pass the checks a query passes.
+    sqlite3_stmt* probe = nullptr;
+    const char* probe_tail = nullptr;
+    int prc = sqlite3_prepare_v3(conn->db, sql.data(), static_cast<int>(sql.size()), 0, &probe,
+                                 &probe_tail);
+    std::string why;
+    if (prc != SQLITE_OK) {
+      std::string msg = sqlite3_errmsg(conn->db);
+      sqlite3_finalize(probe);
+      if (prc == SQLITE_AUTH || msg.find("not authorized") != std::string::npos)
+        return finish(ExecStatus::kRejected, "not read-only: " + msg);
+      return finish(ExecStatus::kError, msg);
+    }
+    if (probe == nullptr) why = "empty statement";
+    else if (probe_tail && !only_blank_or_comments(probe_tail)) why = "more than one statement";
+    else if (!sqlite3_stmt_readonly(probe)) why = "not read-only";
+    else if (sqlite3_stmt_isexplain(probe)) why = "EXPLAIN is not a query";
+    else if (sqlite3_column_count(probe) == 0) why = "not a query (returns no columns)";
+    sqlite3_finalize(probe);
+    if (!why.empty()) return finish(ExecStatus::kRejected, why);
   }
 
   std::string text(sql);

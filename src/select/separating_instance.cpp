@@ -5,7 +5,9 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <optional>
 #include <cctype>
 #include <cmath>
 #include <random>
@@ -93,7 +95,8 @@ int read_only_authorizer(void*, int action, const char*, const char* arg2, const
       return SQLITE_OK;
     case SQLITE_FUNCTION:
       if (arg2 && (sqlite3_stricmp(arg2, "load_extension") == 0 || sqlite3_stricmp(arg2, "readfile") == 0 ||
-                   sqlite3_stricmp(arg2, "writefile") == 0 || sqlite3_stricmp(arg2, "edit") == 0))
+                   sqlite3_stricmp(arg2, "writefile") == 0 || sqlite3_stricmp(arg2, "edit") == 0 ||
+                   sqlite3_stricmp(arg2, "fts3_tokenizer") == 0))
         return SQLITE_DENY;
       return SQLITE_OK;
     default:
@@ -307,12 +310,15 @@ Result<InstanceBuilder> InstanceBuilder::open(const std::filesystem::path& db_pa
   return b;
 }
 
-Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql) const {
+Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
+                                              const db::ResultSet* result_on_d) const {
   QueryLineage out;
   out.sql = sql;
-  auto r = executor_->run(db_path_, sql);
-  if (!r.ok()) return Status(ErrorCode::kSql, "candidate does not run on D: " + r.error);
-  out.result = std::move(r.result);
+  if (result_on_d == nullptr) {
+    auto r = executor_->run(db_path_, sql);
+    if (!r.ok()) return Status(ErrorCode::kSql, "candidate does not run on D: " + r.error);
+    out.result = std::move(r.result);
+  }
   auto stmt = sql::parse_query(sql);
   if (!stmt.is_ok()) return stmt.status();
   auto lin = sql::rewrite_lineage(*stmt->select, *schema_);
@@ -320,31 +326,66 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql) const {
   out.fallbacks = lin->fallbacks;
   db::QueryLimits limits = executor_->options().limits;
   limits.row_cap = 0;
+  auto index_of = [&](const std::string& name) -> std::optional<uint32_t> {
+    const sql::TableInfo* info = schema_->find(name);
+    if (!info) return std::nullopt;
+    return static_cast<uint32_t>(info - schema_->tables.data());
+  };
+  // Every row of `table` as one-row terms (the rewrite's over-approximation).
+  auto all_rows = [&](const std::string& table, std::vector<LineageTerm>& terms) -> Status {
+    auto t = index_of(table);
+    if (!t) return not_found("lineage: table " + table + " is not in the schema");
+    const std::string& name = schema_->tables[*t].name;
+    auto w = executor_->run(db_path_, "SELECT rowid FROM " + quote_name(name), limits);
+    if (!w.ok()) return Status(ErrorCode::kSql, "lineage of " + name + ": " + w.error);
+    terms.reserve(terms.size() + w.result.rows.size());
+    for (const auto& row : w.result.rows)
+      if (!row.empty() && row[0].type == db::ValueType::kInteger) terms.push_back({{*t, row[0].i}});
+    return Status::ok();
+  };
   for (const auto& q : lin->queries) {
-    std::set<LineageTerm> terms;
+    std::vector<LineageTerm> terms;
     if (!q.all_rows_of.empty()) {
-      const auto* info = schema_->find(q.all_rows_of);
-      std::string name = info ? info->name : q.all_rows_of;
-      auto w = executor_->run(db_path_, "SELECT rowid FROM " + quote_name(name), limits);
-      if (!w.ok()) return Status(ErrorCode::kSql, "lineage of " + name + ": " + w.error);
-      for (const auto& row : w.result.rows)
-        if (!row.empty() && row[0].type == db::ValueType::kInteger) terms.insert({{name, row[0].i}});
+      NL2SQL_RETURN_IF_ERROR(all_rows(q.all_rows_of, terms));
     } else {
       auto w = executor_->run(db_path_, q.sql, limits);
+      if (!w.ok() && !q.all_rows_on_error.empty()) {
+        // A decorrelated subquery witness SQLite would not run (e.g. an unqualified column
+        // that became ambiguous): the rewrite's whole-table over-approximation instead.
+        out.fallbacks.push_back("decorrelated witness failed (" + w.error + "): every row of its tables");
+        for (const auto& t : q.all_rows_on_error) NL2SQL_RETURN_IF_ERROR(all_rows(t, terms));
+        std::sort(terms.begin(), terms.end());
+        terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
+        out.by_witness.push_back(std::move(terms));
+        continue;
+      }
       if (!w.ok()) return Status(ErrorCode::kSql, "lineage query failed: " + w.error);
       const size_t n = q.tables.size();
+      std::vector<uint32_t> table_index(n);
+      for (size_t k = 0; k < n; ++k) {
+        auto t = index_of(q.tables[k]);
+        if (!t) return not_found("lineage: table " + q.tables[k] + " is not in the schema");
+        table_index[k] = *t;
+      }
+      std::vector<std::vector<int64_t>> lists(n);
       for (const auto& row : w.result.rows) {
         if (row.size() < n) return internal_error("lineage query returned too few columns");
-        std::vector<std::vector<int64_t>> lists(n);
         for (size_t k = 0; k < n; ++k) {
+          lists[k].clear();
           const db::Value& v = row[row.size() - n + k];
           if (v.type == db::ValueType::kInteger) {
             lists[k].push_back(v.i);
           } else if (v.type == db::ValueType::kText) {
-            std::stringstream ss(v.s);
-            std::string part;
-            while (std::getline(ss, part, ','))
-              if (!part.empty()) lists[k].push_back(std::stoll(part));
+            const char* p = v.s.data();
+            const char* e = p + v.s.size();
+            while (p < e) {
+              int64_t id = 0;
+              auto [next, ec] = std::from_chars(p, e, id);
+              if (ec != std::errc()) return internal_error("lineage query returned a malformed rowid list");
+              lists[k].push_back(id);
+              p = next;
+              while (p < e && *p == ',') ++p;
+            }
           }
         }
         bool aligned = n > 0 && std::all_of(lists.begin(), lists.end(),
@@ -352,24 +393,27 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql) const {
         if (aligned) {
           for (size_t pos = 0; pos < lists[0].size(); ++pos) {
             LineageTerm t;
-            for (size_t k = 0; k < n; ++k) t.emplace_back(q.tables[k], lists[k][pos]);
+            t.reserve(n);
+            for (size_t k = 0; k < n; ++k) t.emplace_back(table_index[k], lists[k][pos]);
             std::sort(t.begin(), t.end());
             t.erase(std::unique(t.begin(), t.end()), t.end());
-            terms.insert(std::move(t));
+            terms.push_back(std::move(t));
           }
         } else {
           // Outer joins leave NULL rowids that group_concat skips: positions no longer line up,
           // so the whole group is one term.
           LineageTerm t;
           for (size_t k = 0; k < n; ++k)
-            for (int64_t id : lists[k]) t.emplace_back(q.tables[k], id);
+            for (int64_t id : lists[k]) t.emplace_back(table_index[k], id);
           std::sort(t.begin(), t.end());
           t.erase(std::unique(t.begin(), t.end()), t.end());
-          if (!t.empty()) terms.insert(std::move(t));
+          if (!t.empty()) terms.push_back(std::move(t));
         }
       }
     }
-    out.by_witness.emplace_back(terms.begin(), terms.end());
+    std::sort(terms.begin(), terms.end());
+    terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
+    out.by_witness.push_back(std::move(terms));
   }
   return out;
 }
@@ -418,24 +462,32 @@ Result<db::ResultSet> InstanceBuilder::run_on(const InstanceTables& instance,
 Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, const QueryLineage& b,
                                                      uint64_t seed) const {
   SeparatingInstance out;
-  std::set<LineageTerm> p1, p2;
-  for (const auto& w : a.by_witness) p1.insert(w.begin(), w.end());
-  for (const auto& w : b.by_witness) p2.insert(w.begin(), w.end());
+  // P1, P2: every term of each query, sorted and unique; the differences by one merge pass.
+  auto all_terms = [](const QueryLineage& q) {
+    std::vector<const LineageTerm*> v;
+    for (const auto& w : q.by_witness)
+      for (const auto& t : w) v.push_back(&t);
+    std::sort(v.begin(), v.end(), [](const LineageTerm* x, const LineageTerm* y) { return *x < *y; });
+    v.erase(std::unique(v.begin(), v.end(), [](const LineageTerm* x, const LineageTerm* y) { return *x == *y; }),
+            v.end());
+    return v;
+  };
+  const auto p1 = all_terms(a), p2 = all_terms(b);
   std::vector<const LineageTerm*> only1, only2, common;
-  for (const auto& t : p1) (p2.count(t) ? common : only1).push_back(&t);
-  for (const auto& t : p2)
-    if (!p1.count(t)) only2.push_back(&t);
+  for (size_t i = 0, j = 0; i < p1.size() || j < p2.size();) {
+    if (j == p2.size() || (i < p1.size() && *p1[i] < *p2[j])) only1.push_back(p1[i++]);
+    else if (i == p1.size() || *p2[j] < *p1[i]) only2.push_back(p2[j++]);
+    else common.push_back(p1[i++]), ++j;
+  }
   if (p1.empty() && p2.empty()) {
     out.failure = "neither query reads any row";
     return out;
   }
-  // Witness queries (per query) for the support rows of subqueries.
+  // Witness queries (per query) for the support rows of subqueries; each is sorted.
   std::vector<const std::vector<LineageTerm>*> witnesses;
   for (const auto& w : a.by_witness) witnesses.push_back(&w);
   for (const auto& w : b.by_witness) witnesses.push_back(&w);
-  std::vector<std::set<LineageTerm>> witness_sets;
-  if (witnesses.size() > 2)
-    for (const auto* w : witnesses) witness_sets.emplace_back(w->begin(), w->end());
+  auto table_name = [&](uint32_t t) -> const std::string& { return schema_->tables[t].name; };
 
   auto [m, n] = sample_sizes(a.sql, b.sql);
   std::mt19937_64 rng(seed ^ 0x5eb4a7a1c0ffee11ULL);
@@ -461,7 +513,7 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
     }
     std::map<std::string, std::set<int64_t>> rows;
     for (const auto* t : picks)
-      for (const auto& [table, id] : *t) rows[table].insert(id);
+      for (const auto& [table, id] : *t) rows[table_name(table)].insert(id);
     if (support) {
       // Values of the rows picked so far: a support term that shares one is likely to join.
       auto picked = fetch(rows);
@@ -486,16 +538,17 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
       for (size_t w = 0; w < witnesses.size(); ++w) {
         const auto& terms = *witnesses[w];
         if (terms.empty()) continue;
-        bool represented = std::any_of(chosen.begin(), chosen.end(),
-                                       [&](const LineageTerm& t) { return witness_sets[w].count(t) > 0; });
+        bool represented = std::any_of(chosen.begin(), chosen.end(), [&](const LineageTerm& t) {
+          return std::binary_search(terms.begin(), terms.end(), t);
+        });
         if (represented) continue;
         std::vector<const LineageTerm*> pool;
         std::vector<LineageTerm> looked_up;  // owns terms found by value (single-row witnesses)
         if (terms.size() > options_.affinity_sample && terms.front().size() == 1) {
           // Too many rows to score them all: ask D for the rows of this table sharing a value
           // with the rows picked so far (join keys), and keep those that are witnesses.
-          const std::string table = terms.front().front().first;
-          const sql::TableInfo* info = schema_->find(table);
+          const uint32_t table = terms.front().front().first;
+          const sql::TableInfo* info = &schema_->tables[table];
           std::string list;
           size_t k = 0;
           for (const auto& v : literal_values) {
@@ -512,7 +565,7 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
               for (const auto& row : r.result.rows)
                 if (!row.empty() && row[0].type == db::ValueType::kInteger) {
                   LineageTerm t{{table, row[0].i}};
-                  if (witness_sets[w].count(t)) looked_up.push_back(std::move(t));
+                  if (std::binary_search(terms.begin(), terms.end(), t)) looked_up.push_back(std::move(t));
                 }
           }
           for (const auto& t : looked_up) pool.push_back(&t);
@@ -523,7 +576,7 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
         std::shuffle(sample.begin(), sample.end(), rng);
         std::map<std::string, std::set<int64_t>> sample_rows;
         for (const auto* t : sample)
-          for (const auto& [table, id] : *t) sample_rows[table].insert(id);
+          for (const auto& [table, id] : *t) sample_rows[table_name(table)].insert(id);
         auto fetched = fetch(sample_rows);
         if (!fetched.is_ok()) return fetched.status();
         const LineageTerm* best = sample.front();
@@ -531,7 +584,7 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
         for (const auto* t : sample) {
           size_t score = 0;
           for (const auto& [table, id] : *t) {
-            auto it = row_cache_->find({schema_->find(table) ? schema_->find(table)->name : table, id});
+            auto it = row_cache_->find({table_name(table), id});
             if (it == row_cache_->end()) continue;
             for (const auto& v : it->second)
               if (!v.is_null() && values.count(eval::python_key(v))) ++score;
@@ -540,12 +593,12 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
         }
         // The new rows' values count for the witnesses still to come (a chain of joins).
         for (const auto& [table, id] : *best) {
-          auto it = row_cache_->find({schema_->find(table) ? schema_->find(table)->name : table, id});
+          auto it = row_cache_->find({table_name(table), id});
           if (it == row_cache_->end()) continue;
           for (const auto& v : it->second) add_value(v);
         }
         chosen.insert(*best);
-        for (const auto& [table, id] : *best) rows[table].insert(id);
+        for (const auto& [table, id] : *best) rows[table_name(table)].insert(id);
       }
     }
     auto instance = fetch(rows);

@@ -421,7 +421,7 @@ TEST_F(HostileSql, SelectorsNeverChooseAHostileCandidate) {
   const auto& q = question();
   const std::string good = q.gold_sql;
   const std::string other = "SELECT COUNT(*) FROM album";
-  for (const char* method : {"self_consistency", "separating_instances"}) {
+  for (const char* method : {"self_consistency", "tournament", "separating_instances"}) {
     auto sel = select::make_selector_named(method, config, {client->get(), &ex, llm::bundled_prompts_dir(), nullptr});
     ASSERT_TRUE(sel.is_ok()) << method << ": " << sel.status().message();
     for (const auto& s : corpus()) {

@@ -10,6 +10,7 @@
 
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <set>
 #include <sstream>
 
