@@ -108,7 +108,42 @@ std::string describe_position(std::string_view text, size_t byte_offset) {
   return std::to_string(line) + ":" + std::to_string(col);
 }
 
+namespace {
+
+// Copying, comparing or dumping a parsed document recurses once per level, so a hostile file of
+// "[[[[…" (tens of thousands deep) overflows the stack far from the parser. Documents are
+// refused past this depth; real datasets and configs stay well under a hundred.
+constexpr size_t kMaxJsonDepth = 512;
+
+// Offset where the nesting first exceeds kMaxJsonDepth (npos: never), skipping strings and
+// comments the way the parser does.
+size_t too_deep_at(std::string_view text) {
+  size_t depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      size_t end = text.find("*/", i + 2);
+      i = end == std::string_view::npos ? text.size() : end + 1;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 Result<nlohmann::json> parse_json(std::string_view text, const std::string& label) {
+  if (size_t at = too_deep_at(text); at != std::string_view::npos)
+    return invalid_input(label + ":" + describe_position(text, at) + ": JSON nested deeper than " +
+                         std::to_string(kMaxJsonDepth) + " levels");
   try {
     return nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true,
                                  /*ignore_comments=*/true);

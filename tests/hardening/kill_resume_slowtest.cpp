@@ -99,7 +99,7 @@ class HardeningKillResume : public ::testing::Test {
     json cfg = json::parse(R"({
       "llm": {"models": {"fake": {"base_url": "", "model": "fake-coder", "api_key_env": "NL2SQL_KILL_TEST_KEY",
                                   "price_in_per_mtok": 0, "price_out_per_mtok": 0}},
-              "default_profile": "fake", "cache": {"mode": "read_write", "path": ""},
+              "default_profile": "fake", "cache": {"mode": "read-write", "path": ""},
               "retry": {"max_attempts": 2, "base_delay_s": 0.001, "max_delay_s": 0.002}},
       "context": {"keywords": {"llm": true}},
       "generate": {"generators": [{"name": "baseline", "samples": 2}, {"name": "dc", "samples": 1}]},

@@ -160,8 +160,8 @@ TEST_F(MalformedFiles, DatasetQuestionFile) {
   const std::string k = "dataset dev.json";
   json_mutation(k, "object_not_array", f, args, [](json& j) { j = json{{"questions", j}}; }, true);
   json_mutation(k, "missing_db_id", f, args, [](json& j) { j[3].erase("db_id"); }, true);
-  json_mutation(k, "missing_question", f, args, [](json& j) { j[4].erase("question"); }, true);
-  json_mutation(k, "db_id_number", f, args, [](json& j) { j[2]["db_id"] = 5; }, true);
+  json_mutation(k, "missing_question", f, args, [](json& j) { j[4].erase("question"); }, false);
+  json_mutation(k, "db_id_number", f, args, [](json& j) { j[2]["db_id"] = 5; }, false);
   json_mutation(k, "question_array", f, args, [](json& j) { j[2]["question"] = json::array({1, 2}); }, true);
   json_mutation(k, "sql_object", f, args, [](json& j) { j[1]["SQL"] = json{{"a", 1}}; }, true);
   json_mutation(k, "unknown_db", f, args, [](json& j) { j[5]["db_id"] = "no_such_db"; }, false);

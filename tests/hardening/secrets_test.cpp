@@ -57,7 +57,7 @@ class HardeningSecrets : public ::testing::Test {
       "llm": {"models": {"gen": {"base_url": "", "model": "fake-coder", "api_key_env": "NL2SQL_SECRETS_TEST_KEY"},
                          "judge": {"base_url": "", "model": "fake-judge"}},
               "default_profile": "gen", "roles": {"select": "judge"},
-              "cache": {"mode": "read_write", "path": ""},
+              "cache": {"mode": "read-write", "path": ""},
               "retry": {"max_attempts": 2, "base_delay_s": 0.001, "max_delay_s": 0.002}},
       "context": {"keywords": {"llm": true}},
       "generate": {"generators": [{"name": "baseline", "samples": 2}]},
