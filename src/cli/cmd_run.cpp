@@ -84,7 +84,15 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
                            s.failed,
                            s.not_started ? fmt::format(", {} not started", s.not_started) : "");
   std::cout << fmt::format("model cost this invocation: ${:.4f}; wall {:.1f} s\n", s.cost_usd, s.wall_s);
+  if (s.llm_failed || s.llm_retries)
+    std::cout << fmt::format("model calls this invocation: {} ({} failed after retries, {} retries)\n",
+                             s.llm_calls, s.llm_failed, s.llm_retries);
   std::cout << "report: " << (options.out_dir / "report.html").string() << "\n";
+  if (!s.auth_error.empty()) {
+    std::cout << "stopped early: " << s.auth_error
+              << "\nfinished questions and stages are kept: fix the key and rerun the same command to resume\n";
+    return kExitAuthStopped;
+  }
   if (s.cancelled) {
     std::cout << "interrupted: rerun the same command to continue where it stopped\n";
     return kExitInterrupted;

@@ -16,6 +16,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;     // internal error
 inline constexpr int kExitBadInput = 2;    // bad flags, files, config
 inline constexpr int kExitFailUnder = 3;   // --fail-under not met
+inline constexpr int kExitAuthStopped = 4; // run: a 401/403 stopped it early (resumable)
 inline constexpr int kExitInterrupted = 130;
 
 using RunFn = std::function<int()>;

@@ -8,6 +8,8 @@ void UsageTotals::add(const UsageTotals& o) {
   simulated += o.simulated;
   errors += o.errors;
   attempts += o.attempts;
+  retries += o.retries;
+  for (const auto& [k, v] : o.errors_by_kind) errors_by_kind[k] += v;
   prompt_tokens += o.prompt_tokens;
   completion_tokens += o.completion_tokens;
   cost_usd += o.cost_usd;
@@ -20,6 +22,8 @@ nlohmann::json UsageTotals::to_json() const {
           {"simulated", simulated},
           {"errors", errors},
           {"attempts", attempts},
+          {"retries", retries},
+          {"errors_by_kind", errors_by_kind},
           {"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"cost_usd", cost_usd},
@@ -48,6 +52,12 @@ std::map<std::string, UsageTotals> Accounting::by_stage() {
 std::map<std::string, UsageTotals> Accounting::by_question() {
   std::lock_guard lock(mu_);
   return by_question_;
+}
+
+UsageTotals Accounting::question(const std::string& question_id) {
+  std::lock_guard lock(mu_);
+  auto it = by_question_.find(question_id);
+  return it == by_question_.end() ? UsageTotals{} : it->second;
 }
 
 nlohmann::json Accounting::to_json() {

@@ -200,22 +200,31 @@ bool Client::cancelled() const {
   return cancelled_.load() || (options_.cancel_flag && options_.cancel_flag->load());
 }
 
+std::optional<Status> Client::fatal_error() const {
+  std::lock_guard lock(fatal_mu_);
+  return fatal_;
+}
+
 bool Client::any_simulated() const {
   for (const auto& [name, p] : settings_.profiles)
     if (p.provider == "sim") return true;
   return false;
 }
 
-void Client::record(const ChatRequest& request, const Result<ChatResponse>& result) {
+void Client::record(const ChatRequest& request, const Result<ChatResponse>& result, int attempts) {
   UsageTotals t;
   t.calls = 1;
   if (!result) {
     t.errors = 1;
+    t.attempts = attempts;
+    t.retries = std::max(0, attempts - 1);
+    t.errors_by_kind[call_error_kind_name(call_error_kind(result.status()))] = 1;
   } else {
     const auto& r = *result;
     t.cache_hits = r.from_cache ? 1 : 0;
     t.simulated = r.simulated() ? 1 : 0;
     t.attempts = r.attempts;
+    t.retries = std::max(0, r.attempts - 1);
     t.prompt_tokens = r.usage.prompt_tokens;
     t.completion_tokens = r.usage.completion_tokens;
     t.cost_usd = r.cost_usd;
@@ -297,18 +306,19 @@ Result<ChatResponse> Client::chat(const ChatRequest& request_in) {
     }
   }
 
-  auto result = chat_uncached(profile, *states_.at(profile.name), request);
+  int attempts = 0;
+  auto result = chat_uncached(profile, *states_.at(profile.name), request, &attempts);
   if (result && cache && settings_.cache.mode == CacheMode::kReadWrite) {
     Status st = cache->store(key, profile.name, profile.model,
                              ResponseCache::canonical_request(profile, request), *result);
     if (!st) spdlog::warn("llm cache: could not store an answer: {}", st.message());
   }
-  record(request, result);
+  record(request, result, attempts);
   return result;
 }
 
 Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileState& state,
-                                           const ChatRequest& request) {
+                                           const ChatRequest& request, int* attempts_out) {
   HttpRequest http;
   http.url = profile.base_url + "/chat/completions";
   http.headers.push_back({"Content-Type", "application/json"});
@@ -318,7 +328,7 @@ Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileS
 
   const auto start = options_.clock->now();
   const double estimated = static_cast<double>(estimate_tokens(prompt_chars(request)));
-  int attempts = 0;
+  int& attempts = *attempts_out;
   auto posted = post_with_retries(profile, state, http, estimated, describe_call(profile, request),
                                   &attempts);
   if (!posted) return posted.status();
@@ -420,9 +430,19 @@ Result<HttpResponse> Client::post_with_retries(const ModelProfile& profile, Prof
                                      (profile.api_key_env.empty() ? std::string("(none configured)")
                                                                   : profile.api_key_env) + ")"
                                : "";
-        return make_call_error(kind, "model profile \"" + profile.name + "\" at " +
-                                         core::mask_url(profile.base_url) + " refused the call: " +
-                                         what + hint + " (" + call_label + "); not retried");
+        Status refused = make_call_error(kind, "model profile \"" + profile.name + "\" at " +
+                                                   core::mask_url(profile.base_url) + " refused the call: " +
+                                                   what + hint + " (" + call_label + "); not retried");
+        if (kind == CallErrorKind::kAuth && options_.stop_on_auth_error) {
+          {
+            std::lock_guard lock(fatal_mu_);
+            if (!fatal_) fatal_ = refused;
+          }
+          spdlog::error("{}: stopping every model call (rerun to resume once the key is fixed)",
+                        refused.message());
+          cancel();
+        }
+        return refused;
       }
       kind = status == 429 ? CallErrorKind::kRateLimited : CallErrorKind::kServer;
     }
@@ -470,14 +490,17 @@ Result<EmbeddingResponse> Client::embed(const EmbeddingRequest& request) {
   UsageTotals t;
   t.calls = 1;
   t.attempts = attempts;
+  t.retries = std::max(0, attempts - 1);
   if (!posted) {
     t.errors = 1;
+    t.errors_by_kind[call_error_kind_name(call_error_kind(posted.status()))] = 1;
     accounting_.record(request.stage, request.question_id, t);
     return posted.status();
   }
   auto parsed = parse_embeddings(posted->body, request.inputs.size(), label);
   if (!parsed) {
     t.errors = 1;
+    t.errors_by_kind[call_error_kind_name(call_error_kind(parsed.status()))] = 1;
     accounting_.record(request.stage, request.question_id, t);
     return parsed.status();
   }

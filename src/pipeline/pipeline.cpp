@@ -184,6 +184,31 @@ void add_calls(json& usage, const std::string& stage, const json& calls) {
   }
 }
 
+// Model calls that failed (after their retries) and the retries themselves, between two
+// snapshots of one question's accounting: what a stage's result cost in faults survived.
+json llm_faults_between(const llm::UsageTotals& before, const llm::UsageTotals& after) {
+  json by_kind = json::object();
+  for (const auto& [k, v] : after.errors_by_kind) {
+    auto it = before.errors_by_kind.find(k);
+    int64_t d = v - (it == before.errors_by_kind.end() ? 0 : it->second);
+    if (d > 0) by_kind[k] = d;
+  }
+  return {{"failed_calls", after.errors - before.errors},
+          {"retries", after.retries - before.retries},
+          {"failed_by_kind", by_kind}};
+}
+
+void add_llm_faults(json& total, const json& part) {
+  if (!part.is_object()) return;
+  if (!total.is_object())
+    total = {{"failed_calls", 0}, {"retries", 0}, {"failed_by_kind", json::object()}};
+  total["failed_calls"] = total["failed_calls"].get<int64_t>() + part.value("failed_calls", int64_t{0});
+  total["retries"] = total["retries"].get<int64_t>() + part.value("retries", int64_t{0});
+  const json kinds = part.value("failed_by_kind", json::object());
+  for (const auto& [k, v] : kinds.items())
+    total["failed_by_kind"][k] = total["failed_by_kind"].value(k, int64_t{0}) + v.get<int64_t>();
+}
+
 json item_to_json(const eval::ItemResult& item) {
   return {{"verdicts", item.verdicts},       {"outcome", item.outcome},
           {"soft_f1", item.soft_f1},         {"pred_status", item.pred_status},
@@ -292,12 +317,24 @@ class QuestionRun {
   json final_record();
   void wait_turn();
   void finish_turn();
-  bool cancelled() const {
-    return s_.options->cancel && s_.options->cancel->load(std::memory_order_relaxed);
-  }
-  Status put(const std::string& stage, const json& payload) {
+  // The cancel flag, or the client stopped by an auth failure.
+  bool cancelled() const { return s_.client->cancelled(); }
+  llm::UsageTotals usage_now() { return s_.client->accounting().question(q_.question_id); }
+  // Stores a finished stage with the faults its model calls survived — unless the run is
+  // stopping: a stage finishing after a cancellation may have swallowed a cancelled call, and
+  // storing it would make the resumed run differ from an uninterrupted one.
+  Status put(const std::string& stage, json payload, const llm::UsageTotals& before) {
+    if (cancelled()) return Status(ErrorCode::kCancelled, "run stopping: stage " + stage + " not stored");
+    payload["llm_faults"] = llm_faults_between(before, usage_now());
+    faults_[stage] = payload["llm_faults"];
     return s_.store->put_stage(q_.question_id, static_cast<int64_t>(q_.index), stage, kStageDone,
                                payload);
+  }
+  std::optional<json> stored(const std::string& stage) {
+    auto r = s_.store->get_stage(q_.question_id, stage);
+    if (!r || !r->has_value()) return std::nullopt;
+    faults_[stage] = (**r).value("llm_faults", json());
+    return **r;
   }
   // Candidates from a stored generate/fix payload (replacing any in memory).
   Status load_candidates(const json& payload) {
@@ -308,11 +345,6 @@ class QuestionRun {
       candidates_.push_back(std::move(*cand));
     }
     return Status::ok();
-  }
-  std::optional<json> stored(const std::string& stage) {
-    auto r = s_.store->get_stage(q_.question_id, stage);
-    if (!r || !r->has_value()) return std::nullopt;
-    return **r;
   }
 
   Shared& s_;
@@ -332,6 +364,7 @@ class QuestionRun {
   std::map<std::string, double> latency_;
   std::optional<eval::ItemResult> verdict_;
   bool turn_taken_ = false;
+  std::map<std::string, json> faults_;  // per stage: failed model calls and retries
 };
 
 Status QuestionRun::stage_context() {
@@ -339,13 +372,16 @@ Status QuestionRun::stage_context() {
     context_json_ = *done;
   } else {
     auto t0 = Clock::now();
+    auto before = usage_now();
     auto ctx = s_.context->build(q_, *schema_, db_path_, derive_seed(s_.settings.seed, q_.question_id, "context"));
     if (!ctx) return ctx.status();
     context_json_ = ctx->to_json();
     latency_["context"] = seconds_since(t0);
     context_json_["latency_s"] = latency_["context"];
-    NL2SQL_RETURN_IF_ERROR(put("context", context_json_));
+    NL2SQL_RETURN_IF_ERROR(put("context", context_json_, before));
+    context_json_.erase("llm_faults");
   }
+  context_json_.erase("llm_faults");  // kept per stage; the record sums them
   latency_["context"] = context_json_.value("latency_s", 0.0);
   retrieval_ = retrieval_from_json(context_json_);
   for (const auto& c : context_json_.value("selected_columns", json::array()))
@@ -362,6 +398,7 @@ Status QuestionRun::stage_generate() {
     return Status::ok();
   }
   auto t0 = Clock::now();
+  auto before = usage_now();
   generate::GenerationInput input;
   input.question = &q_;
   input.schema = schema_;
@@ -386,7 +423,7 @@ Status QuestionRun::stage_generate() {
   latency_["generate"] = seconds_since(t0);
   json payload = {{"candidates", json::array()}, {"latency_s", latency_["generate"]}};
   for (const auto& c : candidates_) payload["candidates"].push_back(generate::to_json(c));
-  return put("generate", payload);
+  return put("generate", payload, before);
 }
 
 Status QuestionRun::stage_fix() {
@@ -397,6 +434,7 @@ Status QuestionRun::stage_fix() {
     return Status::ok();
   }
   auto t0 = Clock::now();
+  auto before = usage_now();
   fix::FixInput input;
   input.question = &q_;
   input.schema = schema_;
@@ -439,7 +477,7 @@ Status QuestionRun::stage_fix() {
                   {"executable_before_fix", exec_before_fix_},
                   {"latency_s", latency_["fix"]}};
   for (const auto& c : candidates_) payload["candidates"].push_back(generate::to_json(c));
-  return put("fix", payload);
+  return put("fix", payload, before);
 }
 
 // Judges every candidate against gold (the evaluator's own rules, through the run's result
@@ -501,8 +539,10 @@ Status QuestionRun::stage_select() {
     selections_ = *done;
     latency_["select"] = done->value("latency_s", 0.0);
     selections_.erase("latency_s");
+    selections_.erase("llm_faults");
   } else {
     auto t0 = Clock::now();
+    auto before = usage_now();
     for (const auto& name : s_.settings.selectors) {
       auto t1 = Clock::now();
       auto sel = s_.selectors.at(name)->select(input);
@@ -530,12 +570,13 @@ Status QuestionRun::stage_select() {
     latency_["select"] = seconds_since(t0);
     json payload = selections_;
     payload["latency_s"] = latency_["select"];
-    NL2SQL_RETURN_IF_ERROR(put("select", payload));
+    NL2SQL_RETURN_IF_ERROR(put("select", payload, before));
   }
 
   // Curves vs number of candidates: bounds and self-consistency on the first k candidates of
   // the interleaved order; the primary selector re-run on that prefix when run.curve_selector.
   json curves = json::object();
+  auto curves_before = usage_now();
   auto order = interleaved_order(candidates_, s_.generator_names);
   const auto* primary = s_.selectors.at(s_.settings.primary_selector).get();
   for (size_t k : s_.settings.curve_points) {
@@ -570,6 +611,7 @@ Status QuestionRun::stage_select() {
     curves[std::to_string(k)] = point;
   }
   selections_["__curves"] = curves;
+  faults_["curves"] = llm_faults_between(curves_before, usage_now());
   return Status::ok();
 }
 
@@ -651,6 +693,11 @@ json QuestionRun::final_record() {
   }
   for (const auto& [name, sel] : sels.items()) add_calls(usage, "select", sel.value("calls", json::array()));
   rec["usage"] = usage;
+  json faults;
+  for (const char* st : {"context", "generate", "fix", "select", "curves"})
+    if (auto it = faults_.find(st); it != faults_.end()) add_llm_faults(faults, it->second);
+  add_llm_faults(faults, json{{"failed_calls", 0}});  // present (zeros) even without model calls
+  rec["llm_faults"] = faults;
   double total = 0;
   json lat = json::object();
   for (const char* st : {"context", "generate", "fix", "select", "eval"}) {
@@ -822,6 +869,7 @@ Result<RunSummary> run(const RunOptions& options) {
   llm::ClientOptions client_options;
   client_options.transport = options.transport;
   client_options.cancel_flag = options.cancel;
+  client_options.stop_on_auth_error = true;
   auto client = llm::Client::from_config(s.config, client_options);
   if (!client) return client.status();
   s.client = std::move(*client);
@@ -831,6 +879,7 @@ Result<RunSummary> run(const RunOptions& options) {
   exec_options.limits.row_cap = s.settings.row_cap;
   exec_options.max_concurrent = s.settings.sql_threads;
   s.executor = std::make_unique<db::Executor>(exec_options);
+  if (options.db_fault_injector) s.executor->set_fault_injector(options.db_fault_injector);
 
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
@@ -978,7 +1027,7 @@ Result<RunSummary> run(const RunOptions& options) {
     for (size_t k = 0; k < pending.size(); ++k) {
       pool.submit([&, k] {
         const data::Question& q = *pending[k];
-        bool cancelled = options.cancel && options.cancel->load();
+        bool cancelled = s.client->cancelled();
         {
           std::lock_guard lock(mu);
           // Budget: spent so far plus what the questions in flight are expected to cost.
@@ -1002,9 +1051,22 @@ Result<RunSummary> run(const RunOptions& options) {
         }
         progress.question_started();
         double cost_before = s.client->accounting().by_question()[q.question_id].cost_usd;
+        const llm::UsageTotals usage_before = s.client->accounting().question(q.question_id);
         QuestionRun qr(s, q, positions[k]);
         json rec = qr.run();
-        bool interrupted = rec.value("status", "") == "error" && options.cancel && options.cancel->load();
+        // Stopping (cancel flag or an auth failure): a record that failed, or whose calls were
+        // cancelled or refused, is not stored — a resume completes it from its stored stages.
+        bool interrupted = false;
+        if (s.client->cancelled()) {
+          const llm::UsageTotals after = s.client->accounting().question(q.question_id);
+          auto grew = [&](const char* kind) {
+            auto a = after.errors_by_kind.find(kind);
+            auto b = usage_before.errors_by_kind.find(kind);
+            return (a == after.errors_by_kind.end() ? 0 : a->second) >
+                   (b == usage_before.errors_by_kind.end() ? 0 : b->second);
+          };
+          interrupted = rec.value("status", "") == "error" || grew("cancelled") || grew("auth");
+        }
         if (!interrupted) {
           if (auto st = s.store->put_stage(q.question_id, static_cast<int64_t>(q.index), kFinalStage,
                                            rec.value("status", "ok") == "ok" ? kStageDone : kStageError,
@@ -1050,6 +1112,18 @@ Result<RunSummary> run(const RunOptions& options) {
   }
   summary.not_started = not_started;
   summary.cancelled = options.cancel && options.cancel->load();
+  if (auto fatal = s.client->fatal_error()) {
+    summary.auth_error = fatal->message();
+    spdlog::error("run stopped early: {}; {} questions not recorded — their finished stages are "
+                  "kept, rerun the same command with a valid key to resume",
+                  summary.auth_error, summary.not_started);
+  }
+  {
+    auto usage = s.client->accounting().total();
+    summary.llm_calls = usage.calls;
+    summary.llm_failed = usage.errors;
+    summary.llm_retries = usage.retries;
+  }
   summary.budget_stopped = budget_stop;
   summary.cost_usd = s.client->accounting().total().cost_usd;
   if (summary.budget_stopped)

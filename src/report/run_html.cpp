@@ -419,6 +419,15 @@ string render_html(const json& rep, const RunData& run, const ReportOptions& o) 
   h += fmt::format("<tr><th>total</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th></tr></table>",
                    num(t["calls"].get<double>(), 0), num(t["prompt_tokens"].get<double>(), 0), num(t["completion_tokens"].get<double>(), 0),
                    num(t["cost_usd"].get<double>(), 4));
+  if (rep.contains("llm_faults")) {
+    const json& f = rep["llm_faults"];
+    std::string kinds;
+    for (const auto& [k, v] : f["failed_by_kind"].items())
+      kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", esc(k), v.get<int64_t>());
+    h += fmt::format("<p>Model calls failed after retries: {}; retries: {}; questions affected: {}{}.</p>\n",
+                     f["failed_calls"].get<int64_t>(), f["retries"].get<int64_t>(),
+                     f["questions_affected"].get<int64_t>(), kinds.empty() ? "" : " (" + kinds + ")");
+  }
   h += "<table><tr><th>stage</th><th>latency p50 s</th><th>p90 s</th><th>p95 s</th><th>max s</th></tr>";
   for (const auto& [k, v] : rep["latency_s"].items())
     h += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>", esc(k),

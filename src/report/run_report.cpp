@@ -333,6 +333,25 @@ json build_report(const RunData& run, const ReportOptions& o) {
   json uj = json::object();
   for (auto& [k, v] : usage) uj[k] = v;
   rep["usage"] = {{"stages", uj}, {"total", total}, {"cost_per_question_usd", n ? total["cost_usd"].get<double>() / static_cast<double>(n) : 0.0}};
+  // --- Model calls that failed after their retries, and the retries, summed from the records'
+  // llm_faults (per stage, stored with the stage they belong to, so a resumed run keeps them).
+  {
+    int64_t failed = 0, retries = 0, questions_hit = 0;
+    std::map<std::string, int64_t> by_kind;
+    for (const auto& r : run.records) {
+      const json& f = field(r, "llm_faults");
+      if (!f.is_object()) continue;
+      int64_t qf = f.value("failed_calls", int64_t{0}), qr = f.value("retries", int64_t{0});
+      failed += qf;
+      retries += qr;
+      questions_hit += (qf + qr) > 0;
+      const json kinds = f.value("failed_by_kind", json::object());
+      for (const auto& [k, v] : kinds.items())
+        if (v.is_number_integer()) by_kind[k] += v.get<int64_t>();
+    }
+    rep["llm_faults"] = {{"failed_calls", failed}, {"retries", retries},
+                         {"failed_by_kind", by_kind}, {"questions_affected", questions_hit}};
+  }
   json lat = json::object();
   std::set<std::string> lat_stages(kStages.begin(), kStages.end());
   for (const auto& r : run.records)
@@ -447,6 +466,16 @@ std::string render_markdown(const json& rep) {
   md += fmt::format("| **total** | {} | {} | {} | {} |\n\n", fmt_num(t["calls"].get<double>(), 0),
                     fmt_num(t["prompt_tokens"].get<double>(), 0), fmt_num(t["completion_tokens"].get<double>(), 0),
                     fmt_num(t["cost_usd"].get<double>(), 4));
+  if (rep.contains("llm_faults")) {
+    const json& f = rep["llm_faults"];
+    md += fmt::format("Model calls failed after retries: {}; retries: {}; questions affected: {}",
+                      f["failed_calls"].get<int64_t>(), f["retries"].get<int64_t>(),
+                      f["questions_affected"].get<int64_t>());
+    std::string kinds;
+    for (const auto& [k, v] : f["failed_by_kind"].items())
+      kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", md_cell(k), v.get<int64_t>());
+    md += kinds.empty() ? ".\n\n" : " (" + kinds + ").\n\n";
+  }
   md += "| stage | latency p50 s | p90 s | p95 s | max s |\n|---|---:|---:|---:|---:|\n";
   for (const auto& [k, v] : rep["latency_s"].items())
     md += fmt::format("| {} | {} | {} | {} | {} |\n", md_cell(k), fmt_num(v["p50"].get<double>(), 3),

@@ -18,6 +18,8 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "nl2sql/core/config.h"
@@ -40,6 +42,10 @@ struct ClientOptions {
   std::shared_ptr<ResponseCache> cache;
   const std::atomic<bool>* cancel_flag = nullptr;  // e.g. set by a SIGINT handler
   uint64_t jitter_seed = 0x9e3779b97f4a7c15ULL;
+  // A 401/403 means every later call will fail the same way: when set, the first one cancels
+  // the client (in-flight and later calls end kCancelled) and is kept as fatal_error(), so a
+  // long run stops early instead of recording every remaining question as failed.
+  bool stop_on_auth_error = false;
 };
 
 class Client {
@@ -59,6 +65,9 @@ class Client {
 
   void cancel();
   bool cancelled() const;
+  // The auth failure that stopped the client (ClientOptions::stop_on_auth_error), if any. Its
+  // message names the profile and the key's environment variable, never the key.
+  std::optional<Status> fatal_error() const;
 
   Accounting& accounting() { return accounting_; }
   const LlmSettings& settings() const { return settings_; }
@@ -71,12 +80,12 @@ class Client {
   struct ProfileState;
   Client(LlmSettings settings, ClientOptions options);
   Result<ChatResponse> chat_uncached(const ModelProfile& profile, ProfileState& state,
-                                     const ChatRequest& request);
+                                     const ChatRequest& request, int* attempts);
   Result<HttpResponse> post_with_retries(const ModelProfile& profile, ProfileState& state,
                                          const HttpRequest& http, double estimated_tokens,
                                          const std::string& call_label, int* attempts);
   Clock::Duration backoff(int attempt, const HttpResponse* response);
-  void record(const ChatRequest& request, const Result<ChatResponse>& result);
+  void record(const ChatRequest& request, const Result<ChatResponse>& result, int attempts = 0);
 
   LlmSettings settings_;
   ClientOptions options_;
@@ -87,6 +96,8 @@ class Client {
   Accounting accounting_;
   std::mutex jitter_mu_;
   uint64_t jitter_state_;  // guarded by jitter_mu_
+  mutable std::mutex fatal_mu_;
+  std::optional<Status> fatal_;  // guarded by fatal_mu_
 };
 
 // Parses an OpenAI Chat Completions response body (exposed for tests).

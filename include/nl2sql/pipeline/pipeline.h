@@ -20,13 +20,19 @@
 // same LLM cache (or the sim provider).
 //
 // Failure handling: one bad question (a failed model call, a broken database) is recorded with
-// status "error" and counts as wrong; it never stops the run. Cancellation (the flag, set by a
+// status "error" and counts as wrong; it never stops the run. Failed model calls and retries are
+// counted per stage into the records (`llm_faults`), so the reports say what a flaky endpoint
+// cost. The exception is an auth failure (HTTP 401/403): every later call would fail the same
+// way, so the first one stops the run like a cancellation — in-flight questions are not
+// recorded (their finished stages are), and `auth_error` names the profile and its key's
+// environment variable (never the key). Rerunning with a valid key resumes. Cancellation (the flag, set by a
 // SIGINT handler) stops scheduling, lets in-flight stages end, writes the reports of what
 // finished and returns with `cancelled` set.
 #pragma once
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,6 +67,9 @@ struct RunOptions {
   const std::atomic<bool>* cancel = nullptr;
   std::shared_ptr<llm::Transport> transport;  // tests: a fake server's transport
   bool write_reports = true;
+  // Tests: switched onto the run's db::Executor (Executor::set_fault_injector) to fail chosen
+  // SQL calls deterministically.
+  std::function<Status(uint64_t call_number)> db_fault_injector;
 };
 
 struct RunSummary {
@@ -73,8 +82,12 @@ struct RunSummary {
   size_t not_started = 0;    // left out by cancellation or the budget
   bool cancelled = false;
   bool budget_stopped = false;
+  std::string auth_error;    // non-empty: a 401/403 stopped the run (message names the profile)
   bool simulated = false;
   double cost_usd = 0;       // this invocation's model cost
+  int64_t llm_calls = 0;     // this invocation's model calls (cache hits included)
+  int64_t llm_failed = 0;    // … of which failed after their retries
+  int64_t llm_retries = 0;   // HTTP attempts beyond the first
   double wall_s = 0;
   double ex() const { return finished ? 100.0 * correct / finished : 0.0; }
 };
