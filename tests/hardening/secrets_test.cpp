@@ -50,13 +50,13 @@ class HardeningSecrets : public ::testing::Test {
     if (saved_openai_) setenv("OPENAI_API_KEY", saved_openai_->c_str(), 1);
     else unsetenv("OPENAI_API_KEY");
   }
-  // Two profiles on the same server: generation with the profile's own key variable, selection
-  // with the default OPENAI_API_KEY. Cache read-write, so answers (and requests) are stored.
+  // Two profiles on the same server: generation with the profile's own key variable, keywords
+  // and selection with the default OPENAI_API_KEY. Cache read-write, so answers (and requests) are stored.
   fs::path write_config(const std::string& base_url) {
     json cfg = json::parse(R"({
       "llm": {"models": {"gen": {"base_url": "", "model": "fake-coder", "api_key_env": "NL2SQL_SECRETS_TEST_KEY"},
                          "judge": {"base_url": "", "model": "fake-judge"}},
-              "default_profile": "gen", "roles": {"select": "judge"},
+              "default_profile": "gen", "roles": {"keywords": "judge", "select": "judge"},
               "cache": {"mode": "read-write", "path": ""},
               "retry": {"max_attempts": 2, "base_delay_s": 0.001, "max_delay_s": 0.002}},
       "context": {"keywords": {"llm": true}},
