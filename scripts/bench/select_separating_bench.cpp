@@ -6,7 +6,7 @@
 // main, built by the same glob.
 //
 //   bench_select_separating_bench --spider DIR [--bird DIR] [--bird-db superhero]
-//       [--db-path FILE] [--mutants N] [--seed S] [--max-questions N] [--show-failures]
+//       [--db-path FILE] [--mutants N] [--seed S] [--max-questions N] [--show-failures] [--show-slow MS]
 //
 // --db-path replaces the BIRD database file (e.g. a x300 scaled copy of superhero).
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include <functional>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,8 +35,8 @@ struct Outcome {
   bool subquery_in_where = false;
   bool found = false;
   size_t rows = 0;
-  double ms = 0;
-  std::string failure;
+  double ms = 0, lineage_ms = 0, cpu_ms = 0;  // wall; wall of the lineage step; thread CPU
+  std::string failure, gold, mutant;
 };
 
 bool has_where_subquery(const std::string& sql) {
@@ -48,6 +49,14 @@ bool has_where_subquery(const std::string& sql) {
   return tail.find("(SELECT") != std::string::npos;
 }
 
+// CPU time of this thread: SQLite runs in the caller's thread, so this is the work a pair
+// costs whatever else the machine is doing (wall time is also printed).
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -58,11 +67,13 @@ double percentile(std::vector<double> v, double p) {
 void summarize(const std::string& label, const std::vector<Outcome>& all,
                const std::function<bool(const Outcome&)>& keep) {
   size_t n = 0, found = 0;
-  std::vector<double> rows, ms;
+  std::vector<double> rows, ms, lineage_ms, cpu_ms;
   for (const auto& o : all) {
     if (!keep(o)) continue;
     ++n;
     ms.push_back(o.ms);
+    lineage_ms.push_back(o.lineage_ms);
+    cpu_ms.push_back(o.cpu_ms);
     if (o.found) {
       ++found;
       rows.push_back(static_cast<double>(o.rows));
@@ -73,6 +84,9 @@ void summarize(const std::string& label, const std::vector<Outcome>& all,
               label.c_str(), n, 100.0 * static_cast<double>(found) / static_cast<double>(n),
               percentile(rows, 0.5), percentile(rows, 0.95), percentile(ms, 0.5), percentile(ms, 0.95),
               percentile(ms, 1.0));
+  std::printf("%-34s   of which lineage on D: p50 %7.1f ms p95 %7.1f ms; thread CPU/pair p50 %7.1f ms p95 %7.1f ms\n",
+              "", percentile(lineage_ms, 0.5), percentile(lineage_ms, 0.95), percentile(cpu_ms, 0.5),
+              percentile(cpu_ms, 0.95));
 }
 
 }  // namespace
@@ -82,6 +96,7 @@ int main(int argc, char** argv) {
   int mutants = 2, max_questions = 0;
   uint64_t seed = 1;
   bool show_failures = false;
+  double slow_ms = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -93,6 +108,7 @@ int main(int argc, char** argv) {
     else if (a == "--seed") seed = std::stoull(next());
     else if (a == "--max-questions") max_questions = std::stoi(next());
     else if (a == "--show-failures") show_failures = true;
+    else if (a == "--show-slow") slow_ms = std::stod(next());
     else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return 2; }
   }
   struct Source { std::string label; data::Dataset ds; };
@@ -162,8 +178,12 @@ int main(int argc, char** argv) {
         o.mistake = llm::sql_mistake_name(m);
         o.subquery_in_where = sub;
         auto t0 = std::chrono::steady_clock::now();
-        auto la = builder->lineage(q.gold_sql);
-        auto lb = builder->lineage(*mutant);
+        const double c0 = thread_cpu_ms();
+        // Both queries have just run on D (as in the pipeline, where candidates run once
+        // before selection), so lineage is given their results and runs only the witnesses.
+        auto la = builder->lineage(q.gold_sql, &gold.result);
+        auto lb = builder->lineage(*mutant, &r.result);
+        o.lineage_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         if (!la.is_ok() || !lb.is_ok()) {
           ++lineage_errors;
           o.failure = "lineage: " + (!la.is_ok() ? la.status() : lb.status()).message();
@@ -177,6 +197,12 @@ int main(int argc, char** argv) {
           }
         }
         o.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        o.cpu_ms = thread_cpu_ms() - c0;
+        o.gold = q.gold_sql;
+        o.mutant = *mutant;
+        if (slow_ms > 0 && o.ms >= slow_ms)
+          std::printf("SLOW %s q%s %s: %.0f ms (lineage %.0f ms)\n  gold:   %s\n  mutant: %s\n", src.label.c_str(),
+                      q.question_id.c_str(), o.mistake.c_str(), o.ms, o.lineage_ms, q.gold_sql.c_str(), mutant->c_str());
         if (show_failures && !o.found)
           std::printf("FAIL %s q%s %s: %s\n  gold:   %s\n  mutant: %s\n", src.label.c_str(),
                       q.question_id.c_str(), o.mistake.c_str(), o.failure.substr(0, 200).c_str(),

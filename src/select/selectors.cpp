@@ -390,7 +390,12 @@ class SeparatingInstances : public Selector {
     auto builder = InstanceBuilder::open(in.db_path, *executor_, o_.instance);
     if (!builder.is_ok()) return builder.status().with_context("question " + qid(in));
     std::map<int, Result<QueryLineage>> lineage;
-    for (int p : players) lineage.emplace(p, builder->lineage(in.candidates[static_cast<size_t>(p)].sql));
+    for (int p : players) {
+      const auto& c = in.candidates[static_cast<size_t>(p)];
+      // Representatives have run on D already: their lineage needs only the witness queries.
+      const db::ResultSet* known = c.result && c.result->ok() ? &c.result->result : nullptr;
+      lineage.emplace(p, builder->lineage(c.sql, known));
+    }
     std::map<int, double> score;
     json duels = json::array();
     int64_t pair_index = 0;

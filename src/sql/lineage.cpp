@@ -120,9 +120,16 @@ class Rewriter {
     ctes_ = std::move(saved);
   }
 
+  struct Occurrence {
+    std::string qualifier;
+    char quote = 0;
+    const TableInfo* table;
+  };
+
   void subquery(const Select& sub) {
     auto refs = analyze_references(*standalone(sub), schema_);
     if (refs.correlated || !refs.unresolved.empty()) {
+      if (where_of_ && decorrelate(sub, *where_of_, negation_ > 0, refs.tables)) return;
       for (const auto& t : refs.tables) all_rows(t, "correlated subquery: every row of its tables");
       return;
     }
@@ -130,16 +137,144 @@ class Rewriter {
   }
 
   void expr(const Expr& e) {
+    const bool negates = (e.kind == ExprKind::kUnary && e.op == "NOT") ||
+                         (e.kind == ExprKind::kInSelect && e.negated);
+    if (negates) ++negation_;
     if (e.select) subquery(*e.select);
     if (e.filter) expr(*e.filter);
     for (const auto& c : e.children) expr(*c);
+    if (negates) --negation_;
   }
 
-  struct Occurrence {
-    std::string qualifier;
-    char quote = 0;
-    const TableInfo* table;
-  };
+  static bool has_subquery(const Expr& e) {
+    if (e.select) return true;
+    if (e.filter && has_subquery(*e.filter)) return true;
+    for (const auto& c : e.children)
+      if (has_subquery(*c)) return true;
+    return false;
+  }
+
+  // The base tables of a FROM clause made only of tables and parenthesised joins (no derived
+  // tables, table functions, CTE references, views or WITHOUT ROWID tables); false otherwise.
+  bool plain_tables(const JoinList& j, std::vector<Occurrence>& occ) const {
+    for (const auto& t : j.items) {
+      if (t.kind == TableRef::Kind::kJoin) {
+        if (!plain_tables(*t.join, occ)) return false;
+        continue;
+      }
+      if (t.kind != TableRef::Kind::kTable || !t.schema.empty()) return false;
+      if (find_cte(lc(t.name.name))) return false;
+      const TableInfo* info = schema_.find(t.name.name);
+      if (!info || info->is_view || info->without_rowid) return false;
+      if (t.on && has_subquery(*t.on)) return false;
+      const Ident& q = t.alias.empty() ? t.name : t.alias;
+      occ.push_back({q.name, static_cast<char>(q.quote ? '"' : 0), info});
+    }
+    return true;
+  }
+
+  // The conjunct that is exactly `sub` as EXISTS / IN / a comparison with it: leaving that
+  // one out of the witness loses nothing, since the witness joins the subquery itself.
+  static const Expr* where_conjunct_of(const Select& sub, const std::vector<const Expr*>& conjuncts) {
+    for (const Expr* c : conjuncts) {
+      if (c->select.get() == &sub) return c;
+      for (const auto& ch : c->children)
+        if (ch->select.get() == &sub) return c;
+    }
+    return nullptr;
+  }
+
+  // See the header: the witness of a correlated subquery of `outer`'s WHERE.
+  bool decorrelate(const Select& sub, const SelectCore& outer, bool negated,
+                   const std::set<std::string>& sub_tables) {
+    if (sub.cores.size() != 1 || !sub.with.empty() || !outer.from) return false;
+    const SelectCore& sc = sub.cores[0];
+    if (sc.is_values || !sc.from || !sc.group_by.empty() || sc.having || !sc.windows.empty())
+      return false;
+    if (sc.where && has_subquery(*sc.where)) return false;
+    for (const auto& rc : sc.columns)
+      if (rc.expr && has_subquery(*rc.expr)) return false;
+    std::vector<Occurrence> outer_occ, sub_occ;
+    if (!plain_tables(*outer.from, outer_occ) || !plain_tables(*sc.from, sub_occ)) return false;
+    std::set<std::string> names;
+    for (const auto& o : outer_occ) names.insert(lc(o.qualifier));
+    for (const auto& o : sub_occ)
+      if (!names.insert(lc(o.qualifier)).second) return false;  // an alias would be shadowed
+
+    auto w = std::make_unique<Select>();
+    SelectCore wc;
+    wc.from = std::make_unique<JoinList>(clone_join_list(*outer.from));
+    JoinList inner = clone_join_list(*sc.from);
+    for (size_t k = 0; k < inner.items.size(); ++k) {
+      if (k == 0) {
+        inner.items[k].join_kind = JoinKind::kComma;
+        inner.items[k].natural = false;
+        inner.items[k].outer = false;
+      }
+      wc.from->items.push_back(std::move(inner.items[k]));
+    }
+    // The outer WHERE's conjuncts without subqueries: SQLite would evaluate every subquery
+    // (the correlated one among them) once per row of the joined tables, which at BIRD scale
+    // takes minutes; leaving them out only adds inner rows that meet some outer row.
+    ExprPtr where = sc.where ? sc.where->clone() : nullptr;
+    auto conjoin = [](ExprPtr a, ExprPtr b) -> ExprPtr {
+      if (!a) return b;
+      if (!b) return a;
+      auto both = std::make_unique<Expr>();
+      both->kind = ExprKind::kBinary;
+      both->op = "AND";
+      both->children.push_back(std::move(a));
+      both->children.push_back(std::move(b));
+      return both;
+    };
+    if (!negated && outer.where) {
+      std::vector<const Expr*> conjuncts;
+      std::vector<const Expr*> stack{outer.where.get()};
+      while (!stack.empty()) {
+        const Expr* e = stack.back();
+        stack.pop_back();
+        if (e->kind == ExprKind::kBinary && e->op == "AND" && e->children.size() == 2) {
+          stack.push_back(e->children[1].get());
+          stack.push_back(e->children[0].get());
+        } else {
+          conjuncts.push_back(e);
+        }
+      }
+      ExprPtr kept;
+      bool dropped = false;
+      for (const Expr* c : conjuncts) {
+        if (!has_subquery(*c)) kept = conjoin(std::move(kept), c->clone());
+        else dropped = dropped || c != where_conjunct_of(sub, conjuncts);
+      }
+      where = conjoin(std::move(kept), std::move(where));
+      if (dropped)
+        fallback("correlated subquery: inner rows meeting outer rows that pass the outer WHERE's "
+                 "conditions without subqueries");
+    }
+    if (negated)
+      fallback("correlated subquery under NOT: inner rows meeting any outer row");
+    wc.where = std::move(where);
+    WitnessQuery q;
+    std::vector<Occurrence> occ = outer_occ;
+    occ.insert(occ.end(), sub_occ.begin(), sub_occ.end());
+    for (size_t k = 0; k < occ.size(); ++k) {
+      ResultColumn rc;
+      rc.expr = column_expr(occ[k].qualifier, occ[k].quote, rowid_name(*occ[k].table));
+      rc.alias = {"__lineage_" + std::to_string(k + 1), 0};
+      wc.columns.push_back(std::move(rc));
+      q.tables.push_back(occ[k].table->name);
+    }
+    w->cores.push_back(std::move(wc));
+    SelectPtr runnable = standalone(*w);
+    auto refs = analyze_references(*runnable, schema_);
+    // Still-correlated subqueries (the outer WHERE's own EXISTS) resolve inside the witness;
+    // a name that resolves to nothing refers further out than the outer query.
+    if (!refs.unresolved.empty()) return false;
+    q.sql = to_sql(*runnable);
+    q.all_rows_on_error.assign(sub_tables.begin(), sub_tables.end());
+    out_.queries.push_back(std::move(q));
+    return true;
+  }
 
   void sources(const JoinList& j, std::vector<Occurrence>& occ) {
     for (const auto& t : j.items) {
@@ -206,6 +341,16 @@ class Rewriter {
         for (const auto& e : row) expr(*e);
       return;
     }
+    const SelectCore* saved_where_of = where_of_;
+    const int saved_negation = negation_;
+    where_of_ = nullptr;  // a subquery outside WHERE is not decorrelated
+    negation_ = 0;
+    struct Restore {
+      Rewriter* r;
+      const SelectCore* w;
+      int n;
+      ~Restore() { r->where_of_ = w, r->negation_ = n; }
+    } restore{this, saved_where_of, saved_negation};
     std::vector<Occurrence> occ;
     if (c.from) sources(*c.from, occ);
     if (!status.is_ok()) return;
@@ -220,7 +365,11 @@ class Rewriter {
         windowed = windowed || has_window(*rc.expr);
       }
     }
-    if (c.where) expr(*c.where);
+    if (c.where) {
+      where_of_ = &c;
+      expr(*c.where);
+      where_of_ = nullptr;
+    }
     for (const auto& g : c.group_by) expr(*g);
     if (c.having) {
       expr(*c.having);
@@ -291,6 +440,8 @@ class Rewriter {
 
   const Schema& schema_;
   Lineage& out_;
+  const SelectCore* where_of_ = nullptr;  // the core whose WHERE is being visited
+  int negation_ = 0;                      // NOT / NOT IN levels around the current expression
   std::vector<VisibleCte> ctes_;
   std::set<const Cte*> done_ctes_;
 };
@@ -314,6 +465,15 @@ Result<LineageRows> collect_lineage_rows(const Lineage& lineage, const std::file
     std::string sql = q.sql;
     if (!q.all_rows_of.empty()) sql = "SELECT rowid FROM " + quote_identifier({q.all_rows_of, '"'});
     auto r = executor.run(db, sql, limits);
+    if (!r.ok() && !q.all_rows_on_error.empty()) {
+      for (const auto& t : q.all_rows_on_error) {
+        auto all = executor.run(db, "SELECT rowid FROM " + quote_identifier({t, '"'}), limits);
+        if (!all.ok()) return Status(ErrorCode::kSql, "lineage of " + t + ": " + all.error);
+        for (const auto& row : all.result.rows)
+          if (!row.empty() && row[0].type == db::ValueType::kInteger) rows[t].insert(row[0].i);
+      }
+      continue;
+    }
     if (!r.ok()) return Status(ErrorCode::kSql, "lineage query failed: " + r.error + "\n" + sql);
     size_t n = q.all_rows_of.empty() ? q.tables.size() : 1;
     for (const auto& row : r.result.rows) {

@@ -134,6 +134,39 @@ TEST_F(SeparatingInstanceTest, SubqueryInWhere) {
   expect_subset(s);
 }
 
+TEST_F(SeparatingInstanceTest, CorrelatedExistsInWhere) {
+  // The correlated form of the same pair: lineage decorrelates it, so the loan rows drawn are
+  // those that meet a client, not any loan of the table.
+  const std::string a =
+      "SELECT name FROM client AS c WHERE EXISTS (SELECT 1 FROM loan AS l WHERE l.client_id = "
+      "c.client_id AND l.amount > 1000)";
+  const std::string b =
+      "SELECT name FROM client AS c WHERE EXISTS (SELECT 1 FROM loan AS l WHERE l.client_id = "
+      "c.client_id AND l.amount > 5000)";
+  auto la = builder_->lineage(a);
+  ASSERT_TRUE(la.is_ok()) << la.status().to_string();
+  EXPECT_TRUE(la->fallbacks.empty()) << la->fallbacks.front();
+  for (uint64_t seed : {1u, 2u, 3u, 4u, 5u}) {
+    auto s = separate(a, b, seed);
+    ASSERT_TRUE(s.found) << s.failure;
+    ASSERT_TRUE(s.instance.tables.count("loan"));
+    EXPECT_LE(s.instance.rows(), 6u);
+    EXPECT_GT(s.answer_a.rows.size(), s.answer_b.rows.size());
+    expect_subset(s);
+  }
+}
+
+TEST_F(SeparatingInstanceTest, KnownResultSkipsTheRunOnD) {
+  const std::string sql = "SELECT name FROM client WHERE district_id = 2";
+  db::ResultSet known;
+  auto with = builder_->lineage(sql, &known);
+  auto without = builder_->lineage(sql);
+  ASSERT_TRUE(with.is_ok() && without.is_ok());
+  EXPECT_TRUE(with->result.rows.empty());          // not run again
+  EXPECT_EQ(without->result.rows.size(), 2u);      // Ben, Fran
+  EXPECT_EQ(with->by_witness, without->by_witness);  // the same witnesses either way
+}
+
 TEST_F(SeparatingInstanceTest, SameSeedSameInstance) {
   const std::string a = "SELECT COUNT(district_id) FROM account WHERE frequency = 'monthly'";
   const std::string b = "SELECT COUNT(DISTINCT district_id) FROM account WHERE frequency = 'monthly'";

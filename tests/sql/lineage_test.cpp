@@ -66,13 +66,42 @@ TEST_F(SqlLineage, WitnessRowsOfJoinsGroupsAndTopK) {
   EXPECT_EQ(r["singer"], (Ids{1}));
 }
 
-TEST_F(SqlLineage, FallbacksAreReported) {
+TEST_F(SqlLineage, CorrelatedSubqueriesInWhereAreDecorrelated) {
+  // EXISTS: the concert rows are those meeting a kept singer, not every concert.
   Lineage l;
   auto r = rows("SELECT name FROM singer AS s WHERE EXISTS (SELECT 1 FROM concert AS c WHERE "
                 "c.singer_id = s.singer_id AND c.venue = 'v4')", &l);
+  EXPECT_TRUE(l.exact());
+  EXPECT_EQ(r["concert"], (Ids{4}));  // concert rowid 4 is ('v4', 3)
+  EXPECT_EQ(r["singer"], (Ids{3}));
+  // A correlated scalar subquery compared in WHERE: the concerts of the singers kept.
+  r = rows("SELECT name FROM singer AS s WHERE s.age > 40 AND (SELECT COUNT(*) FROM concert AS c "
+           "WHERE c.singer_id = s.singer_id) >= 1", &l);
+  EXPECT_TRUE(l.exact());
+  EXPECT_EQ(r["concert"], (Ids{2, 3, 4}));
+  EXPECT_EQ(r["singer"], (Ids{2, 3}));
+  // NOT EXISTS: the rows that would exclude an outer row are those meeting any singer; said.
+  r = rows("SELECT name FROM singer AS s WHERE NOT EXISTS (SELECT 1 FROM concert AS c WHERE "
+           "c.singer_id = s.singer_id AND c.venue = 'v1')", &l);
+  EXPECT_FALSE(l.exact());
+  EXPECT_EQ(r["concert"], (Ids{1}));
+  // Clashing aliases (the subquery reuses an outer alias, correlated through another one):
+  // no decorrelation, the whole-table fallback, reported.
+  r = rows("SELECT s.name FROM singer AS s JOIN concert AS k ON k.singer_id = s.singer_id WHERE "
+           "EXISTS (SELECT 1 FROM concert AS s WHERE s.venue = k.venue AND s.singer_id = 3)", &l);
+  EXPECT_FALSE(l.exact());
+  EXPECT_EQ(r["concert"].size(), 4u);
+  EXPECT_EQ(r["singer"], (Ids{3}));
+}
+
+TEST_F(SqlLineage, FallbacksAreReported) {
+  Lineage l;
+  // A correlated subquery outside WHERE (in the select list): every row of its tables.
+  auto r = rows("SELECT name, (SELECT COUNT(*) FROM concert AS c WHERE c.singer_id = s.singer_id) "
+                "FROM singer AS s WHERE s.country = 'Spain'", &l);
   EXPECT_FALSE(l.exact());
   EXPECT_EQ(r["concert"].size(), 4u);  // every concert row: over-approximation
-  EXPECT_EQ(r["singer"], (Ids{3}));
+  EXPECT_EQ(r["singer"], (Ids{2, 3}));
   rows("SELECT x FROM (SELECT name AS x FROM singer WHERE age < 60) LIMIT 1", &l);
   EXPECT_FALSE(l.exact());
   auto bad = parse_query("SELECT a FROM nowhere");

@@ -43,13 +43,15 @@
 
 namespace nl2sql::select {
 
-// One simple term: (table, rowid) pairs, sorted.
-using LineageTerm = std::vector<std::pair<std::string, int64_t>>;
+// One simple term: (table, rowid) pairs, sorted; the table is an index into the builder's
+// schema (InstanceBuilder::schema().tables). Indexes, not names: a BIRD-sized query has
+// millions of terms, and they are sorted and compared many times.
+using LineageTerm = std::vector<std::pair<uint32_t, int64_t>>;
 
 struct QueryLineage {
   std::string sql;
-  db::ResultSet result;                      // on D
-  std::vector<std::vector<LineageTerm>> by_witness;  // terms per witness query
+  db::ResultSet result;                      // on D (empty when the caller supplied it)
+  std::vector<std::vector<LineageTerm>> by_witness;  // terms per witness query, sorted, unique
   std::vector<std::string> fallbacks;        // over-approximations the rewrite used
 };
 
@@ -101,8 +103,11 @@ class InstanceBuilder {
   static Result<InstanceBuilder> open(const std::filesystem::path& db_path,
                                       const db::Executor& executor, InstanceOptions options = {});
 
-  // Runs `sql` on D and gathers its lineage terms.
-  Result<QueryLineage> lineage(const std::string& sql) const;
+  // Runs `sql` on D and gathers its lineage terms. A caller that already holds the query's
+  // result on D (the selectors do: candidates are executed once) passes it, and the query is
+  // not run again — at BIRD scale that run costs as much as the witness queries.
+  Result<QueryLineage> lineage(const std::string& sql,
+                               const db::ResultSet* result_on_d = nullptr) const;
   // Searches for D′ separating `a` and `b` (whose results on D should differ).
   Result<SeparatingInstance> separate(const QueryLineage& a, const QueryLineage& b,
                                       uint64_t seed) const;

@@ -9,10 +9,17 @@
 // witnesses too: an uncorrelated subquery (in WHERE, HAVING, SELECT, ON) contributes its own
 // lineage, computed recursively.
 //
+// A correlated subquery in a WHERE clause is decorrelated: its witness is the subquery's FROM
+// joined to the enclosing query's FROM, filtered by the subquery's WHERE and the outer WHERE's
+// conjuncts that hold no subquery (only the subquery's own under NOT / NOT IN, where the rows
+// that matter are those that would exclude an outer row), returning the rowids of both — the
+// inner rows that meet some outer row that may be kept. This
+// needs a single plain core (no GROUP BY/HAVING/compound, no nested subquery) over base
+// tables whose names and aliases do not clash with the outer ones.
 // Where an exact rewrite is not possible the result over-approximates, and says so in
 // `fallbacks` (one reason per use):
-//  - correlated subquery, recursive CTE, view, or WITHOUT ROWID table: every row of each base
-//    table it reads;
+//  - any other correlated subquery, recursive CTE, view, or WITHOUT ROWID table: every row of
+//    each base table it reads;
 //  - derived table (subquery in FROM) or CTE reference: the whole lineage of that subquery,
 //    not only the rows the outer query keeps;
 //  - compound query (UNION/INTERSECT/EXCEPT): each member's lineage without the compound's
@@ -46,6 +53,9 @@ struct WitnessQuery {
   std::vector<std::string> tables;  // base table of each trailing rowid column
   bool grouped = false;             // rowid columns hold comma-separated lists
   std::string all_rows_of;          // fallback: every row of this table is a witness
+  // A decorrelated subquery's witness: when SQLite will not run `sql`, every row of these
+  // tables is a witness instead (the over-approximation the rewrite would otherwise use).
+  std::vector<std::string> all_rows_on_error;
 };
 
 struct Lineage {
