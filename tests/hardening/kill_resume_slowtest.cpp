@@ -129,7 +129,7 @@ class HardeningKillResume : public ::testing::Test {
 TEST_F(HardeningKillResume, TwentyKillsThenResumeGiveTheUninterruptedReport) {
   // Content-decided answers: a verdict line, a keyword list and one of a few SQL blocks (one
   // broken, so the fixer runs).
-  bench::LatencyServer server(std::chrono::milliseconds(25), [](const std::string& body, int64_t) {
+  bench::LatencyServer server(std::chrono::milliseconds(50), [](const std::string& body, int64_t) {
     static const char* kSql[] = {"SELECT count(*) FROM school", "SELECT name FROM district",
                                  "SELECT nope FROM school"};
     uint64_t h = core::xxh64(body);
@@ -153,7 +153,7 @@ TEST_F(HardeningKillResume, TwentyKillsThenResumeGiveTheUninterruptedReport) {
   int killed_mid_run = 0, by_store = 0, by_cache = 0, by_time = 0;
   for (int attempt = 0; attempt < kKills; ++attempt) {
     // Three kinds of moment, in turn: after the store gained 1-4 rows, after the cache gained
-    // 1-10 answers, after 20-400 ms. Answers take 25 ms, so the run lasts a few seconds.
+    // 1-10 answers, after 20-400 ms. Answers take 50 ms, so the run lasts a few seconds.
     const int kind = attempt % 3;
     const long store_target = std::max(0L, store_rows()) + std::uniform_int_distribution<long>(1, 4)(rng);
     const long cache_target = std::max(0L, cache_rows()) + std::uniform_int_distribution<long>(1, 10)(rng);
@@ -196,7 +196,7 @@ TEST_F(HardeningKillResume, TwentyKillsThenResumeGiveTheUninterruptedReport) {
   std::cout << "kill -9: " << killed_mid_run << " of " << kKills << " kills landed mid-run (" << by_store
             << " after store writes, " << by_cache << " after cache writes, " << by_time
             << " at random times); resumed to the end\n";
-  EXPECT_GE(killed_mid_run, kKills / 2) << "most kills should interrupt the run, not miss it";
+  EXPECT_GE(killed_mid_run, kKills * 3 / 4) << "most kills should interrupt the run, not miss it";
   EXPECT_GE(by_cache, 1);
   EXPECT_GE(by_store, 1);
 
