@@ -3,7 +3,7 @@
 # NL2SQL_DATA set and SPIDER=1, a Spider dev subset) against fake_llm_server_tool in fault mode,
 # then prints the figures: requests the server answered, faults it injected by kind, model calls
 # the run made, calls that failed after their retries (by reason), retries, questions finished.
-# A second pass (FAIL_401_AFTER, default 150) shows the 401 stop: exit code 4 and the message,
+# A second pass (FAIL_401_AFTER, default 400) shows the 401 stop: exit code 4 and the message,
 # then a resume against a healthy server finishing the run.
 #   scripts/bench/fault_run.sh [FAULT_RATE=0.2] [FAULT_SEED=7] [LATENCY_MS=5]
 set -euo pipefail
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 RATE=${1:-0.2}
 SEED=${2:-7}
 LATENCY=${3:-5}
-FAIL_401_AFTER=${FAIL_401_AFTER:-150}
+FAIL_401_AFTER=${FAIL_401_AFTER:-400}
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} >/dev/null
 cmake --build "$BUILD_DIR" -j "${JOBS:-1}" --target nl2sql fake_llm_server_tool >/dev/null
@@ -33,11 +33,10 @@ start_server() {  # extra fault flags
   for _ in $(seq 200); do [ -s "$WORK/server.url" ] && break; sleep 0.05; done
   URL=$(cat "$WORK/server.url")
 }
-stop_server() {
+stop_server() {  # leaves the server's closing lines in $WORK/server.log
   kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
   SERVER_PID=
   : >"$WORK/server.url"
-  cat "$WORK/server.log"
 }
 run() {  # out folder, then extra arguments; prints the exit code
   set +e
@@ -66,7 +65,8 @@ PY
 echo "== fault mode: rate $RATE, seed $SEED, ${LATENCY} ms per answer"
 start_server --fault-rate "$RATE" --fault-seed "$SEED"
 code=$(run "$WORK/run")
-echo "  server: $(stop_server | tr '\n' ' ')"
+stop_server
+echo "  server: $(tr '\n' ' ' <"$WORK/server.log")"
 echo "  nl2sql exit code: $code"
 grep -E "model calls this invocation|EX " "$WORK/stdout" | sed 's/^/  /' || true
 figures "$WORK/run"
@@ -74,12 +74,14 @@ figures "$WORK/run"
 echo "== 401 after $FAIL_401_AFTER requests, then resume with a healthy server"
 start_server --fail-401-after "$FAIL_401_AFTER"
 code=$(run "$WORK/run401" --set llm.cache.mode=off)
-echo "  server: $(stop_server | tr '\n' ' ')"
+stop_server
+echo "  server: $(tr '\n' ' ' <"$WORK/server.log")"
 echo "  nl2sql exit code: $code (4 = stopped by an auth failure)"
 grep -E "stopped early|finished questions" "$WORK/stdout" | sed 's/^/  /' || true
-start_server
+PORT=${URL%/v1}; PORT=${PORT##*:}
+start_server --port "$PORT"  # the same URL: the resume check compares the config
 code=$(run "$WORK/run401" --set llm.cache.mode=off)
-stop_server >/dev/null
+stop_server
 echo "  resume exit code: $code"
 grep -E "resumed" "$WORK/stdout" | sed 's/^/  /' || true
 figures "$WORK/run401"
