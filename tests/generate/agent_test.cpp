@@ -4,6 +4,7 @@
 // budget), the result heuristics, its configuration errors, and an end-to-end run with the
 // offline `sim` provider on the bundled mini set (simulated answers: this checks machinery).
 #include <algorithm>
+#include <fstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -240,6 +241,22 @@ TEST_F(Agent, SchemaBudgetUsesEmbeddingsWhenConfigured) {
   EXPECT_EQ(c.calls[1].stage, "agent.ledger");
   EXPECT_NE(c.calls[1].prompt.find("avg_reading"), std::string::npos);
   EXPECT_NE(c.reasoning.find("embeddings joined the scores"), std::string::npos);
+}
+
+TEST_F(Agent, BusinessRulesReachTheLedger) {
+  const fs::path rules = dir_->path() / "rules";
+  fs::create_directories(rules);
+  {
+    std::ofstream out(rules / "regional_schools.md");
+    out << "A school counts as 'in a region' through its district.\n";
+  }
+  FakeOpenAiServer server(scripted({kLedger, sql_answer(kGood)}));
+  Candidate with = run_one(server, json{{"rules_dir", rules.string()}});
+  EXPECT_NE(with.calls[0].prompt.find("counts as 'in a region' through its district"), std::string::npos);
+  FakeOpenAiServer again(scripted({kLedger, sql_answer(kGood)}));
+  Candidate without = run_one(again);
+  EXPECT_NE(without.calls[0].prompt.find("this database (house definitions that override common sense):\n(none)"),
+            std::string::npos);
 }
 
 TEST_F(Agent, ConfigErrorsNameTheKey) {

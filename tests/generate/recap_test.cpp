@@ -170,6 +170,20 @@ TEST_F(Recap, SchemaErrorIsRefinedWithTheTaxonomyHintAndLinkedSchema) {
   EXPECT_EQ(c.sql, kGood);
 }
 
+TEST_F(Recap, SqlCriticRejectionGoesToTheRefiner) {
+  FakeOpenAiServer server(scripted({kPlan, kApprove, sql_answer("SELECT COUNT(*) FROM school"),
+                                    "```json\n{\"approved\": false, \"issues\": [\"The region filter is missing.\"]}\n```",
+                                    sql_answer(kGood), kValid}));
+  Candidate c = run_one(server);
+  EXPECT_EQ(stages(c), (std::vector<std::string>{"recap.plan", "recap.plan_critique", "recap.act", "recap.sql_critique",
+                                                 "recap.refine", "recap.validate"}));
+  const std::string& r = c.calls[4].prompt;
+  EXPECT_NE(r.find("Problem (critique)"), std::string::npos);
+  EXPECT_NE(r.find("The region filter is missing."), std::string::npos);
+  EXPECT_NE(r.find("SELECT COUNT(*) FROM school\n"), std::string::npos);
+  EXPECT_EQ(c.sql, kGood);
+}
+
 TEST_F(Recap, StepLimitEndsTheLoopWithTheBestEffortAnswer) {
   const char* reject = "```json\n{\"valid_result\": false, \"columns_not_needed\": [], \"result_empty\": false, "
                        "\"suggest_fix\": \"Try again.\"}\n```";
