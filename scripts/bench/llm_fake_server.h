@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -91,9 +92,13 @@ class LatencyServer {
     ::shutdown(listen_fd_, SHUT_RDWR);
     ::close(listen_fd_);
     acceptor_.join();
-    std::lock_guard lock(mu_);
-    for (int fd : conn_fds_) ::shutdown(fd, SHUT_RDWR);
-    for (auto& t : conn_threads_) t.join();
+    {
+      // Only fds still open are listed (close_conn removes them under the same lock), so no
+      // number reused by another open() is shut down here.
+      std::lock_guard lock(mu_);
+      for (int fd : conn_fds_) ::shutdown(fd, SHUT_RDWR);
+    }
+    for (auto& t : conn_threads_) t.join();  // no lock held: the threads take it to close
   }
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
   int64_t requests() const { return requests_.load(); }
@@ -115,6 +120,12 @@ class LatencyServer {
     }
   }
 
+  void close_conn(int fd) {
+    std::lock_guard lock(mu_);
+    conn_fds_.erase(std::remove(conn_fds_.begin(), conn_fds_.end(), fd), conn_fds_.end());
+    ::close(fd);
+  }
+
   void serve(int fd) {
     std::string buf;
     char chunk[16384];
@@ -122,7 +133,7 @@ class LatencyServer {
       size_t header_end;
       while ((header_end = buf.find("\r\n\r\n")) == std::string::npos) {
         ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-        if (n <= 0) { ::close(fd); return; }
+        if (n <= 0) { close_conn(fd); return; }
         buf.append(chunk, static_cast<size_t>(n));
       }
       size_t content_length = 0;
@@ -132,7 +143,7 @@ class LatencyServer {
       if (cl != std::string::npos) content_length = std::stoul(headers.substr(cl + 15));
       while (buf.size() < header_end + 4 + content_length) {
         ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-        if (n <= 0) { ::close(fd); return; }
+        if (n <= 0) { close_conn(fd); return; }
         buf.append(chunk, static_cast<size_t>(n));
       }
       std::string request_body = buf.substr(header_end + 4, content_length);
@@ -150,7 +161,7 @@ class LatencyServer {
         // SO_LINGER 0: close() sends RST instead of FIN — a reset connection, no response.
         linger lg{1, 0};
         ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-        ::close(fd);
+        close_conn(fd);
         return;
       }
       int status = 200;
@@ -184,10 +195,10 @@ class LatencyServer {
                              std::to_string(body.size()) + "\r\n" + extra_headers +
                              "Connection: keep-alive\r\n\r\n" + body;
       size_t split = fault == "slow_body" ? response.size() - body.size() / 2 : response.size();
-      if (!send_all(fd, response.substr(0, split))) { ::close(fd); return; }
+      if (!send_all(fd, response.substr(0, split))) { close_conn(fd); return; }
       if (split < response.size()) {
         std::this_thread::sleep_for(faults_.slow_body_delay);
-        if (!send_all(fd, response.substr(split))) { ::close(fd); return; }
+        if (!send_all(fd, response.substr(split))) { close_conn(fd); return; }
       }
     }
   }

@@ -64,8 +64,9 @@ TEST(AgenticSlow, SimOnBirdSuperhero) {
         auto r = ex.run(path, c.sql);
         const bool ok = r.ok() && eval::bird_equal(r.result, gold.result);
         s.correct += ok;
-        if (g->name() == "recap" && c.reasoning.find("validate: valid") != std::string::npos)
+        if (g->name() == "recap" && c.reasoning.find("validate: valid") != std::string::npos) {
           EXPECT_TRUE(ok) << q.question_id << ": the sim validator accepted a result that differs from gold";
+        }
         if (g->name() == "agent") {
           EXPECT_LE(c.calls.size(), 5u);
         }
