@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "generate/agentic_fixture.h"
 #include "llm/fake_openai_server.h"
 #include "nl2sql/context/retrieve.h"
 #include "nl2sql/context/value_index.h"
@@ -35,87 +36,11 @@ const char* kGood = "SELECT COUNT(*) FROM school AS T1 INNER JOIN district AS T2
 
 std::string sql_answer(const std::string& sql) { return "Plan: count the schools.\n```sql\n" + sql + "\n```"; }
 
-// A conversation: the replies in order (the agent's calls for one question are sequential).
-FakeOpenAiServer::Script scripted(std::vector<std::string> replies) {
-  return [replies = std::move(replies)](const httplib::Request&, int64_t seq) {
-    const std::string& r = replies[std::min(static_cast<size_t>(seq), replies.size() - 1)];
-    return FakeReply(200, completion_body(r, "stop", 100, 20));
-  };
-}
-
-class Agent : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::TempDir();
-    root_ = testing::build_mini_bird(dir_->path() / "mini");
-    data::DatasetSpec spec;
-    spec.data_dir = root_;
-    auto ds = data::load_dataset(spec);
-    ASSERT_TRUE(ds.is_ok()) << ds.status().message();
-    ds_ = new data::Dataset(std::move(*ds));
-    ex_ = new db::Executor();
-  }
-  static void TearDownTestSuite() {
-    delete ex_;
-    delete ds_;
-    delete dir_;
-  }
-
-  struct Run {
-    std::unique_ptr<llm::Client> client;
-    std::vector<std::unique_ptr<Generator>> generators;
-  };
-  static Run make(json llm, json agent, json generators = json::parse(R"([{"name": "agent"}])")) {
-    core::Config config(json{{"llm", llm}, {"agent", agent}, {"generate", {{"generators", generators}}}});
-    Run r;
-    auto c = llm::Client::from_config(config);
-    EXPECT_TRUE(c.is_ok()) << c.status().message();
-    if (!c) return r;
-    r.client = std::move(*c);
-    auto g = make_generators(config, r.client.get(), ex_, llm::bundled_prompts_dir());
-    EXPECT_TRUE(g.is_ok()) << g.status().message();
-    if (g) r.generators = std::move(*g);
-    return r;
-  }
-  static json fake_llm(const std::string& url) {
-    return json{{"models", {{"fake", {{"base_url", url}, {"model", "fake-coder"}}}}},
-                {"default_profile", "fake"},
-                {"cache", {{"mode", "off"}}},
-                {"retry", {{"max_attempts", 1}, {"base_delay_s", 0.01}, {"max_delay_s", 0.01}}}};
-  }
-  static GenerationInput input_for(const std::string& id) {
-    const auto* q = ds_->find_question(id);
-    EXPECT_NE(q, nullptr);
-    GenerationInput in;
-    in.question = q;
-    in.schema = &ds_->schemas.at(q->db_id);
-    in.db_path = ds_->db_paths.at(q->db_id);
-    in.seed = 7;
-    return in;
-  }
-  static Candidate run_one(FakeOpenAiServer& server, json agent = json::object()) {
-    auto run = make(fake_llm(server.base_url()), agent);
-    EXPECT_EQ(run.generators.size(), 1u);
-    auto cands = run.generators.front()->generate(input_for("0"));
-    EXPECT_TRUE(cands.is_ok()) << cands.status().message();
-    EXPECT_EQ(cands->size(), 1u);
-    return cands->front();
-  }
-  static std::vector<std::string> stages(const Candidate& c) {
-    std::vector<std::string> out;
-    for (const auto& call : c.calls) out.push_back(call.stage);
-    return out;
-  }
-
-  static testing::TempDir* dir_;
-  static fs::path root_;
-  static data::Dataset* ds_;
-  static db::Executor* ex_;
+struct AgentGenerator {
+  static constexpr const char* kName = "agent";
 };
-testing::TempDir* Agent::dir_ = nullptr;
-fs::path Agent::root_;
-data::Dataset* Agent::ds_ = nullptr;
-db::Executor* Agent::ex_ = nullptr;
+class Agent : public agentic_testing::AgenticFixture<AgentGenerator> {};
+using agentic_testing::scripted;
 
 TEST_F(Agent, AcceptsOnTheFirstTry) {
   FakeOpenAiServer server(scripted({kLedger, sql_answer(kGood)}));
