@@ -119,12 +119,16 @@ Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutabl
     sqlite3_close_v2(db);
     return Status(ErrorCode::kIo, "cannot open database " + path.string() + ": " + msg);
   }
+  lock_down_read_only(db);
+  return db;
+}
+
+void lock_down_read_only(sqlite3* db) {
   sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
   sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
   sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
   sqlite3_set_authorizer(db, authorizer, nullptr);
-  return db;
 }
 
 struct Executor::Connection {

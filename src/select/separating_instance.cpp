@@ -84,26 +84,6 @@ int progress(void* p) {
   return std::chrono::steady_clock::now() > d->end ? 1 : 0;
 }
 
-// Candidates run on D′ get the executor's rights and no more: PRAGMA query_only stops writes
-// to D′ itself, but ATTACH, VACUUM INTO (which writes a new file) and transactions are
-// "read-only" to sqlite3_stmt_readonly, so an authorizer denies everything but reads.
-int read_only_authorizer(void*, int action, const char*, const char* arg2, const char*, const char*) {
-  switch (action) {
-    case SQLITE_SELECT:
-    case SQLITE_READ:
-    case SQLITE_RECURSIVE:
-      return SQLITE_OK;
-    case SQLITE_FUNCTION:
-      if (arg2 && (sqlite3_stricmp(arg2, "load_extension") == 0 || sqlite3_stricmp(arg2, "readfile") == 0 ||
-                   sqlite3_stricmp(arg2, "writefile") == 0 || sqlite3_stricmp(arg2, "edit") == 0 ||
-                   sqlite3_stricmp(arg2, "fts3_tokenizer") == 0))
-        return SQLITE_DENY;
-      return SQLITE_OK;
-    default:
-      return SQLITE_DENY;
-  }
-}
-
 uint64_t below(std::mt19937_64& rng, uint64_t n) { return n == 0 ? 0 : rng() % n; }
 
 // k distinct elements of `pool` (all when k ≥ size), in a seeded order.
@@ -235,9 +215,10 @@ Result<std::unique_ptr<MemoryDatabase>> MemoryDatabase::create(const sql::Schema
   NL2SQL_RETURN_IF_ERROR(exec("COMMIT"));
   // From here on the copy is read-only, like every database a candidate sees.
   NL2SQL_RETURN_IF_ERROR(exec("PRAGMA query_only = 1"));
-  sqlite3_limit(mem->db_, SQLITE_LIMIT_ATTACHED, 0);
-  sqlite3_db_config(mem->db_, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
-  sqlite3_set_authorizer(mem->db_, read_only_authorizer, nullptr);
+  // Candidates run on D′ get the executor's rights and no more: PRAGMA query_only stops
+  // writes to D′ itself, but ATTACH, VACUUM INTO (which writes a new file) and transactions
+  // are "read-only" to sqlite3_stmt_readonly, so the executor's authorizer guards it too.
+  db::lock_down_read_only(mem->db_);
   return mem;
 }
 

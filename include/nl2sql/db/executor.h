@@ -122,6 +122,13 @@ class Executor {
 // the raw handle (schema introspection). Caller closes with sqlite3_close_v2.
 Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutable = false);
 
+// Locks a connection down to what a read-only query needs: defensive mode, no extensions, no
+// untrusted schema, no ATTACH, and an authorizer allowing only reads and functions other than
+// the file/pointer ones (load_extension, readfile, writefile, edit, fts3_tokenizer). Every
+// connection of the executor gets it; any other connection that runs model-written SQL (the
+// in-memory separating instance) must get it too, so there is one policy.
+void lock_down_read_only(sqlite3* db);
+
 // XXH3-128 of the database file's bytes, memoized per (path, size, mtime).
 Result<std::string> database_fingerprint(const std::filesystem::path& path);
 
