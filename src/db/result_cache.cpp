@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "nl2sql/core/hash.h"
+#include "nl2sql/db/sqlite_setup.h"
 
 namespace nl2sql::db {
 namespace {
@@ -151,15 +152,13 @@ Result<std::unique_ptr<ResultCache>> ResultCache::open(const std::filesystem::pa
     return io_error("result cache " + file.string() + ": " + msg);
   }
   sqlite3_busy_timeout(db, 10000);
-  char* err = nullptr;
-  int rc = sqlite3_exec(db,
-                        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                        "CREATE TABLE IF NOT EXISTS results(key TEXT PRIMARY KEY, value BLOB NOT NULL,"
-                        " created REAL DEFAULT (julianday('now')));",
-                        nullptr, nullptr, &err);
+  std::string msg;
+  int rc = exec_setup(db,
+                      "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                      "CREATE TABLE IF NOT EXISTS results(key TEXT PRIMARY KEY, value BLOB NOT NULL,"
+                      " created REAL DEFAULT (julianday('now')));",
+                      msg);
   if (rc != SQLITE_OK) {
-    std::string msg = err ? err : "unknown error";
-    sqlite3_free(err);
     sqlite3_close_v2(db);
     // A damaged or foreign file is bad input (exit 2), not an internal failure.
     if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)

@@ -8,6 +8,7 @@
 
 #include "nl2sql/core/hash.h"
 #include "nl2sql/core/log.h"
+#include "nl2sql/db/sqlite_setup.h"
 
 namespace nl2sql::llm {
 namespace {
@@ -177,12 +178,9 @@ ResponseCache::~ResponseCache() {
 }
 
 Status ResponseCache::exec(const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(as_db(db_), sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : "unknown error";
-    sqlite3_free(err);
+  std::string msg;
+  if (db::exec_setup(as_db(db_), sql, msg, kCacheBusyTimeoutMs) != SQLITE_OK)
     return make_call_error(CallErrorKind::kCache, "response cache " + path_.string() + ": " + msg);
-  }
   return Status::ok();
 }
 

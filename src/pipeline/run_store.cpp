@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "nl2sql/core/files.h"
+#include "nl2sql/db/sqlite_setup.h"
 
 namespace nl2sql::pipeline {
 namespace fs = std::filesystem;
@@ -120,12 +121,8 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const fs::path& dir, bool creat
 RunStore::~RunStore() { sqlite3_close(db_); }
 
 Status RunStore::exec(const char* sql) const {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : sqlite3_errmsg(db_);
-    sqlite3_free(err);
-    return io_error("run store: " + msg);
-  }
+  std::string msg;
+  if (db::exec_setup(db_, sql, msg) != SQLITE_OK) return io_error("run store: " + msg);
   return Status::ok();
 }
 
