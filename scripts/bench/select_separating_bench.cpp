@@ -7,8 +7,11 @@
 //
 //   bench_select_separating_bench --spider DIR [--bird DIR] [--bird-db superhero]
 //       [--db-path FILE] [--mutants N] [--seed S] [--max-questions N] [--show-failures] [--show-slow MS]
+//       [--group-budget ROWS]
 //
 // --db-path replaces the BIRD database file (e.g. a x300 scaled copy of superhero).
+// --group-budget sets InstanceOptions::lineage_group_budget (0: exact lineage everywhere); the
+// pairs whose lineage kept a sample of groups are summarized on their own.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -34,6 +37,7 @@ struct Outcome {
   std::string dataset, question_id, mistake;
   bool subquery_in_where = false;
   bool found = false;
+  bool sampled = false;  // a lineage kept a sample of its groups
   size_t rows = 0;
   double ms = 0, lineage_ms = 0, cpu_ms = 0;  // wall; wall of the lineage step; thread CPU
   std::string failure, gold, mutant;
@@ -97,6 +101,7 @@ int main(int argc, char** argv) {
   uint64_t seed = 1;
   bool show_failures = false;
   double slow_ms = 0;
+  select::InstanceOptions io;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -109,6 +114,7 @@ int main(int argc, char** argv) {
     else if (a == "--max-questions") max_questions = std::stoi(next());
     else if (a == "--show-failures") show_failures = true;
     else if (a == "--show-slow") slow_ms = std::stod(next());
+    else if (a == "--group-budget") io.lineage_group_budget = std::stoll(next());
     else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return 2; }
   }
   struct Source { std::string label; data::Dataset ds; };
@@ -152,7 +158,7 @@ int main(int argc, char** argv) {
       const auto& path = src.ds.db_paths.at(q.db_id);
       auto& builder = builders[q.db_id];
       if (!builder) {
-        auto b = select::InstanceBuilder::open(path, executor);
+        auto b = select::InstanceBuilder::open(path, executor, io);
         if (!b.is_ok()) { std::fprintf(stderr, "%s\n", b.status().to_string().c_str()); continue; }
         builder = std::make_unique<select::InstanceBuilder>(std::move(*b));
       }
@@ -188,6 +194,7 @@ int main(int argc, char** argv) {
           ++lineage_errors;
           o.failure = "lineage: " + (!la.is_ok() ? la.status() : lb.status()).message();
         } else {
+          o.sampled = !la->sampled.empty() || !lb->sampled.empty();
           auto s = builder->separate(*la, *lb, seed ^ (q.index * 7919 + k));
           if (!s.is_ok()) o.failure = s.status().message();
           else {
@@ -219,6 +226,8 @@ int main(int argc, char** argv) {
               [&](const Outcome& o) { return o.dataset == src.label && o.subquery_in_where; });
   }
   summarize("all", outcomes, [](const Outcome&) { return true; });
+  summarize("  lineage sampled (group budget " + std::to_string(io.lineage_group_budget) + ")", outcomes,
+            [](const Outcome& o) { return o.sampled; });
   for (const auto& m : mistakes)
     summarize(std::string("  ") + llm::sql_mistake_name(m), outcomes,
               [&](const Outcome& o) { return o.mistake == llm::sql_mistake_name(m); });

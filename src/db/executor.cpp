@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <unordered_map>
 
@@ -104,6 +105,59 @@ const char* exec_status_name(ExecStatus s) {
   return "unknown";
 }
 
+namespace {
+
+// nl2sql_hash(x, …): see the header. FNV-1a over a type tag and the value's bytes per argument,
+// then a splitmix64 finish; the top bit is cleared so `% m` is never negative.
+void hash_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto bytes = [&](const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t k = 0; k < n; ++k) h = (h ^ b[k]) * 0x100000001b3ULL;
+  };
+  auto tag = [&](unsigned char t) { bytes(&t, 1); };
+  auto integer = [&](int64_t i) {
+    tag(1);
+    bytes(&i, sizeof i);
+  };
+  for (int k = 0; k < argc; ++k) {
+    sqlite3_value* v = argv[k];
+    switch (sqlite3_value_type(v)) {
+      case SQLITE_INTEGER:
+        integer(sqlite3_value_int64(v));
+        break;
+      case SQLITE_FLOAT: {
+        double d = sqlite3_value_double(v);
+        if (d == std::floor(d) && std::fabs(d) < 9.2e18) {
+          integer(static_cast<int64_t>(d));
+        } else {
+          tag(2);
+          bytes(&d, sizeof d);
+        }
+        break;
+      }
+      case SQLITE_TEXT:
+        tag(3);
+        bytes(sqlite3_value_text(v), static_cast<size_t>(sqlite3_value_bytes(v)));
+        break;
+      case SQLITE_BLOB:
+        tag(4);
+        bytes(sqlite3_value_blob(v), static_cast<size_t>(sqlite3_value_bytes(v)));
+        break;
+      default:
+        tag(5);
+    }
+    tag(0xff);  // argument boundary: ("ab", "c") and ("a", "bc") differ
+  }
+  h += 0x9e3779b97f4a7c15ULL;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  sqlite3_result_int64(ctx, static_cast<int64_t>(h >> 1));
+}
+
+}  // namespace
+
 Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutable) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
@@ -120,6 +174,9 @@ Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutabl
     return Status(ErrorCode::kIo, "cannot open database " + path.string() + ": " + msg);
   }
   lock_down_read_only(db);
+  sqlite3_create_function_v2(db, "nl2sql_hash", -1,
+                             SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nullptr,
+                             hash_function, nullptr, nullptr, nullptr);
   return db;
 }
 

@@ -421,6 +421,13 @@ class SeparatingInstances : public Selector {
         core::KeyHasher h;
         h.add(static_cast<int64_t>(in.seed)).add("separating_instance").add(ci.id).add(cj.id);
         const uint64_t seed = std::stoull(h.hex().substr(0, 16), nullptr, 16);
+        // Approximate lineage guides the search only (D′ is verified), but say where it was used.
+        json notes = json::object();
+        for (const auto& [side, l] : {std::pair<const char*, const QueryLineage*>{"a", &*la}, {"b", &*lb}}) {
+          if (!l->fallbacks.empty()) notes[side]["over_approximated"] = l->fallbacks;
+          if (!l->sampled.empty()) notes[side]["sampled"] = l->sampled;
+        }
+        if (!notes.empty()) d["lineage"] = std::move(notes);
         auto inst = builder->separate(*la, *lb, seed);
         if (!inst.is_ok()) {
           draw("instance: " + inst.status().message());
@@ -671,16 +678,19 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     auto asks = config.get_int(prefix + "asks", 3);
     auto tries = config.get_int(prefix + "max_attempts", 42);
     auto timeout = config.get_number(prefix + "query_timeout_s", 5.0);
-    for (const auto* r : {&reps, &asks, &tries})
+    auto budget = config.get_int(prefix + "lineage_group_budget", 100000);
+    for (const auto* r : {&reps, &asks, &tries, &budget})
       if (!r->is_ok()) return r->status();
     if (!timeout.is_ok()) return timeout.status();
     if (*reps < 2) return invalid_input("config key \"" + prefix + "max_representatives\": must be >= 2");
     if (*asks < 1) return invalid_input("config key \"" + prefix + "asks\": must be >= 1");
     if (*tries < 1) return invalid_input("config key \"" + prefix + "max_attempts\": must be >= 1");
+    if (*budget < 0) return invalid_input("config key \"" + prefix + "lineage_group_budget\": must be >= 0");
     o.max_representatives = *reps;
     o.asks = *asks;
     o.instance.max_attempts = static_cast<int>(*tries);
     o.instance.query_timeout_s = *timeout;
+    o.instance.lineage_group_budget = *budget;
     auto tpl = load_prompt(services, "evaluate_on_instance");
     if (!tpl.is_ok()) return tpl.status();
     return std::unique_ptr<Selector>(

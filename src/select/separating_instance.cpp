@@ -288,6 +288,7 @@ Result<InstanceBuilder> InstanceBuilder::open(const std::filesystem::path& db_pa
   b.options_ = options;
   b.schema_ = std::make_shared<const sql::Schema>(std::move(*schema));
   b.row_cache_ = std::make_shared<std::map<std::pair<std::string, int64_t>, db::Row>>();
+  b.table_rows_ = std::make_shared<std::map<std::string, int64_t>>();
   return b;
 }
 
@@ -302,9 +303,27 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
   }
   auto stmt = sql::parse_query(sql);
   if (!stmt.is_ok()) return stmt.status();
-  auto lin = sql::rewrite_lineage(*stmt->select, *schema_);
+  sql::LineageOptions lo;
+  lo.group_budget = options_.lineage_group_budget;
+  if (lo.group_budget > 0) {
+    for (const auto& t : sql::analyze_references(*stmt->select, *schema_).tables) {
+      auto it = table_rows_->find(t);
+      if (it == table_rows_->end()) {
+        // SQLite counts a table from its smallest b-tree: milliseconds for millions of rows.
+        auto n = executor_->run(db_path_, "SELECT count(*) FROM " + quote_name(t));
+        int64_t rows = n.ok() && !n.result.rows.empty() && !n.result.rows[0].empty() &&
+                               n.result.rows[0][0].type == db::ValueType::kInteger
+                           ? n.result.rows[0][0].i
+                           : 0;
+        it = table_rows_->emplace(t, rows).first;
+      }
+      lo.table_rows[t] = it->second;
+    }
+  }
+  auto lin = sql::rewrite_lineage(*stmt->select, *schema_, lo);
   if (!lin.is_ok()) return lin.status();
   out.fallbacks = lin->fallbacks;
+  out.sampled = lin->sampled;
   db::QueryLimits limits = executor_->options().limits;
   limits.row_cap = 0;
   auto index_of = [&](const std::string& name) -> std::optional<uint32_t> {
@@ -324,20 +343,37 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
       if (!row.empty() && row[0].type == db::ValueType::kInteger) terms.push_back({{*t, row[0].i}});
     return Status::ok();
   };
+  // Sorts a witness's terms, drops repeats (keeping the first group) and stores both.
+  auto store = [&](std::vector<LineageTerm>& terms, std::vector<uint32_t>& groups) {
+    groups.resize(terms.size(), QueryLineage::kNoGroup);
+    std::vector<uint32_t> order(terms.size());
+    for (uint32_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return terms[x] < terms[y]; });
+    std::vector<LineageTerm> sorted;
+    std::vector<uint32_t> sorted_groups;
+    sorted.reserve(terms.size());
+    sorted_groups.reserve(terms.size());
+    for (uint32_t k : order) {
+      if (!sorted.empty() && sorted.back() == terms[k]) continue;
+      sorted.push_back(std::move(terms[k]));
+      sorted_groups.push_back(groups[k]);
+    }
+    out.by_witness.push_back(std::move(sorted));
+    out.group_of.push_back(std::move(sorted_groups));
+  };
   for (const auto& q : lin->queries) {
     std::vector<LineageTerm> terms;
+    std::vector<uint32_t> groups;  // parallel to terms while grouped rows are split
     if (!q.all_rows_of.empty()) {
       NL2SQL_RETURN_IF_ERROR(all_rows(q.all_rows_of, terms));
     } else {
-      auto w = executor_->run(db_path_, q.sql, limits);
+      auto w = sql::run_witness(q, db_path_, *executor_, limits);
       if (!w.ok() && !q.all_rows_on_error.empty()) {
         // A decorrelated subquery witness SQLite would not run (e.g. an unqualified column
         // that became ambiguous): the rewrite's whole-table over-approximation instead.
         out.fallbacks.push_back("decorrelated witness failed (" + w.error + "): every row of its tables");
         for (const auto& t : q.all_rows_on_error) NL2SQL_RETURN_IF_ERROR(all_rows(t, terms));
-        std::sort(terms.begin(), terms.end());
-        terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
-        out.by_witness.push_back(std::move(terms));
+        store(terms, groups);
         continue;
       }
       if (!w.ok()) return Status(ErrorCode::kSql, "lineage query failed: " + w.error);
@@ -349,7 +385,10 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
         table_index[k] = *t;
       }
       std::vector<std::vector<int64_t>> lists(n);
+      if (q.grouped) groups.reserve(w.result.rows.size());
       for (const auto& row : w.result.rows) {
+        const uint32_t group = q.grouped ? static_cast<uint32_t>(&row - w.result.rows.data())
+                                         : QueryLineage::kNoGroup;
         if (row.size() < n) return internal_error("lineage query returned too few columns");
         for (size_t k = 0; k < n; ++k) {
           lists[k].clear();
@@ -379,6 +418,7 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
             std::sort(t.begin(), t.end());
             t.erase(std::unique(t.begin(), t.end()), t.end());
             terms.push_back(std::move(t));
+            groups.push_back(group);
           }
         } else {
           // Outer joins leave NULL rowids that group_concat skips: positions no longer line up,
@@ -388,13 +428,14 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
             for (int64_t id : lists[k]) t.emplace_back(table_index[k], id);
           std::sort(t.begin(), t.end());
           t.erase(std::unique(t.begin(), t.end()), t.end());
-          if (!t.empty()) terms.push_back(std::move(t));
+          if (!t.empty()) {
+            terms.push_back(std::move(t));
+            groups.push_back(group);
+          }
         }
       }
     }
-    std::sort(terms.begin(), terms.end());
-    terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
-    out.by_witness.push_back(std::move(terms));
+    store(terms, groups);
   }
   return out;
 }
@@ -470,13 +511,36 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
   for (const auto& w : b.by_witness) witnesses.push_back(&w);
   auto table_name = [&](uint32_t t) -> const std::string& { return schema_->tables[t].name; };
 
-  auto [m, n] = sample_sizes(a.sql, b.sql);
+  // The group mates of a term (see QueryLineage::group_of): the witness holding it, by address.
+  std::vector<std::pair<const std::vector<LineageTerm>*, const std::vector<uint32_t>*>> grouped;
+  for (const QueryLineage* q : {&a, &b})
+    for (size_t w = 0; w < q->by_witness.size() && w < q->group_of.size(); ++w)
+      grouped.emplace_back(&q->by_witness[w], &q->group_of[w]);
+  auto group_mates = [&](const LineageTerm* t) {
+    std::vector<const LineageTerm*> mates;
+    for (const auto& [terms, groups] : grouped) {
+      if (terms->empty() || t < terms->data() || t >= terms->data() + terms->size()) continue;
+      const uint32_t g = (*groups)[static_cast<size_t>(t - terms->data())];
+      if (g == QueryLineage::kNoGroup) break;
+      for (size_t k = 0; k < terms->size() && mates.size() < options_.max_group_terms; ++k)
+        if ((*groups)[k] == g && &(*terms)[k] != t) mates.push_back(&(*terms)[k]);
+      break;
+    }
+    return mates;
+  };
+
+  const auto [m0, n0] = sample_sizes(a.sql, b.sql);
+  // A partial group still yields its output row unless a HAVING condition drops it.
+  const bool having = has_word(a.sql, "having") || has_word(b.sql, "having");
   std::mt19937_64 rng(seed ^ 0x5eb4a7a1c0ffee11ULL);
   std::string last_error;
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     ++out.attempts;
     const size_t grow = 1 + static_cast<size_t>(attempt) / 14;
     const bool support = attempt % 2 == 1 && witnesses.size() > 2;
+    const bool swapped = (attempt / 2) % 2 == 1;
+    const bool whole_groups = having && attempt >= 5 && attempt % 3 == 2;
+    const int m = swapped ? n0 : m0, n = swapped ? m0 : n0;
     std::vector<const LineageTerm*> picks;
     if (only1.empty() && only2.empty()) {
       picks = draw(common, 2 * grow, rng);
@@ -490,6 +554,13 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
       if ((only1.empty() || only2.empty()) && attempt % 4 == 3) {
         auto z = draw(common, 1, rng);
         picks.insert(picks.end(), z.begin(), z.end());
+      }
+    }
+    if (whole_groups) {
+      const size_t drawn = picks.size();
+      for (size_t k = 0; k < drawn; ++k) {
+        auto mates = group_mates(picks[k]);
+        picks.insert(picks.end(), mates.begin(), mates.end());
       }
     }
     std::map<std::string, std::set<int64_t>> rows;

@@ -34,6 +34,34 @@ ExprPtr call(const std::string& fn, ExprPtr arg) {
   return e;
 }
 
+ExprPtr conjoin(ExprPtr a, ExprPtr b) {
+  if (!a) return b;
+  if (!b) return a;
+  auto both = std::make_unique<Expr>();
+  both->kind = ExprKind::kBinary;
+  both->op = "AND";
+  both->children.push_back(std::move(a));
+  both->children.push_back(std::move(b));
+  return both;
+}
+
+ExprPtr binary(const std::string& op, ExprPtr lhs, ExprPtr rhs) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::kBinary;
+  e->op = op;
+  e->children.push_back(std::move(lhs));
+  e->children.push_back(std::move(rhs));
+  return e;
+}
+
+ExprPtr number(int64_t n) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::kLiteral;
+  e->literal = LiteralKind::kNumber;
+  e->text = std::to_string(n);
+  return e;
+}
+
 // Aggregates in an expression, not looking inside subqueries.
 bool has_aggregate(const Expr& e) {
   if (is_aggregate_call(e)) return true;
@@ -48,6 +76,12 @@ bool has_window(const Expr& e) {
   return false;
 }
 
+std::map<std::string, int64_t> lower_keys(const std::map<std::string, int64_t>& in) {
+  std::map<std::string, int64_t> out;
+  for (const auto& [k, v] : in) out[lc(k)] = v;
+  return out;
+}
+
 struct VisibleCte {
   const Cte* cte;
   bool recursive;
@@ -55,7 +89,8 @@ struct VisibleCte {
 
 class Rewriter {
  public:
-  Rewriter(const Schema& schema, Lineage& out) : schema_(schema), out_(out) {}
+  Rewriter(const Schema& schema, const LineageOptions& options, Lineage& out)
+      : schema_(schema), options_(options), out_(out) {}
   Status status;
 
   void select(const Select& s) {
@@ -217,16 +252,6 @@ class Rewriter {
     // (the correlated one among them) once per row of the joined tables, which at BIRD scale
     // takes minutes; leaving them out only adds inner rows that meet some outer row.
     ExprPtr where = sc.where ? sc.where->clone() : nullptr;
-    auto conjoin = [](ExprPtr a, ExprPtr b) -> ExprPtr {
-      if (!a) return b;
-      if (!b) return a;
-      auto both = std::make_unique<Expr>();
-      both->kind = ExprKind::kBinary;
-      both->op = "AND";
-      both->children.push_back(std::move(a));
-      both->children.push_back(std::move(b));
-      return both;
-    };
     if (!negated && outer.where) {
       std::vector<const Expr*> conjuncts;
       std::vector<const Expr*> stack{outer.where.get()};
@@ -435,10 +460,57 @@ class Rewriter {
       w->offset = std::move(copy->offset);
     }
     q.sql = to_sql(*standalone(*w));
+    int64_t one_in = 0;
+    if (!windowed && aggregated)
+      if (ExprPtr sample = group_sample(c, wc, occ, one_in)) {
+        q.exact_sql = std::move(q.sql);
+        wc.where = conjoin(std::move(sample), std::move(wc.where));
+        q.sql = to_sql(*standalone(*w));
+        q.sample_one_in = one_in;
+        std::string why = "groups over " + sample_table_ + ": 1 key bucket in " + std::to_string(one_in);
+        if (std::find(out_.sampled.begin(), out_.sampled.end(), why) == out_.sampled.end())
+          out_.sampled.push_back(std::move(why));
+      }
     out_.queries.push_back(std::move(q));
   }
 
+  // The sampling conjunct of a grouped witness over a large table (see the header), or null:
+  // nl2sql_hash(group keys) % m = 0. Positional keys become the result column they name.
+  ExprPtr group_sample(const SelectCore& original, const SelectCore& wc,
+                       const std::vector<Occurrence>& occ, int64_t& one_in) const {
+    if (options_.group_budget <= 0 || wc.group_by.empty()) return nullptr;
+    int64_t largest = 0;
+    std::string largest_table;
+    for (const auto& o : occ) {
+      auto it = table_rows_.find(lc(o.table->name));
+      if (it != table_rows_.end() && it->second > largest) largest = it->second, largest_table = o.table->name;
+    }
+    if (largest <= options_.group_budget) return nullptr;
+    auto hash = std::make_unique<Expr>();
+    hash->kind = ExprKind::kFunction;
+    hash->op = "nl2sql_hash";
+    for (const auto& g : wc.group_by) {
+      const Expr* key = g.get();
+      if (key->kind == ExprKind::kLiteral && key->literal == LiteralKind::kNumber &&
+          !key->text.empty() && std::all_of(key->text.begin(), key->text.end(),
+                      [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)) != 0; })) {
+        size_t k = key->text.size() > 6 ? 0 : std::stoul(key->text);
+        if (k < 1 || k > original.columns.size()) return nullptr;
+        key = original.columns[k - 1].expr.get();
+      }
+      if (key->kind == ExprKind::kStar || has_aggregate(*key) || has_window(*key) || has_subquery(*key))
+        return nullptr;
+      hash->children.push_back(key->clone());
+    }
+    one_in = (largest + options_.group_budget - 1) / options_.group_budget;
+    sample_table_ = largest_table;
+    return binary("=", binary("%", std::move(hash), number(one_in)), number(0));
+  }
+
   const Schema& schema_;
+  const LineageOptions& options_;
+  std::map<std::string, int64_t> table_rows_ = lower_keys(options_.table_rows);
+  mutable std::string sample_table_;  // the large table behind the last group_sample
   Lineage& out_;
   const SelectCore* where_of_ = nullptr;  // the core whose WHERE is being visited
   int negation_ = 0;                      // NOT / NOT IN levels around the current expression
@@ -448,12 +520,20 @@ class Rewriter {
 
 }  // namespace
 
-Result<Lineage> rewrite_lineage(const Select& select, const Schema& schema) {
+Result<Lineage> rewrite_lineage(const Select& select, const Schema& schema,
+                                const LineageOptions& options) {
   Lineage out;
-  Rewriter r(schema, out);
+  Rewriter r(schema, options, out);
   r.select(select);
   if (!r.status.is_ok()) return r.status;
   return out;
+}
+
+db::ExecutionResult run_witness(const WitnessQuery& q, const std::filesystem::path& db,
+                                const db::Executor& executor, const db::QueryLimits& limits) {
+  auto r = executor.run(db, q.sql, limits);
+  if (q.sample_one_in > 0 && r.ok() && r.result.rows.empty()) return executor.run(db, q.exact_sql, limits);
+  return r;
 }
 
 Result<LineageRows> collect_lineage_rows(const Lineage& lineage, const std::filesystem::path& db,
@@ -464,7 +544,7 @@ Result<LineageRows> collect_lineage_rows(const Lineage& lineage, const std::file
   for (const auto& q : lineage.queries) {
     std::string sql = q.sql;
     if (!q.all_rows_of.empty()) sql = "SELECT rowid FROM " + quote_identifier({q.all_rows_of, '"'});
-    auto r = executor.run(db, sql, limits);
+    auto r = q.all_rows_of.empty() ? run_witness(q, db, executor, limits) : executor.run(db, sql, limits);
     if (!r.ok() && !q.all_rows_on_error.empty()) {
       for (const auto& t : q.all_rows_on_error) {
         auto all = executor.run(db, "SELECT rowid FROM " + quote_identifier({t, '"'}), limits);

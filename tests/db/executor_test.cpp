@@ -42,6 +42,33 @@ TEST_F(ExecutorTest, TypedValuesAreKeptExactly) {
   EXPECT_EQ(r.result.rows[2][2].type, ValueType::kReal);  // 3.0 stays REAL
 }
 
+// nl2sql_hash (the lineage sample's group key hash): deterministic, equal where GROUP BY sees
+// equal keys (1 and 1.0), apart where it does not ('1' and 1), argument boundaries count, and
+// it spreads keys over buckets.
+TEST_F(ExecutorTest, HashFunctionKeysGroupsLikeGroupBy) {
+  Executor ex;
+  auto r = ex.run(db_, "SELECT nl2sql_hash(1) = nl2sql_hash(1.0), nl2sql_hash('1') = nl2sql_hash(1), "
+                       "nl2sql_hash('ab', 'c') = nl2sql_hash('a', 'bc'), nl2sql_hash(NULL) >= 0, "
+                       "nl2sql_hash('x', 2) = nl2sql_hash('x', 2), nl2sql_hash(x'00') = nl2sql_hash('')");
+  ASSERT_TRUE(r.ok()) << r.error;
+  std::vector<int64_t> got;
+  for (const auto& v : r.result.rows[0]) got.push_back(v.i);
+  EXPECT_EQ(got, (std::vector<int64_t>{1, 0, 0, 1, 1, 0}));
+  Executor other;
+  auto a = ex.run(db_, "SELECT nl2sql_hash(name, id) FROM t ORDER BY id");
+  auto b = other.run(db_, "SELECT nl2sql_hash(name, id) FROM t ORDER BY id");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a.result.rows, b.result.rows);
+  auto buckets = ex.run(db_, "SELECT nl2sql_hash(x) % 4 AS k, count(*) FROM big GROUP BY k ORDER BY k");
+  ASSERT_TRUE(buckets.ok()) << buckets.error;
+  ASSERT_EQ(buckets.result.rows.size(), 4u);
+  for (const auto& row : buckets.result.rows) {
+    EXPECT_GE(row[0].i, 0);
+    EXPECT_GT(row[1].i, 400);  // 500 expected of 2000
+    EXPECT_LT(row[1].i, 600);
+  }
+}
+
 TEST_F(ExecutorTest, EveryWriteAttemptIsRefusedAndTheFileIsUnchanged) {
   auto before = core::sha256_file(db_);
   ASSERT_TRUE(before.is_ok());

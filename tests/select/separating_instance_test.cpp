@@ -167,6 +167,75 @@ TEST_F(SeparatingInstanceTest, KnownResultSkipsTheRunOnD) {
   EXPECT_EQ(with->by_witness, without->by_witness);  // the same witnesses either way
 }
 
+// With a tiny group budget the grouped lineage is a sample of whole groups; the instance is
+// drawn from the kept groups and still verified, and the lineage says it was sampled.
+TEST_F(SeparatingInstanceTest, SampledGroupLineageStillSeparates) {
+  InstanceOptions o;
+  o.lineage_group_budget = 3;  // account: 10 rows, so 1 key bucket in 4
+  auto b = InstanceBuilder::open(db_, executor_, o);
+  ASSERT_TRUE(b.is_ok());
+  const std::string qa = "SELECT district_id, COUNT(*) FROM account GROUP BY district_id";
+  const std::string qb = "SELECT district_id, COUNT(*) FROM account WHERE frequency = 'monthly' GROUP BY district_id";
+  auto la = b->lineage(qa), lb = b->lineage(qb);
+  ASSERT_TRUE(la.is_ok() && lb.is_ok());
+  ASSERT_EQ(la->sampled.size(), 1u);
+  EXPECT_NE(la->sampled[0].find("1 key bucket in 4"), std::string::npos) << la->sampled[0];
+  EXPECT_TRUE(builder_->lineage(qa)->sampled.empty());  // the default budget: exact here
+  auto kept = executor_.run(db_, "SELECT district_id FROM district WHERE nl2sql_hash(district_id) % 4 = 0 "
+                                 "AND district_id IN (2, 3, 4)");  // districts with a weekly account
+  ASSERT_TRUE(kept.ok()) << kept.error;
+  std::set<int64_t> kept_ids;
+  for (const auto& r : kept.result.rows) kept_ids.insert(r[0].i);
+  ASSERT_FALSE(kept_ids.empty()) << "fixture: the sample should keep a district with a weekly account";
+  for (uint64_t seed : {1, 2, 3}) {
+    auto s = b->separate(*la, *lb, seed);
+    ASSERT_TRUE(s.is_ok());
+    ASSERT_TRUE(s->found) << s->failure;
+    EXPECT_FALSE(eval::relaxed_equal(s->answer_a, s->answer_b));
+    expect_subset(*s);
+    // A weekly account of a kept district separates (A counts it, B does not).
+    const auto& acc = s->instance.tables.at("account");
+    bool weekly_of_kept = false;
+    for (const auto& row : acc.rows)
+      weekly_of_kept = weekly_of_kept || (row[2].s == "weekly" && kept_ids.count(row[1].i));
+    EXPECT_TRUE(weekly_of_kept);
+  }
+}
+
+// HAVING COUNT(*) >= 3 holds for district 2 only (accounts 11, 12, 17): the two queries share
+// every term and differ in shape, so D′ needs the whole group. Two random terms never do; the
+// whole-group attempts (from attempt 5) find it long before the sample grows (attempt 14).
+TEST_F(SeparatingInstanceTest, HavingNeedsTheWholeGroup) {
+  for (uint64_t seed : {1, 2, 3}) {
+    auto s = separate("SELECT district_id FROM account GROUP BY district_id HAVING COUNT(*) >= 3",
+                      "SELECT district_id, MIN(frequency) FROM account GROUP BY district_id HAVING COUNT(*) >= 3",
+                      seed);
+    ASSERT_TRUE(s.found) << s.failure;
+    EXPECT_LE(s.attempts, 6);
+    std::set<int64_t> ids;
+    for (const auto& row : s.instance.tables.at("account").rows) ids.insert(row[0].i);
+    EXPECT_EQ(ids, (std::set<int64_t>{11, 12, 17}));
+    expect_subset(s);
+  }
+}
+
+// Top district by number of accounts (2: three accounts) vs by highest account id (1: account
+// 19). With (M, N) = (1, 2) D′ always holds more rows of district 1, so both answer 1; the
+// swapped attempts (2 rows of district 2, 1 of district 1) separate.
+TEST_F(SeparatingInstanceTest, SwappedSampleSizesSeparateTopKByCount) {
+  for (uint64_t seed : {1, 2, 3, 4}) {
+    auto s = separate("SELECT district_id FROM account GROUP BY district_id ORDER BY COUNT(*) DESC LIMIT 1",
+                      "SELECT district_id FROM account GROUP BY district_id ORDER BY MAX(account_id) DESC LIMIT 1",
+                      seed);
+    ASSERT_TRUE(s.found) << s.failure;
+    EXPECT_LT(s.attempts, 14) << "seed " << seed;  // before the sample grows
+    ASSERT_EQ(s.answer_a.rows.size(), 1u);
+    EXPECT_EQ(s.answer_a.rows[0][0].i, 2);
+    EXPECT_LE(s.instance.rows(), 3u);
+    expect_subset(s);
+  }
+}
+
 TEST_F(SeparatingInstanceTest, SameSeedSameInstance) {
   const std::string a = "SELECT COUNT(district_id) FROM account WHERE frequency = 'monthly'";
   const std::string b = "SELECT COUNT(DISTINCT district_id) FROM account WHERE frequency = 'monthly'";

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "nl2sql/db/executor.h"
 #include "nl2sql/sql/lineage.h"
 #include "nl2sql/sql/parser.h"
@@ -122,6 +124,88 @@ TEST_F(SqlLineage, SubDatabaseHoldsOnlyWitnessRows) {
   auto again = exec.run(sub, "SELECT c.venue FROM singer AS s JOIN concert AS c ON s.singer_id = c.singer_id WHERE s.age > 60");
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again.result.rows.size(), 2u);
+}
+
+// A grouped witness over a table above the budget keeps whole groups, those whose key hashes
+// into bucket 0 of m; under the budget, or when the sample keeps no group, the lineage is exact.
+TEST_F(SqlLineage, LargeGroupedWitnessesKeepAHashSampleOfWholeGroups) {
+  auto db = dir_ / "sales.sqlite";
+  nl2sql::testing::build_database(db, R"(
+    CREATE TABLE sale (id INTEGER PRIMARY KEY, shop INTEGER, amount INTEGER);
+    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 399)
+    INSERT INTO sale SELECT i + 1, i % 50, i FROM n;)");
+  Schema schema = std::move(*load_schema(db));
+  db::ExecutorOptions eo;
+  eo.immutable = false;
+  db::Executor exec(eo);
+  auto lineage = [&](const std::string& sql, int64_t budget) {
+    LineageOptions o;
+    o.table_rows = {{"SALE", 400}};  // any case
+    o.group_budget = budget;
+    auto q = parse_query(sql);
+    EXPECT_TRUE(q.is_ok());
+    auto l = rewrite_lineage(*q->select, schema, o);
+    EXPECT_TRUE(l.is_ok()) << l.status().message();
+    return *l;
+  };
+  auto shops_of = [&](const std::set<int64_t>& ids) {
+    std::map<int64_t, int> per_shop;
+    for (int64_t id : ids) ++per_shop[(id - 1) % 50];
+    return per_shop;
+  };
+  const std::string grouped = "SELECT shop, SUM(amount) FROM sale GROUP BY shop HAVING COUNT(*) >= 8";
+  Lineage l = lineage(grouped, 40);  // 400 rows / 40: 1 bucket in 10
+  ASSERT_EQ(l.queries.size(), 1u);
+  EXPECT_EQ(l.queries[0].sample_one_in, 10);
+  EXPECT_FALSE(l.queries[0].exact_sql.empty());
+  EXPECT_FALSE(l.exact());
+  ASSERT_EQ(l.sampled.size(), 1u);
+  EXPECT_NE(l.sampled[0].find("1 key bucket in 10"), std::string::npos) << l.sampled[0];
+  auto r = collect_lineage_rows(l, db, exec);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  auto kept = shops_of((*r)["sale"]);
+  auto expected = exec.run(db, "SELECT DISTINCT shop FROM sale WHERE nl2sql_hash(shop) % 10 = 0");
+  ASSERT_TRUE(expected.ok()) << expected.error;
+  ASSERT_GT(expected.result.rows.size(), 0u);
+  ASSERT_LT(expected.result.rows.size(), 50u);
+  EXPECT_EQ(kept.size(), expected.result.rows.size());
+  for (const auto& row : expected.result.rows) EXPECT_EQ(kept[row[0].i], 8) << "shop " << row[0].i;  // whole
+
+  // Under the budget: exact, every group.
+  l = lineage(grouped, 400);
+  EXPECT_TRUE(l.exact());
+  EXPECT_EQ(l.queries[0].sample_one_in, 0);
+  auto all = collect_lineage_rows(l, db, exec);
+  ASSERT_TRUE(all.is_ok());
+  EXPECT_EQ(shops_of((*all)["sale"]).size(), 50u);
+
+  // DISTINCT … LIMIT becomes GROUP BY 1: the positional key is the column it names.
+  l = lineage("SELECT DISTINCT shop FROM sale ORDER BY shop DESC LIMIT 2", 40);
+  EXPECT_EQ(l.queries[0].sample_one_in, 10);
+  EXPECT_NE(l.queries[0].sql.find("NL2SQL_HASH(shop)"), std::string::npos) << l.queries[0].sql;
+  r = collect_lineage_rows(l, db, exec);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  kept = shops_of((*r)["sale"]);
+  EXPECT_EQ(kept.size(), 2u);  // the top two shops of the sample
+  for (const auto& [shop, n] : kept) EXPECT_EQ(n, 8);
+
+  // A group the sample misses: run_witness falls back to the exact query.
+  auto miss = exec.run(db, "SELECT shop FROM sale WHERE nl2sql_hash(shop) % 10 <> 0 LIMIT 1");
+  ASSERT_TRUE(miss.ok() && !miss.result.rows.empty());
+  const int64_t shop = miss.result.rows[0][0].i;
+  l = lineage("SELECT COUNT(*) FROM sale WHERE shop = " + std::to_string(shop) + " GROUP BY shop", 40);
+  ASSERT_EQ(l.queries[0].sample_one_in, 10);
+  auto sampled_only = exec.run(db, l.queries[0].sql);
+  ASSERT_TRUE(sampled_only.ok());
+  EXPECT_TRUE(sampled_only.result.rows.empty());
+  r = collect_lineage_rows(l, db, exec);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ(shops_of((*r)["sale"]), (std::map<int64_t, int>{{shop, 8}}));
+
+  // Ungrouped witnesses and keys that cannot move to WHERE are never sampled.
+  EXPECT_TRUE(lineage("SELECT amount FROM sale WHERE shop = 3", 40).exact());
+  EXPECT_TRUE(lineage("SELECT COUNT(*) FROM sale", 40).exact());
+  EXPECT_TRUE(lineage("SELECT shop FROM sale GROUP BY (SELECT 1) , shop", 40).exact());
 }
 
 }  // namespace

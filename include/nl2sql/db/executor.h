@@ -118,8 +118,12 @@ class Executor {
   std::function<Status(uint64_t)> fault_injector_;
 };
 
-// Opens `path` read-only with the same guardrails (authorizer included), for code that needs
-// the raw handle (schema introspection). Caller closes with sqlite3_close_v2.
+// Opens `path` read-only with the same guardrails (authorizer included) and functions, for code
+// that needs the raw handle (schema introspection). Caller closes with sqlite3_close_v2.
+// Besides SQLite's built-ins, every connection has nl2sql_hash(x, …): a deterministic 63-bit
+// hash of its arguments' values (a number hashes the same as integer or as integral real, as
+// GROUP BY compares them; text by its bytes, so a NOCASE key's case variants hash apart). The
+// lineage sample keys groups by it (sql/lineage.h).
 Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutable = false);
 
 // Locks a connection down to what a read-only query needs: defensive mode, no extensions, no

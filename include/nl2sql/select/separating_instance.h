@@ -12,9 +12,13 @@
 // either mentions COUNT, else (1, 1); when one difference is empty the other side fills in,
 // and when P1 = P2 two common terms are taken. Every other attempt also adds, for each witness
 // query not yet represented (rows read by subqueries), the term sharing most values with the
-// rows picked so far, so an IN/scalar subquery sees the rows it needs. Later attempts grow the
-// sample. D′ is the union of the picked rows; it is accepted when both queries run on it and
-// their results differ under the relaxed equality.
+// rows picked so far, so an IN/scalar subquery sees the rows it needs. Attempts 2, 3, 6, 7, …
+// swap M and N (which query's rows come in larger number decides e.g. ORDER BY COUNT … LIMIT 1);
+// when either query has HAVING, from attempt 5 every third attempt adds, for each picked term of
+// a grouped witness, the other terms of its group (at most `max_group_terms`), so HAVING
+// COUNT(…) > k can hold on D′. Later
+// attempts grow the sample. D′ is the union of the picked rows; it is accepted when both
+// queries run on it and their results differ under the relaxed equality.
 //
 // No database is modified: rows are read from D through db::Executor (read-only) and D′ lives
 // in an in-memory SQLite database created from the table definitions (sqlite_master, via
@@ -52,13 +56,22 @@ struct QueryLineage {
   std::string sql;
   db::ResultSet result;                      // on D (empty when the caller supplied it)
   std::vector<std::vector<LineageTerm>> by_witness;  // terms per witness query, sorted, unique
+  // Per witness, per term: the output group (witness row) it came from; kNoGroup for an
+  // ungrouped witness. Lets the search add a term's whole group (a HAVING COUNT(…) > k group).
+  static constexpr uint32_t kNoGroup = UINT32_MAX;
+  std::vector<std::vector<uint32_t>> group_of;
   std::vector<std::string> fallbacks;        // over-approximations the rewrite used
+  std::vector<std::string> sampled;          // grouped witnesses kept to a sample of groups
 };
 
 struct InstanceOptions {
   int max_attempts = 42;
   double query_timeout_s = 5.0;   // per query on D′
   size_t affinity_sample = 256;   // terms per witness query scored for the support rows
+  size_t max_group_terms = 64;    // most terms of one group a whole-group attempt adds
+  // Grouped witnesses over a table of more rows keep a hash sample of their groups
+  // (sql::LineageOptions::group_budget); 0: always exact.
+  int64_t lineage_group_budget = 100000;
 };
 
 // D′: tables (only the non-empty ones) with their rows, as columns + rows.
@@ -124,6 +137,8 @@ class InstanceBuilder {
   const db::Executor* executor_ = nullptr;
   InstanceOptions options_;
   std::shared_ptr<const sql::Schema> schema_;
+  // Rows per table of D (for the lineage sample); filled lazily.
+  std::shared_ptr<std::map<std::string, int64_t>> table_rows_;
   // (table, rowid) → row as read from D (columns in schema order); filled lazily.
   std::shared_ptr<std::map<std::pair<std::string, int64_t>, db::Row>> row_cache_;
 };

@@ -24,10 +24,18 @@
 //    not only the rows the outer query keeps;
 //  - compound query (UNION/INTERSECT/EXCEPT): each member's lineage without the compound's
 //    ORDER BY/LIMIT; DISTINCT over groups: every group.
+// Sampling (LineageOptions::group_budget): a grouped witness over a table of more rows than
+// the budget keeps only the groups whose GROUP BY key hashes into bucket 0 of m (m = rows /
+// budget, rounded up), through the executor's nl2sql_hash(); groups stay whole, so HAVING and
+// the aggregates see every row of a kept group. The key hash is the same for every query, so two
+// queries grouping by the same key keep the same groups. With ORDER BY … LIMIT the kept output
+// groups are the best of the sample, not of D. Reported in `sampled`; run_witness falls back to
+// the exact query when the sample keeps no group. At BIRD scale the exact witness of a grouped
+// join costs as much as the query (seconds: the GROUP BY sorts every joined row).
 // Over-approximating never drops a witness of a monotone query, but for queries with negation
 // (NOT IN, NOT EXISTS, EXCEPT, outer joins with IS NULL tests) extra rows can change the result:
 // the consumer verifies by executing Q on the sub-database (see build_lineage_database).
-// Pure functions except collect_lineage_rows (runs SQL through db::Executor) and
+// Pure functions except run_witness and collect_lineage_rows (run SQL through db::Executor) and
 // build_lineage_database (writes a new SQLite file).
 #pragma once
 
@@ -39,12 +47,9 @@
 #include <vector>
 
 #include "nl2sql/core/status.h"
+#include "nl2sql/db/executor.h"
 #include "nl2sql/sql/analysis.h"
 #include "nl2sql/sql/ast.h"
-
-namespace nl2sql::db {
-class Executor;
-}
 
 namespace nl2sql::sql {
 
@@ -56,15 +61,33 @@ struct WitnessQuery {
   // A decorrelated subquery's witness: when SQLite will not run `sql`, every row of these
   // tables is a witness instead (the over-approximation the rewrite would otherwise use).
   std::vector<std::string> all_rows_on_error;
+  // Sampled witness (see above): `sql` keeps groups in 1 of `sample_one_in` key buckets and
+  // `exact_sql` is the same query without the sample; 0 and empty when exact.
+  int64_t sample_one_in = 0;
+  std::string exact_sql;
 };
 
 struct Lineage {
   std::vector<WitnessQuery> queries;
   std::vector<std::string> fallbacks;  // reasons an over-approximation was used
-  bool exact() const { return fallbacks.empty(); }
+  std::vector<std::string> sampled;    // grouped witnesses that keep a sample of their groups
+  bool exact() const { return fallbacks.empty() && sampled.empty(); }
 };
 
-Result<Lineage> rewrite_lineage(const Select& select, const Schema& schema);
+struct LineageOptions {
+  // Rows of the base tables (schema names, any case); tables not listed count as small.
+  std::map<std::string, int64_t> table_rows;
+  // Most rows of its largest table a grouped witness aggregates whole; 0: never sample.
+  int64_t group_budget = 0;
+};
+
+Result<Lineage> rewrite_lineage(const Select& select, const Schema& schema,
+                                const LineageOptions& options = {});
+
+// Runs one witness query (not an all_rows_of one): the sampled SQL, then the exact SQL when the
+// sample kept no group.
+db::ExecutionResult run_witness(const WitnessQuery& q, const std::filesystem::path& db,
+                                const db::Executor& executor, const db::QueryLimits& limits);
 
 // table -> rowids of the witness rows.
 using LineageRows = std::map<std::string, std::set<int64_t>>;
