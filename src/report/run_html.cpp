@@ -197,6 +197,62 @@ string yesno(const json& v) {
 
 string pre(const string& text, size_t limit) { return "<pre>" + esc(cut(text, limit)) + "</pre>"; }
 
+// A separating-instance duel as evidence: the two candidates, the outcome, D′ as small tables,
+// and the answers on D′ — each candidate's, the model's (majority and every ask) and gold's.
+string duels_view(const json& expl, size_t limit) {
+  const json& duels = field(expl, "duels");
+  if (!duels.is_array() || duels.empty()) return "";
+  string d = "<table class=\"small duels\"><tr><th>duel</th><th>outcome</th><th>D′ (separating instance)</th><th>answers on D′</th></tr>";
+  for (const auto& du : duels) {
+    const string a = string_field(du, "a"), b = string_field(du, "b"), outcome = string_field(du, "outcome");
+    string out = outcome == "a" ? esc(a) + " wins" : outcome == "b" ? esc(b) + " wins" : "draw";
+    if (string_field(du, "why") != "") out += " (" + esc(string_field(du, "why")) + ")";
+    d += fmt::format("<tr><td>{} vs {}</td><td>{}</td><td>", esc(a), esc(b), out);
+    const json& inst = field(du, "instance");
+    const json& tables = field(inst, "instance");
+    if (tables.is_object()) {
+      for (const auto& [name, rows] : tables.items()) {
+        if (!rows.is_array() || rows.empty()) continue;
+        std::vector<string> cols;
+        for (const auto& [c, v] : rows[0].items()) cols.push_back(c);
+        d += "<p class=\"cap\">" + esc(name) + "</p><table class=\"small\"><tr>";
+        for (const auto& c : cols) d += "<th>" + esc(c) + "</th>";
+        d += "</tr>";
+        for (const auto& row : rows) {
+          d += "<tr>";
+          for (const auto& c : cols) {
+            const json& v = field(row, c.c_str());
+            d += "<td>" + esc(cut(v.is_string() ? v.get<string>() : v.dump(), 80)) + "</td>";
+          }
+          d += "</tr>";
+        }
+        d += "</table>";
+      }
+    } else if (string_field(inst, "failure") != "") {
+      d += esc(string_field(inst, "failure"));
+    }
+    d += "</td><td>";
+    auto answer = [&](const string& label, const string& text, const string& cls) {
+      if (text.empty()) return;
+      d += "<p class=\"cap " + cls + "\">" + esc(label) + "</p>" + pre(text, limit);
+    };
+    answer(a, string_field(inst, "answer_a"), "");
+    answer(b, string_field(inst, "answer_b"), "");
+    answer("model (majority)", string_field(du, "majority"), "");
+    const json& asks = field(du, "model_answers");
+    if (asks.is_array() && !asks.empty()) {
+      string all;
+      for (const auto& x : asks) all += (all.empty() ? "" : "\n---\n") + (x.is_string() ? x.get<string>() : x.dump());
+      d += fmt::format("<details><summary>{} model answer(s)</summary>{}</details>", asks.size(), pre(all, limit));
+    }
+    const int agrees = tri_bool(field(du, "model_agrees_with_gold"));
+    answer(agrees == 0 ? "gold — the model's answer disagrees: evidence against the gold SQL" : "gold",
+           string_field(du, "gold_answer"), agrees == 0 ? "bad" : "");
+    d += "</td></tr>";
+  }
+  return d + "</table>";
+}
+
 string question_details(const json& r, const json& rep, size_t limit) {
   const string metric = rep["primary_metric"].get<string>();
   bool correct = record_correct(r, metric);
@@ -261,14 +317,19 @@ string question_details(const json& r, const json& rep, size_t limit) {
   }
   const json& sels = field(r, "selections");
   if (sels.is_object() && !sels.empty()) {
-    d += "<table class=\"sels\"><tr><th>selector</th><th>chosen</th><th>correct</th><th>LLM calls</th><th>cost USD</th><th>explanation (separating instances, duels)</th></tr>";
+    d += "<table class=\"sels\"><tr><th>selector</th><th>chosen</th><th>correct</th><th>LLM calls</th><th>cost USD</th><th>explanation</th></tr>";
+    string duels;  // separating-instance duels, drawn below the table at full width
     for (const auto& [name, s] : sels.items()) {
       string expl = field(s, "explanation").is_null() ? "" : field(s, "explanation").dump(1, ' ', false, json::error_handler_t::replace);
-      d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(name),
+      string view = field(s, "explanation").is_object() ? duels_view(s["explanation"], limit) : "";
+      if (!view.empty())
+        duels += "<p class=\"cap\">Duels of " + esc(name) + "</p><div class=\"wide\">" + view + "</div>";
+      d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>", esc(name),
                        esc(string_field(s, "candidate_id")), yesno(field(s, "correct")), num(number_field(s, "llm_calls"), 0),
-                       num(number_field(s, "cost_usd"), 4), expl.empty() ? "" : "<details><summary>show</summary>" + pre(expl, limit) + "</details>");
+                       num(number_field(s, "cost_usd"), 4), view.empty() ? "" : "duels below · ",
+                       expl.empty() ? "" : "<details><summary>explanation (JSON)</summary>" + pre(expl, limit) + "</details>");
     }
-    d += "</table>";
+    d += "</table>" + duels;
   }
   return d + "</div></details>\n";
 }
@@ -284,7 +345,7 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:6px;ma
 svg.chart{display:block;margin:8px 0;font-size:12px}svg .bar{fill:#4e79a7}svg .ci{stroke:#222;stroke-width:1.5}
 svg .grid{stroke:#e5e5e5}svg .axis{fill:#666}svg .dot{fill:#ddd}svg .dot.on{fill:#222}svg .member{stroke:#222;stroke-width:2}
 details.q{border-bottom:1px solid #eee;padding:3px 0}details.q>summary{cursor:pointer}.qbody{padding:6px 18px}
-table.small td{font-size:.9em}.cap{font-weight:600;margin-top:14px;color:#444}#qfilter{width:320px;padding:4px}
+table.small td{font-size:.9em}.wide{overflow-x:auto}p.cap.bad{color:#b00020}table.duels pre{max-width:360px}.cap{font-weight:600;margin-top:14px;color:#444}#qfilter{width:320px;padding:4px}
 )css";
 
 const char* kHeadScript = R"js(
@@ -366,6 +427,13 @@ string render_html(const json& rep, const RunData& run, const ReportOptions& o) 
                         v["ci95"][0].get<double>(), v["ci95"][1].get<double>(), ""});
   }
   h += bar_chart("selectors", "EX per selector with the oracle and adversarial bounds", sel_bars);
+  if (field(rep, "gold_disputes").is_array() && !rep["gold_disputes"].empty()) {
+    string ids;
+    for (const auto& g : rep["gold_disputes"]) ids += (ids.empty() ? "" : ", ") + esc(string_field(g, "question_id"));
+    h += fmt::format("<p class=\"bad\">Separating-instance duels where the model's answer on D′ disagrees with gold's "
+                     "(evidence against the gold SQL; see each question's duels): {} question(s): {}</p>",
+                     rep["gold_disputes"].size(), ids);
+  }
 
   if (!rep["generators"].empty()) {
     h += "<h2>Generators</h2>\n<table><tr><th>generator</th><th>candidates</th><th>executable before fix</th><th>after fix</th><th>fixer rounds</th>"

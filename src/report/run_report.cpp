@@ -199,6 +199,20 @@ json build_report(const RunData& run, const ReportOptions& o) {
     sj[s] = g;
   }
   rep["selectors"] = sj;
+  // Separating-instance duels whose model answer on D′ disagrees with gold's answer there:
+  // evidence against the gold SQL, worth a look before trusting that question's verdict.
+  json disputes = json::array();
+  for (const auto& r : run.records) {
+    if (!field(r, "selections").is_object()) continue;
+    size_t n = 0;
+    for (const auto& [k, sel] : r["selections"].items()) {
+      const json& duels = field(field(sel, "explanation"), "duels");
+      if (duels.is_array())
+        for (const auto& d : duels) n += tri_bool(field(d, "model_agrees_with_gold")) == 0 ? 1 : 0;
+    }
+    if (n > 0) disputes.push_back({{"question_id", string_field(r, "question_id")}, {"duels", n}});
+  }
+  rep["gold_disputes"] = disputes;
   std::vector<int> oracle, adversarial;
   for (const auto& r : run.records) {
     oracle.push_back(tri_bool(field(field(r, "bounds"), "oracle")) == 1 ? 1 : 0);
@@ -429,6 +443,13 @@ std::string render_markdown(const json& rep) {
                       fmt_num(v["llm_calls"].get<double>(), 0), fmt_num(v["cost_usd"].get<double>(), 4));
   md += fmt::format("| oracle (upper bound) | {} | | |\n| adversarial (lower bound) | {} | | |\n\n",
                     ci_text(rep["bounds"]["oracle"]), ci_text(rep["bounds"]["adversarial"]));
+  if (!rep["gold_disputes"].empty()) {
+    std::string ids;
+    for (const auto& g : rep["gold_disputes"]) ids += (ids.empty() ? "" : ", ") + g["question_id"].get<std::string>();
+    md += fmt::format("Separating-instance duels where the model's answer on D′ disagrees with gold's (evidence "
+                      "against the gold SQL): {} question(s): {}.\n\n",
+                      rep["gold_disputes"].size(), md_cell(ids));
+  }
   if (!rep["generators"].empty()) {
     md += "## Generators\n\n| generator | candidates | executable before fix % | after fix % | correct candidates | questions with a correct one | unique correct | upper bound % |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const auto& [k, v] : rep["generators"].items())

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <random>
 #include <set>
@@ -440,10 +441,21 @@ class SeparatingInstances : public Selector {
           duels.push_back(std::move(d));
           continue;
         }
+        // Gold's answer on D′, when the split has gold: never in the prompt. The sim answers from
+        // it; the trace keeps it beside the model's answer, where a disagreement on a handful of
+        // rows is evidence against the gold SQL (the report lists those questions).
         std::string gold_answer;
-        if (!in.sim_gold_sql.empty()) {
-          auto g = builder->run_on(inst->instance, in.sim_gold_sql);
-          if (g.is_ok()) gold_answer = render_answer_rows(*g);
+        std::optional<db::ResultSet> gold_on_instance;
+        const std::string& gold_sql = !in.sim_gold_sql.empty() ? in.sim_gold_sql
+                                      : in.question           ? in.question->gold_sql
+                                                              : in.sim_gold_sql;
+        if (!gold_sql.empty()) {
+          auto g = builder->run_on(inst->instance, gold_sql);
+          if (g.is_ok()) {
+            gold_answer = render_answer_rows(*g);
+            gold_on_instance = std::move(*g);
+            d["gold_answer"] = gold_answer;
+          }
         }
         std::vector<std::string> tables;
         std::set<std::string> columns;
@@ -461,7 +473,7 @@ class SeparatingInstances : public Selector {
         for (int64_t k = 0; k < o_.asks; ++k) {
           auto req = base_request(in, llm::SimTask::kNlEval, pair_index * o_.asks + k);
           req.sim.generator = "separating_instances";
-          req.sim.gold_answer = gold_answer;
+          if (!in.sim_gold_sql.empty()) req.sim.gold_answer = gold_answer;
           auto text = ask_model({client_, &tpl_, "nl_eval"},
                                 {{"question", in.question->question},
                                  {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
@@ -494,6 +506,7 @@ class SeparatingInstances : public Selector {
           continue;
         }
         d["majority"] = render_answer_rows(*majority);
+        if (gold_on_instance) d["model_agrees_with_gold"] = answers_match(*majority, *gold_on_instance);
         const bool ma = answers_match(*majority, inst->answer_a);
         const bool mb = answers_match(*majority, inst->answer_b);
         if (ma && !mb) {

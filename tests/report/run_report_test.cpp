@@ -192,6 +192,46 @@ TEST(RunReport, HtmlIsSelfContainedEscapedAndCarriesTheCharts) {
   EXPECT_EQ(details, 3u);
 }
 
+// A duel whose model answer on D′ disagrees with gold's answer there is listed as a gold
+// dispute (json, markdown, html) and every duel is drawn as evidence: D′ as tables, the answers.
+TEST(RunReport, SeparatingInstanceDuelsAreShownAsEvidenceAgainstGold) {
+  RunData run = fixture_run();
+  auto duel = [](bool agrees) {
+    return json{{"a", "c0"}, {"b", "c2"}, {"outcome", "b"},
+                {"instance", {{"found", true}, {"attempts", 1}, {"rows", 2},
+                              {"instance", {{"account", json::array({{{"account_id", 13}, {"frequency", "<b>weekly</b>"}},
+                                                                     {{"account_id", 18}, {"frequency", "monthly"}}})}}},
+                              {"answer_a", "[0]"}, {"answer_b", "[1]"}}},
+                {"model_answers", json::array({"[1]", "[1]", "[0]"})}, {"majority", "[1]"},
+                {"gold_answer", agrees ? "[1]" : "[2]"}, {"model_agrees_with_gold", agrees}};
+  };
+  const std::string disputed = run.records[0]["question_id"].get<std::string>();
+  run.records[0]["selections"]["separating_instances"] = {
+      {"candidate_id", "c2"}, {"llm_calls", 3}, {"explanation", {{"duels", json::array({duel(false)})}}}};
+  run.records[1]["selections"]["separating_instances"] = {
+      {"candidate_id", "c2"}, {"llm_calls", 3}, {"explanation", {{"duels", json::array({duel(true)})}}}};
+  ReportOptions opts;
+  json rep = build_report(run, opts);
+  ASSERT_EQ(rep["gold_disputes"].size(), 1u);
+  EXPECT_EQ(rep["gold_disputes"][0]["question_id"], disputed);
+  EXPECT_EQ(rep["gold_disputes"][0]["duels"], 1);
+  EXPECT_NE(render_markdown(rep).find("disagrees with gold's (evidence against the gold SQL): 1 question(s): " + disputed),
+            std::string::npos);
+  std::string html = render_html(rep, run, opts);
+  EXPECT_NE(html.find("D′ (separating instance)"), std::string::npos);
+  EXPECT_NE(html.find("<td>13</td>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;b&gt;weekly&lt;/b&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("<b>weekly</b>"), std::string::npos);
+  EXPECT_NE(html.find("c2 wins"), std::string::npos);
+  EXPECT_NE(html.find("3 model answer(s)"), std::string::npos);
+  size_t flagged = 0;
+  for (size_t p = html.find("the model&#39;s answer disagrees: evidence against the gold SQL"); p != std::string::npos;
+       p = html.find("the model&#39;s answer disagrees: evidence against the gold SQL", p + 1))
+    ++flagged;
+  EXPECT_EQ(flagged, 1u);  // the agreeing duel shows gold without the flag
+  EXPECT_NE(html.find("1 question(s): " + disputed), std::string::npos);
+}
+
 TEST(RunReport, WriteReportsFromTheStoreAndOptionsFromConfig) {
   testing::TempDir dir;
   testing::write_fixture_run(dir / "run");

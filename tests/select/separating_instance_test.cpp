@@ -344,6 +344,14 @@ TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithG
     kept_instance = kept_instance || (d.contains("instance") && d["instance"]["found"] == true &&
                                       d.contains("majority"));
   EXPECT_TRUE(kept_instance);
+  // Gold's answer on each instance is kept beside the model's (never in the prompt).
+  for (const auto& d : s->explanation["duels"]) {
+    if (!d.contains("majority")) continue;
+    ASSERT_TRUE(d.contains("gold_answer"));
+    ASSERT_TRUE(d["model_agrees_with_gold"].is_boolean());
+    EXPECT_EQ(d["model_agrees_with_gold"].get<bool>(), d["majority"] == d["gold_answer"]);
+  }
+  for (const auto& c : s->calls) EXPECT_EQ(c.prompt.find(q.gold_sql), std::string::npos);
   EXPECT_EQ(s->calls[0].provider, "sim");
   EXPECT_EQ(s->calls[0].template_name, "evaluate_on_instance");
 }

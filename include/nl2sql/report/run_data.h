@@ -24,6 +24,9 @@
 //               executable_before_fix: bool, executable_after_fix: bool}],
 //   selections {<selector>: {chosen, candidate_id, sql, correct: bool|null, llm_calls, cost_usd,
 //               latency_s, explanation {...}}},
+//     (separating_instances: explanation.duels[] = {a, b, outcome, why?, lineage?, instance
+//      {found, attempts, rows, instance {table: [row…]}, answer_a, answer_b | failure},
+//      model_answers[], majority?, gold_answer?, model_agrees_with_gold?})
 //   primary_selector, prediction (the primary selector's SQL, "" when none),
 //   verdict (eval::ItemResult as JSON: verdicts {metric: bool}, outcome RES1..RES6, soft_f1,
 //            pred_status, gold_unusable, gold_tie_dependent, …) | null,
