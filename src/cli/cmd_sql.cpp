@@ -23,6 +23,7 @@ struct SqlArgs {
   bool normalize = false;
   bool lower = false;
   bool run = false;
+  int64_t group_budget = 0;  // lineage: sample grouped witnesses over tables above this
 };
 
 int fail(const std::string& msg, int code = kExitBadInput) {
@@ -123,7 +124,18 @@ int run_lineage(const SqlArgs& a) {
   auto st = parse_arg(a);
   if (!st.is_ok()) return fail(st.status().message());
   if (!st->is_query()) return fail("not a query: a " + st->keyword + " statement");
-  auto lineage = sql::rewrite_lineage(*st->select, *schema);
+  sql::LineageOptions lo;
+  lo.group_budget = a.group_budget;
+  db::Executor exec;
+  if (a.group_budget > 0)
+    for (const auto& t : sql::analyze_references(*st->select, *schema).tables) {
+      std::string quoted = "\"";
+      for (char c : t) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+      auto n = exec.run(a.db, "SELECT count(*) FROM " + quoted + "\"");
+      if (!n.ok()) return fail("counting the rows of " + t + ": " + n.error, kExitFailure);
+      lo.table_rows[t] = n.result.rows.at(0).at(0).i;
+    }
+  auto lineage = sql::rewrite_lineage(*st->select, *schema, lo);
   if (!lineage.is_ok()) return fail(lineage.status().message());
   for (const auto& q : lineage->queries) {
     if (!q.all_rows_of.empty()) {
@@ -133,11 +145,12 @@ int run_lineage(const SqlArgs& a) {
     std::cout << "witness" << (q.grouped ? " (grouped)" : "") << ":";
     for (const auto& t : q.tables) std::cout << " " << t;
     std::cout << "\n  " << q.sql << "\n";
+    if (q.sample_one_in > 0) std::cout << "  exact (when the sample keeps no group):\n  " << q.exact_sql << "\n";
   }
   for (const auto& f : lineage->fallbacks) std::cout << "over-approximation: " << f << "\n";
+  for (const auto& f : lineage->sampled) std::cout << "sampled: " << f << "\n";
   if (lineage->exact()) std::cout << "exact: yes\n";
   if (a.run) {
-    db::Executor exec;
     auto rows = sql::collect_lineage_rows(*lineage, a.db, exec);
     if (!rows.is_ok()) return fail(rows.status().message(), kExitFailure);
     for (const auto& [t, ids] : *rows) {
@@ -178,6 +191,10 @@ RunFn setup(CLI::App& parent) {
   add_sql(lineage);
   lineage->add_option("--db", args->db, "SQLite database")->required();
   lineage->add_flag("--run", args->run, "Run the witness queries and print the rowids");
+  lineage->add_option("--group-budget", args->group_budget,
+                      "Grouped witnesses over a table of more rows keep a hash sample of their groups "
+                      "(as the separating-instance selector does; default 0: exact)")
+      ->check(CLI::NonNegativeNumber);
   return [=]() -> int {
     if (parse->parsed()) return run_parse(*args);
     if (format->parsed()) return run_format(*args);

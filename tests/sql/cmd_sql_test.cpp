@@ -34,6 +34,15 @@ TEST(SqlCommand, FormatParseTablesLineage) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("rows of t (1): 2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("exact: yes"), std::string::npos) << r.out;
+
+  // --group-budget: t has 2 rows, so a budget of 1 samples 1 key bucket in 2.
+  r = run_nl2sql("sql lineage --group-budget 1 --db " + db.string() + " \"SELECT b, count(*) FROM t GROUP BY b\"");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("NL2SQL_HASH(b) % 2 = 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sampled: groups over t: 1 key bucket in 2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("exact: yes"), std::string::npos) << r.out;
+  r = run_nl2sql("sql lineage --group-budget -1 --db " + db.string() + " \"SELECT b FROM t GROUP BY b\"");
+  EXPECT_NE(r.exit_code, 0);
 }
 
 }  // namespace
