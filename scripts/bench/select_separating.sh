@@ -30,5 +30,5 @@ if [ "$SCALE" = 1 ]; then
   echo "== BIRD superhero x$FACTOR (generated in a temporary folder)"
   python3 "$SCALE_DB" --factor "$FACTOR" "$SRC" "$WORK/superhero.sqlite" >/dev/null
   ls -l "$WORK/superhero.sqlite" | awk '{printf "   scaled database: %.0f MB\n", $5 / 1048576}'
-  "$BIN" --bird "$NL2SQL_DATA/bird" --bird-db superhero --db-path "$WORK/superhero.sqlite" --max-questions 40
+  "$BIN" --bird "$NL2SQL_DATA/bird" --bird-db superhero --db-path "$WORK/superhero.sqlite"
 fi

@@ -467,7 +467,7 @@ class Rewriter {
         wc.where = conjoin(std::move(sample), std::move(wc.where));
         q.sql = to_sql(*standalone(*w));
         q.sample_one_in = one_in;
-        std::string why = "groups over " + sample_table_ + ": 1 key bucket in " + std::to_string(one_in);
+        std::string why = sample_what_;
         if (std::find(out_.sampled.begin(), out_.sampled.end(), why) == out_.sampled.end())
           out_.sampled.push_back(std::move(why));
       }
@@ -478,17 +478,27 @@ class Rewriter {
   // nl2sql_hash(group keys) % m = 0. Positional keys become the result column they name.
   ExprPtr group_sample(const SelectCore& original, const SelectCore& wc,
                        const std::vector<Occurrence>& occ, int64_t& one_in) const {
-    if (options_.group_budget <= 0 || wc.group_by.empty()) return nullptr;
+    if (options_.group_budget <= 0) return nullptr;
     int64_t largest = 0;
-    std::string largest_table;
+    const Occurrence* big = nullptr;
     for (const auto& o : occ) {
       auto it = table_rows_.find(lc(o.table->name));
-      if (it != table_rows_.end() && it->second > largest) largest = it->second, largest_table = o.table->name;
+      if (it != table_rows_.end() && it->second > largest) largest = it->second, big = &o;
     }
-    if (largest <= options_.group_budget) return nullptr;
+    if (largest <= options_.group_budget || !big) return nullptr;
     auto hash = std::make_unique<Expr>();
     hash->kind = ExprKind::kFunction;
     hash->op = "nl2sql_hash";
+    one_in = (largest + options_.group_budget - 1) / options_.group_budget;
+    if (wc.group_by.empty()) {
+      // One group (an aggregate without GROUP BY): a hash sample of the large table's rows. Not
+      // with HAVING, which would judge the sample instead of the group.
+      if (wc.having) return nullptr;
+      hash->children.push_back(column_expr(big->qualifier, big->quote, rowid_name(*big->table)));
+      sample_what_ = "rows of " + big->table->name + " in the single group: 1 rowid bucket in " +
+                     std::to_string(one_in);
+      return binary("=", binary("%", std::move(hash), number(one_in)), number(0));
+    }
     for (const auto& g : wc.group_by) {
       const Expr* key = g.get();
       if (key->kind == ExprKind::kLiteral && key->literal == LiteralKind::kNumber &&
@@ -502,15 +512,14 @@ class Rewriter {
         return nullptr;
       hash->children.push_back(key->clone());
     }
-    one_in = (largest + options_.group_budget - 1) / options_.group_budget;
-    sample_table_ = largest_table;
+    sample_what_ = "groups over " + big->table->name + ": 1 key bucket in " + std::to_string(one_in);
     return binary("=", binary("%", std::move(hash), number(one_in)), number(0));
   }
 
   const Schema& schema_;
   const LineageOptions& options_;
   std::map<std::string, int64_t> table_rows_ = lower_keys(options_.table_rows);
-  mutable std::string sample_table_;  // the large table behind the last group_sample
+  mutable std::string sample_what_;  // what the last group_sample keeps, for `sampled`
   Lineage& out_;
   const SelectCore* where_of_ = nullptr;  // the core whose WHERE is being visited
   int negation_ = 0;                      // NOT / NOT IN levels around the current expression
@@ -532,8 +541,14 @@ Result<Lineage> rewrite_lineage(const Select& select, const Schema& schema,
 db::ExecutionResult run_witness(const WitnessQuery& q, const std::filesystem::path& db,
                                 const db::Executor& executor, const db::QueryLimits& limits) {
   auto r = executor.run(db, q.sql, limits);
-  if (q.sample_one_in > 0 && r.ok() && r.result.rows.empty()) return executor.run(db, q.exact_sql, limits);
-  return r;
+  if (q.sample_one_in == 0 || !r.ok()) return r;
+  // The sample kept nothing: no group, or a single group with no row (all rowid columns NULL).
+  const size_t n = q.tables.size();
+  bool kept = false;
+  for (const auto& row : r.result.rows)
+    for (size_t k = row.size() >= n ? row.size() - n : 0; k < row.size() && !kept; ++k)
+      kept = !row[k].is_null() && !(row[k].type == db::ValueType::kText && row[k].s.empty());
+  return kept ? r : executor.run(db, q.exact_sql, limits);
 }
 
 Result<LineageRows> collect_lineage_rows(const Lineage& lineage, const std::filesystem::path& db,

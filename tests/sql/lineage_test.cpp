@@ -202,9 +202,31 @@ TEST_F(SqlLineage, LargeGroupedWitnessesKeepAHashSampleOfWholeGroups) {
   ASSERT_TRUE(r.is_ok());
   EXPECT_EQ(shops_of((*r)["sale"]), (std::map<int64_t, int>{{shop, 8}}));
 
-  // Ungrouped witnesses and keys that cannot move to WHERE are never sampled.
+  // An aggregate without GROUP BY is one group: a rowid-hash sample of its rows, falling back to
+  // the exact query when the sample keeps none of them (a selective WHERE).
+  l = lineage("SELECT COUNT(*) FROM sale", 40);
+  ASSERT_EQ(l.queries[0].sample_one_in, 10);
+  EXPECT_NE(l.sampled[0].find("rows of sale in the single group: 1 rowid bucket in 10"), std::string::npos)
+      << l.sampled[0];
+  r = collect_lineage_rows(l, db, exec);
+  ASSERT_TRUE(r.is_ok());
+  auto sampled_rows = exec.run(db, "SELECT count(*) FROM sale WHERE nl2sql_hash(rowid) % 10 = 0");
+  ASSERT_TRUE(sampled_rows.ok());
+  EXPECT_EQ(static_cast<int64_t>((*r)["sale"].size()), sampled_rows.result.rows[0][0].i);
+  EXPECT_GT((*r)["sale"].size(), 10u);
+  EXPECT_LT((*r)["sale"].size(), 80u);
+  auto missed = exec.run(db, "SELECT id FROM sale WHERE nl2sql_hash(rowid) % 10 <> 0 LIMIT 1");
+  ASSERT_TRUE(missed.ok());
+  const int64_t id = missed.result.rows[0][0].i;
+  l = lineage("SELECT MAX(amount) FROM sale WHERE id = " + std::to_string(id), 40);
+  ASSERT_EQ(l.queries[0].sample_one_in, 10);
+  r = collect_lineage_rows(l, db, exec);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)["sale"], (std::set<int64_t>{id}));
+  // Ungrouped witnesses, HAVING on the single group and keys that cannot move to WHERE are
+  // never sampled.
   EXPECT_TRUE(lineage("SELECT amount FROM sale WHERE shop = 3", 40).exact());
-  EXPECT_TRUE(lineage("SELECT COUNT(*) FROM sale", 40).exact());
+  EXPECT_TRUE(lineage("SELECT COUNT(*) FROM sale HAVING COUNT(*) > 300", 40).exact());
   EXPECT_TRUE(lineage("SELECT shop FROM sale GROUP BY (SELECT 1) , shop", 40).exact());
 }
 

@@ -29,8 +29,9 @@
 // budget, rounded up), through the executor's nl2sql_hash(); groups stay whole, so HAVING and
 // the aggregates see every row of a kept group. The key hash is the same for every query, so two
 // queries grouping by the same key keep the same groups. With ORDER BY … LIMIT the kept output
-// groups are the best of the sample, not of D. Reported in `sampled`; run_witness falls back to
-// the exact query when the sample keeps no group. At BIRD scale the exact witness of a grouped
+// groups are the best of the sample, not of D. An aggregate without GROUP BY (one group) keeps
+// the large table's rows whose rowid hashes into bucket 0 (not with HAVING). Reported in
+// `sampled`; run_witness falls back to the exact query when the sample keeps no row. At BIRD scale the exact witness of a grouped
 // join costs as much as the query (seconds: the GROUP BY sorts every joined row).
 // Over-approximating never drops a witness of a monotone query, but for queries with negation
 // (NOT IN, NOT EXISTS, EXCEPT, outer joins with IS NULL tests) extra rows can change the result:
