@@ -460,44 +460,48 @@ class Rewriter {
       w->offset = std::move(copy->offset);
     }
     q.sql = to_sql(*standalone(*w));
-    int64_t one_in = 0;
     if (!windowed && aggregated)
-      if (ExprPtr sample = group_sample(c, wc, occ, one_in)) {
+      if (Sample sample = group_sample(c, wc, occ); sample.where) {
         q.exact_sql = std::move(q.sql);
-        wc.where = conjoin(std::move(sample), std::move(wc.where));
+        wc.where = conjoin(std::move(sample.where), std::move(wc.where));
         q.sql = to_sql(*standalone(*w));
-        q.sample_one_in = one_in;
-        std::string why = sample_what_;
-        if (std::find(out_.sampled.begin(), out_.sampled.end(), why) == out_.sampled.end())
-          out_.sampled.push_back(std::move(why));
+        q.sample_one_in = sample.one_in;
+        if (std::find(out_.sampled.begin(), out_.sampled.end(), sample.what) == out_.sampled.end())
+          out_.sampled.push_back(std::move(sample.what));
       }
     out_.queries.push_back(std::move(q));
   }
 
-  // The sampling conjunct of a grouped witness over a large table (see the header), or null:
-  // nl2sql_hash(group keys) % m = 0. Positional keys become the result column they name.
-  ExprPtr group_sample(const SelectCore& original, const SelectCore& wc,
-                       const std::vector<Occurrence>& occ, int64_t& one_in) const {
-    if (options_.group_budget <= 0) return nullptr;
+  struct Sample {
+    ExprPtr where;       // nl2sql_hash(…) % one_in = 0; null: no sample
+    int64_t one_in = 0;
+    std::string what;    // for Lineage::sampled
+  };
+
+  // The sampling conjunct of an aggregating witness over a large table (see the header):
+  // nl2sql_hash(group keys) % m = 0, or of the large table's rowid for a single group.
+  // Positional keys become the result column they name.
+  Sample group_sample(const SelectCore& original, const SelectCore& wc,
+                      const std::vector<Occurrence>& occ) const {
+    if (options_.group_budget <= 0) return {};
     int64_t largest = 0;
     const Occurrence* big = nullptr;
     for (const auto& o : occ) {
       auto it = table_rows_.find(lc(o.table->name));
       if (it != table_rows_.end() && it->second > largest) largest = it->second, big = &o;
     }
-    if (largest <= options_.group_budget || !big) return nullptr;
+    if (largest <= options_.group_budget || !big) return {};
     auto hash = std::make_unique<Expr>();
     hash->kind = ExprKind::kFunction;
     hash->op = "nl2sql_hash";
-    one_in = (largest + options_.group_budget - 1) / options_.group_budget;
+    const int64_t one_in = (largest + options_.group_budget - 1) / options_.group_budget;
     if (wc.group_by.empty()) {
       // One group (an aggregate without GROUP BY): a hash sample of the large table's rows. Not
       // with HAVING, which would judge the sample instead of the group.
-      if (wc.having) return nullptr;
+      if (wc.having) return {};
       hash->children.push_back(column_expr(big->qualifier, big->quote, rowid_name(*big->table)));
-      sample_what_ = "rows of " + big->table->name + " in the single group: 1 rowid bucket in " +
-                     std::to_string(one_in);
-      return binary("=", binary("%", std::move(hash), number(one_in)), number(0));
+      return {binary("=", binary("%", std::move(hash), number(one_in)), number(0)), one_in,
+              "rows of " + big->table->name + " in the single group: 1 rowid bucket in " + std::to_string(one_in)};
     }
     for (const auto& g : wc.group_by) {
       const Expr* key = g.get();
@@ -505,21 +509,20 @@ class Rewriter {
           !key->text.empty() && std::all_of(key->text.begin(), key->text.end(),
                       [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)) != 0; })) {
         size_t k = key->text.size() > 6 ? 0 : std::stoul(key->text);
-        if (k < 1 || k > original.columns.size()) return nullptr;
+        if (k < 1 || k > original.columns.size()) return {};
         key = original.columns[k - 1].expr.get();
       }
       if (key->kind == ExprKind::kStar || has_aggregate(*key) || has_window(*key) || has_subquery(*key))
-        return nullptr;
+        return {};
       hash->children.push_back(key->clone());
     }
-    sample_what_ = "groups over " + big->table->name + ": 1 key bucket in " + std::to_string(one_in);
-    return binary("=", binary("%", std::move(hash), number(one_in)), number(0));
+    return {binary("=", binary("%", std::move(hash), number(one_in)), number(0)), one_in,
+            "groups over " + big->table->name + ": 1 key bucket in " + std::to_string(one_in)};
   }
 
   const Schema& schema_;
   const LineageOptions& options_;
   std::map<std::string, int64_t> table_rows_ = lower_keys(options_.table_rows);
-  mutable std::string sample_what_;  // what the last group_sample keeps, for `sampled`
   Lineage& out_;
   const SelectCore* where_of_ = nullptr;  // the core whose WHERE is being visited
   int negation_ = 0;                      // NOT / NOT IN levels around the current expression
