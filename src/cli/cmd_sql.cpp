@@ -127,14 +127,11 @@ int run_lineage(const SqlArgs& a) {
   sql::LineageOptions lo;
   lo.group_budget = a.group_budget;
   db::Executor exec;
-  if (a.group_budget > 0)
-    for (const auto& t : sql::analyze_references(*st->select, *schema).tables) {
-      std::string quoted = "\"";
-      for (char c : t) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-      auto n = exec.run(a.db, "SELECT count(*) FROM " + quoted + "\"");
-      if (!n.ok()) return fail("counting the rows of " + t + ": " + n.error, kExitFailure);
-      lo.table_rows[t] = n.result.rows.at(0).at(0).i;
-    }
+  if (a.group_budget > 0) {
+    auto counts = sql::count_table_rows(*st->select, *schema, a.db, exec);
+    if (!counts.is_ok()) return fail(counts.status().message(), kExitFailure);
+    lo.table_rows = std::move(*counts);
+  }
   auto lineage = sql::rewrite_lineage(*st->select, *schema, lo);
   if (!lineage.is_ok()) return fail(lineage.status().message());
   for (const auto& q : lineage->queries) {

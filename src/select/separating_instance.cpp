@@ -306,19 +306,9 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
   sql::LineageOptions lo;
   lo.group_budget = options_.lineage_group_budget;
   if (lo.group_budget > 0) {
-    for (const auto& t : sql::analyze_references(*stmt->select, *schema_).tables) {
-      auto it = table_rows_->find(t);
-      if (it == table_rows_->end()) {
-        // SQLite counts a table from its smallest b-tree: milliseconds for millions of rows.
-        auto n = executor_->run(db_path_, "SELECT count(*) FROM " + quote_name(t));
-        int64_t rows = n.ok() && !n.result.rows.empty() && !n.result.rows[0].empty() &&
-                               n.result.rows[0][0].type == db::ValueType::kInteger
-                           ? n.result.rows[0][0].i
-                           : 0;
-        it = table_rows_->emplace(t, rows).first;
-      }
-      lo.table_rows[t] = it->second;
-    }
+    // A table that cannot be counted leaves the lineage exact.
+    auto counts = sql::count_table_rows(*stmt->select, *schema_, db_path_, *executor_, table_rows_.get());
+    if (counts.is_ok()) lo.table_rows = std::move(*counts);
   }
   auto lin = sql::rewrite_lineage(*stmt->select, *schema_, lo);
   if (!lin.is_ok()) return lin.status();

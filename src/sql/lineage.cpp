@@ -541,6 +541,27 @@ Result<Lineage> rewrite_lineage(const Select& select, const Schema& schema,
   return out;
 }
 
+Result<std::map<std::string, int64_t>> count_table_rows(const Select& select, const Schema& schema,
+                                                        const std::filesystem::path& db,
+                                                        const db::Executor& executor,
+                                                        std::map<std::string, int64_t>* cache) {
+  std::map<std::string, int64_t> out;
+  for (const auto& t : analyze_references(select, schema).tables) {
+    if (cache)
+      if (auto it = cache->find(t); it != cache->end()) {
+        out[t] = it->second;
+        continue;
+      }
+    auto n = executor.run(db, "SELECT count(*) FROM " + quote_identifier({t, '"'}));
+    if (!n.ok() || n.result.rows.empty() || n.result.rows[0].empty() ||
+        n.result.rows[0][0].type != db::ValueType::kInteger)
+      return Status(ErrorCode::kSql, "counting the rows of " + t + ": " + (n.ok() ? "no count" : n.error));
+    out[t] = n.result.rows[0][0].i;
+    if (cache) (*cache)[t] = out[t];
+  }
+  return out;
+}
+
 db::ExecutionResult run_witness(const WitnessQuery& q, const std::filesystem::path& db,
                                 const db::Executor& executor, const db::QueryLimits& limits) {
   auto r = executor.run(db, q.sql, limits);

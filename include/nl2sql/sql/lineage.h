@@ -85,6 +85,14 @@ struct LineageOptions {
 Result<Lineage> rewrite_lineage(const Select& select, const Schema& schema,
                                 const LineageOptions& options = {});
 
+// LineageOptions::table_rows for `select`: the row count of every base table it reads, counted
+// in `db` (SQLite counts from the smallest b-tree: milliseconds for millions of rows). `cache`,
+// when given, keeps counts across calls on the same database.
+Result<std::map<std::string, int64_t>> count_table_rows(const Select& select, const Schema& schema,
+                                                        const std::filesystem::path& db,
+                                                        const db::Executor& executor,
+                                                        std::map<std::string, int64_t>* cache = nullptr);
+
 // Runs one witness query (not an all_rows_of one): the sampled SQL, then the exact SQL when the
 // sample kept no group.
 db::ExecutionResult run_witness(const WitnessQuery& q, const std::filesystem::path& db,
