@@ -61,6 +61,15 @@ void split_inline_tag(std::string inner, Fence& f) {
   f.body = inner;
 }
 
+// Text up to the first fence marker (``` or ~~~): a fence after a statement ends it.
+std::string before_fence(std::string s) {
+  for (const char* marker : {"```", "~~~"}) {
+    size_t fence = s.find(marker);
+    if (fence != std::string::npos) s.resize(fence);
+  }
+  return s;
+}
+
 // Fenced blocks in order. A fence opens with ``` (or ~~~) at any position; the tag is the rest
 // of that line. An unclosed final fence runs to the end of the text.
 std::vector<Fence> fences(std::string_view text) {
@@ -199,11 +208,7 @@ std::optional<std::pair<size_t, std::string>> after_marker(const std::string& te
   rest = rest.substr(i);
   size_t blank = rest.find("\n\n");
   if (blank != std::string::npos) rest = rest.substr(0, blank);
-  for (const char* marker : {"```", "~~~"}) {  // a fence after the statement ends it
-    size_t fence = rest.find(marker);
-    if (fence != std::string::npos) rest = rest.substr(0, fence);
-  }
-  return std::make_pair(best, rest);
+  return std::make_pair(best, before_fence(std::move(rest)));
 }
 
 }  // namespace
@@ -250,7 +255,8 @@ ExtractedSql extract_sql(std::string_view response) {
     if (chosen) r.source = chosen->closed ? "fence" : "fence_unclosed";
   }
   if (chosen) {
-    r.sql = clean_sql(chosen->body);
+    // An unclosed ~~~ fence runs to the end of the text, past any ``` fence (and vice versa).
+    r.sql = clean_sql(before_fence(chosen->body));
     r.reasoning = reasoning_before(chosen->open);
     r.ok = true;
     return r;
@@ -289,11 +295,7 @@ ExtractedSql extract_sql(std::string_view response) {
     size_t blank = rest.find("\n\n");
     if (blank != std::string::npos) rest = rest.substr(0, blank);
     // Bare SQL inside a fence of another language ("```s0ql"): the closing fence ends it.
-    for (const char* marker : {"```", "~~~"}) {
-      size_t fence = rest.find(marker);
-      if (fence != std::string::npos) rest = rest.substr(0, fence);
-    }
-    r.sql = clean_sql(rest);
+    r.sql = clean_sql(before_fence(std::move(rest)));
     r.reasoning = reasoning_before(best);
     r.source = "bare";
     r.ok = !r.sql.empty();

@@ -94,6 +94,15 @@ TEST(ExtractSql, ReasoningStopsBeforeTheChosenBlock) {
   EXPECT_EQ(r.reasoning.find("```\n\n"), std::string::npos);
 }
 
+// Found by the llm_answers fuzz target: an unclosed ~~~ fence runs to the end of the text, past
+// a ``` fence, which must not end up in the SQL.
+TEST(ExtractSql, UnclosedTildeFenceStopsAtABacktickFence) {
+  auto r = extract_sql("Here:\n~~~SELECT name FROM artist WHERE country = 'UK'\nnotes\n```\n");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.sql.find("```"), std::string::npos) << r.sql;
+  EXPECT_EQ(r.sql.rfind("SELECT name FROM artist WHERE country = 'UK'", 0), 0u) << r.sql;
+}
+
 TEST(ExtractSql, LooksLikeSql) {
   EXPECT_TRUE(looks_like_sql("  select 1"));
   EXPECT_TRUE(looks_like_sql("/* c */ WITH a AS (SELECT 1) SELECT * FROM a"));
