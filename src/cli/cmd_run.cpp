@@ -88,10 +88,10 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
     std::cout << fmt::format("model calls this invocation: {} ({} failed after retries, {} retries)\n",
                              s.llm_calls, s.llm_failed, s.llm_retries);
   std::cout << "report: " << (options.out_dir / "report.html").string() << "\n";
-  if (!s.auth_error.empty()) {
-    std::cout << "stopped early: " << s.auth_error
-              << "\nfinished questions and stages are kept: fix the key and rerun the same command to resume\n";
-    return kExitAuthStopped;
+  if (!s.fatal_error.empty()) {
+    std::cout << "stopped early: " << s.fatal_error
+              << "\nfinished questions and stages are kept: fix the cause and rerun the same command to resume\n";
+    return kExitEndpointStopped;
   }
   if (s.cancelled) {
     std::cout << "interrupted: rerun the same command to continue where it stopped\n";
@@ -99,6 +99,12 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
   }
   if (s.budget_stopped)
     std::cout << "budget reached: rerun with a higher --max-cost-usd to finish the rest\n";
+  if (s.failed) return kExitQuestionsFailed;
+  if (s.failed) {
+    std::cout << fmt::format("{} of {} questions FAILED (no answer from the model, or a broken database): "
+                             "see report.md's failed list; rerun the same command to attempt them again\n",
+                             s.failed, s.finished);
+  }
   if (fail_under && s.ex() < *fail_under) {
     std::cout << fmt::format("EX {:.2f}% is under --fail-under {:.2f}\n", s.ex(), *fail_under);
     return kExitFailUnder;

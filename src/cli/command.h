@@ -16,7 +16,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;     // internal error
 inline constexpr int kExitBadInput = 2;    // bad flags, files, config
 inline constexpr int kExitFailUnder = 3;   // --fail-under not met
-inline constexpr int kExitAuthStopped = 4; // run: a 401/403 stopped it early (resumable)
+inline constexpr int kExitEndpointStopped = 4; // run: a failed preflight, a 401/403 or a repeated
+                                               // refusal stopped it early (resumable)
+inline constexpr int kExitQuestionsFailed = 5; // run: finished, but some questions failed
 inline constexpr int kExitInterrupted = 130;
 
 using RunFn = std::function<int()>;

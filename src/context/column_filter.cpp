@@ -5,6 +5,7 @@
 
 #include "nl2sql/context/llm_calls.h"
 #include "nl2sql/context/schema_render.h"
+#include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 
 namespace nl2sql::context {
@@ -22,8 +23,10 @@ std::string lower(std::string s) {
 Result<std::set<std::string>> parse_column_filter_answer(const std::string& answer,
                                                          const std::vector<std::string>& columns,
                                                          const std::string& where) {
-  auto j = json_in_answer(answer);
-  if (!j) return invalid_input(where + ": column filter answer is not JSON");
+  auto j = llm::read_json(answer, {llm::JsonShape::kObject, "relevant"});
+  if (!j) j = llm::read_json(answer, {llm::JsonShape::kObject, "columns"});
+  if (!j) j = llm::read_json(answer);
+  if (!j) return invalid_input(where + ": column filter answer is not JSON: " + j.status().message());
   const json* rel = nullptr;
   if (j->is_object() && j->contains("relevant")) rel = &(*j)["relevant"];
   else if (j->is_object() && j->contains("columns")) rel = &(*j)["columns"];
@@ -199,6 +202,7 @@ Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::Prompt
                                                : Result<std::set<std::string>>(resp.status());
       if (!rel) {
         trace.error = rel.status().message();
+        if (resp) client.accounting().record_parse_failure(req.stage, question.question_id);
         out.errors.push_back(rel.status().message());
         if (llm::call_error_kind(rel.status()) == llm::CallErrorKind::kCancelled) return rel.status();
         // Not judged: keep it.

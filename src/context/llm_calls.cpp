@@ -3,43 +3,11 @@
 #include <unordered_set>
 
 #include "nl2sql/context/text_match.h"
+#include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 
 namespace nl2sql::context {
 using nlohmann::json;
-
-namespace {
-
-std::optional<json> try_parse(const std::string& s) {
-  json j = json::parse(s, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
-}
-
-}  // namespace
-
-std::optional<json> json_in_answer(const std::string& answer) {
-  // Fenced blocks, last first: models put the final answer last.
-  std::vector<std::string> blocks;
-  for (size_t p = answer.find("```"); p != std::string::npos;) {
-    size_t body = answer.find('\n', p + 3);
-    if (body == std::string::npos) break;
-    size_t end = answer.find("```", body + 1);
-    if (end == std::string::npos) break;
-    blocks.push_back(answer.substr(body + 1, end - body - 1));
-    p = answer.find("```", end + 3);
-  }
-  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
-    if (auto j = try_parse(*it)) return j;
-  if (auto j = try_parse(answer)) return j;
-  // Prose around a bare value: the outermost object, else the outermost list.
-  for (auto [open, close] : {std::pair{'{', '}'}, std::pair{'[', ']'}}) {
-    size_t a = answer.find(open), b = answer.rfind(close);
-    if (a != std::string::npos && b != std::string::npos && b > a)
-      if (auto j = try_parse(answer.substr(a, b - a + 1))) return j;
-  }
-  return std::nullopt;
-}
 
 generate::LlmCallTrace make_trace(const std::string& stage, const llm::PromptTemplate& prompt,
                                   const llm::ChatRequest& request,
@@ -54,6 +22,8 @@ generate::LlmCallTrace make_trace(const std::string& stage, const llm::PromptTem
   }
   if (response) {
     t.response = response->text();
+    t.reasoning = llm::answer_reasoning(response->reasoning.empty() ? "" : response->reasoning.front(), t.response);
+    t.answer_from_reasoning = !response->answer_from_reasoning.empty() && response->answer_from_reasoning.front();
     t.profile = response->profile;
     t.model = response->model;
     t.provider = response->provider;
@@ -70,12 +40,13 @@ generate::LlmCallTrace make_trace(const std::string& stage, const llm::PromptTem
 
 Result<std::vector<std::string>> parse_keyword_answer(const std::string& answer,
                                                       const std::string& where) {
-  auto j = json_in_answer(answer);
-  if (!j) return invalid_input(where + ": keyword answer is not JSON");
-  const json* list = nullptr;
-  if (j->is_array()) list = &*j;
-  else if (j->is_object() && j->contains("keywords") && (*j)["keywords"].is_array()) list = &(*j)["keywords"];
-  if (!list) return invalid_input(where + ": keyword answer has no \"keywords\" list");
+  // {"keywords": [...]} first; else the last value must itself be a list (not a list inside
+  // some other object).
+  auto j = llm::read_json(answer, {llm::JsonShape::kObject, "keywords"});
+  if (!j) j = llm::read_json(answer);
+  if (!j) return invalid_input(where + ": keyword answer is not JSON: " + j.status().message());
+  const json* list = j->is_array() ? &*j : j->contains("keywords") ? &(*j)["keywords"] : nullptr;
+  if (!list || !list->is_array()) return invalid_input(where + ": keyword answer has no \"keywords\" list");
   std::vector<std::string> out;
   std::unordered_set<std::string> seen;
   for (const auto& k : *list) {
@@ -109,7 +80,10 @@ Result<std::vector<std::string>> llm_keywords(llm::Client& client, const llm::Pr
   generate::LlmCallTrace t = make_trace("keywords", prompt, req, resp);
   Result<std::vector<std::string>> out = resp ? parse_keyword_answer(resp->text(), "question " + question_id)
                                               : Result<std::vector<std::string>>(resp.status());
-  if (resp && !out) t.error = out.status().message();
+  if (resp && !out) {
+    t.error = out.status().message();
+    client.accounting().record_parse_failure(req.stage, question_id);
+  }
   if (trace) *trace = std::move(t);
   return out;
 }

@@ -52,7 +52,7 @@ std::string one_line(const std::string& s, size_t max) {
     flat.push_back(c);
   }
   auto cps = decode_utf8(flat);
-  if (cps.size() <= max) return flat;
+  if (max == 0 || cps.size() <= max) return flat;
   return encode_utf8(cps.substr(0, max)) + "…";
 }
 
@@ -201,6 +201,25 @@ std::string render_schema(const data::Schema& schema, const RenderOptions& optio
     out += ");\n";
   }
   return out;
+}
+
+const char* schema_rung_name(int rung) {
+  switch (rung) {
+    case 0: return "full";
+    case 1: return "no_examples";
+    case 2: return "short_descriptions";
+    case 3: return "filtered_columns";
+    default: return "within_budget";
+  }
+}
+
+RenderOptions options_at_rung(RenderOptions options, int rung,
+                              const std::set<std::string>& filtered_columns) {
+  if (rung >= 1) options.examples = 0;
+  if (rung >= 2 && (options.max_comment_chars == 0 || options.max_comment_chars > 120))
+    options.max_comment_chars = 120;
+  if (rung >= 3 && !filtered_columns.empty() && options.columns.empty()) options.columns = filtered_columns;
+  return options;
 }
 
 }  // namespace nl2sql::context

@@ -8,8 +8,8 @@
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/context/text_match.h"
 #include "nl2sql/core/hash.h"
-#include "nl2sql/generate/extract.h"
 #include "nl2sql/generate/model_call.h"
+#include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/sql/parser.h"
 
@@ -294,6 +294,21 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
   context::RenderOptions ro;
   const std::string schema_text =
       context::render_schema(*in.schema, ro, in.index, in.retrieval ? &in.retrieval->values : nullptr);
+  std::set<std::string> filtered;  // the fixer has no column filter: rung 3 is rung 2
+  auto schema_at = [&](int rung, int64_t schema_tokens) {
+    if (rung == 0) return schema_text;
+    context::RenderOptions o = context::options_at_rung(ro, rung, filtered);
+    if (rung >= context::kSchemaLadderRungs) {
+      // Cut to the budget: no descriptions, then fewer tables (the query's own come first in
+      // what the model sees through the error text).
+      o.descriptions = false;
+    }
+    std::string text = context::render_schema(*in.schema, o, in.index, in.retrieval ? &in.retrieval->values : nullptr);
+    if (rung >= context::kSchemaLadderRungs && schema_tokens > 0 &&
+        static_cast<int64_t>(text.size() / 4) > schema_tokens)
+      text = text.substr(0, static_cast<size_t>(schema_tokens) * 4) + "\n-- (schema cut to fit the model's context)";
+    return text;
+  };
   const int first = static_cast<int>(c.fix_rounds.size()) + 1;
   for (int k = 0; k < options_.max_rounds && needs_fix(c.execution); ++k) {
     generate::FixRound round;
@@ -316,8 +331,8 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
     // Distinct per candidate and round so that repeated rounds are distinct samples.
     call.sample_index = c.sample_index * 64 + round.round;
     call.question_id = in.question->question_id;
-    call.values = {{"schema", schema_text},
-                   {"question", in.question->question},
+    call.schema_at = schema_at;
+    call.values = {{"question", in.question->question},
                    {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
                    {"sql", c.sql},
                    {"failure_class", round.failure_class},
@@ -332,8 +347,9 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
     round.call = a->trace;
     std::string next = c.sql;
     if (a->ok) {
-      auto ex = generate::extract_sql(a->text);
+      auto ex = llm::extract_sql(a->text);
       if (ex.ok && !non_query_keyword(ex.sql)) next = ex.sql;
+      if (!ex.ok) client_->accounting().record_parse_failure(call.stage, in.question->question_id);
     }
     round.sql_after = next;
     if (next != c.sql) {

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "nl2sql/generate/extract.h"
 #include "nl2sql/generate/model_call.h"
+#include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
 
@@ -60,6 +60,7 @@ class AgentGenerator : public Generator {
       ledger_log = "fact sheet with " + std::to_string(j->size()) + " field(s)";
     } else {
       // Keep the model's text: a malformed sheet still carries what the model worked out.
+      client_->accounting().record_parse_failure(ledger->trace.stage, q.question_id);
       fact_sheet = ledger->text;
       ledger_log = "answer was not a JSON object; its text is used as the fact sheet";
     }
@@ -144,7 +145,8 @@ class AgentGenerator : public Generator {
         o.issues.push_back({"error", o.extraction_error});
       } else {
         o = run_attempt(a->text, q.question, executor_, in.db_path, o_.limits);
-        if (slow) own_notes = extract_sql(a->text).reasoning;
+        if (slow) own_notes = llm::extract_sql(a->text).reasoning;
+        if (o.sql.empty()) client_->accounting().record_parse_failure(a->trace.stage, q.question_id);
       }
       const std::string outcome = outcome_text(o);
       log += step_line(attempt, std::string(slow ? "slow" : "fast") + " attempt", outcome);

@@ -9,7 +9,7 @@
 #include "nl2sql/context/embedding_rerank.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/eval/compare.h"
-#include "nl2sql/generate/extract.h"
+#include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/sql/parser.h"
 
@@ -55,7 +55,7 @@ std::set<std::string> ident_words(const std::string& name) {
 AttemptOutcome run_attempt(const std::string& answer, const std::string& question, const db::Executor* executor,
                            const std::filesystem::path& db_path, const AttemptLimits& limits) {
   AttemptOutcome o;
-  auto ex = extract_sql(answer);
+  auto ex = llm::extract_sql(answer);
   if (!ex.ok) {
     o.extraction_error = ex.error.empty() ? "no SQL found in the answer" : ex.error;
     o.result.status = db::ExecStatus::kRejected;
@@ -91,21 +91,9 @@ std::string outcome_text(const AttemptOutcome& o) {
 }
 
 std::optional<nlohmann::json> parse_json_answer(const std::string& text) {
-  auto try_parse = [](const std::string& s) -> std::optional<nlohmann::json> {
-    auto j = nlohmann::json::parse(s, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return std::nullopt;
-    return j;
-  };
-  for (size_t p = text.rfind("```json"); p != std::string::npos; p = p == 0 ? std::string::npos : text.rfind("```json", p - 1)) {
-    size_t body = text.find('\n', p);
-    size_t end = body == std::string::npos ? std::string::npos : text.find("```", body);
-    if (end == std::string::npos) continue;
-    if (auto j = try_parse(text.substr(body + 1, end - body - 1))) return j;
-  }
-  size_t b = text.find('{');
-  size_t e = text.rfind('}');
-  if (b != std::string::npos && e != std::string::npos && e > b) return try_parse(text.substr(b, e - b + 1));
-  return std::nullopt;
+  auto j = llm::read_json(text, {llm::JsonShape::kObject, ""});
+  if (!j) return std::nullopt;
+  return std::move(j).value();
 }
 
 int64_t approx_tokens(const std::string& text) { return static_cast<int64_t>((text.size() + 3) / 4); }

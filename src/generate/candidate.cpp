@@ -41,6 +41,11 @@ Result<LlmCallTrace> call_from_json(const json& j, const std::string& where) {
   NL2SQL_RETURN_IF_ERROR(read(j, "prompt", c.prompt, where));
   NL2SQL_RETURN_IF_ERROR(read(j, "system", c.system, where));
   NL2SQL_RETURN_IF_ERROR(read(j, "response", c.response, where));
+  NL2SQL_RETURN_IF_ERROR(read(j, "reasoning", c.reasoning, where));
+  NL2SQL_RETURN_IF_ERROR(read(j, "answer_from_reasoning", c.answer_from_reasoning, where));
+  int64_t rung = 0;
+  NL2SQL_RETURN_IF_ERROR(read(j, "prompt_rung", rung, where));
+  c.prompt_rung = static_cast<int>(rung);
   NL2SQL_RETURN_IF_ERROR(read(j, "error", c.error, where));
   NL2SQL_RETURN_IF_ERROR(read(j, "prompt_tokens", c.prompt_tokens, where));
   NL2SQL_RETURN_IF_ERROR(read(j, "completion_tokens", c.completion_tokens, where));
@@ -91,21 +96,26 @@ double Candidate::llm_latency_s() const {
 }
 
 json to_json(const LlmCallTrace& c) {
-  return {{"stage", c.stage},
-          {"template", c.template_name},
-          {"template_hash", c.template_hash},
-          {"profile", c.profile},
-          {"model", c.model},
-          {"provider", c.provider},
-          {"system", c.system},
-          {"prompt", c.prompt},
-          {"response", c.response},
-          {"error", c.error},
-          {"prompt_tokens", c.prompt_tokens},
-          {"completion_tokens", c.completion_tokens},
-          {"cost_usd", c.cost_usd},
-          {"latency_s", c.latency_s},
-          {"from_cache", c.from_cache}};
+  json j = {{"stage", c.stage},
+            {"template", c.template_name},
+            {"template_hash", c.template_hash},
+            {"profile", c.profile},
+            {"model", c.model},
+            {"provider", c.provider},
+            {"system", c.system},
+            {"prompt", c.prompt},
+            {"response", c.response},
+            {"error", c.error},
+            {"prompt_tokens", c.prompt_tokens},
+            {"completion_tokens", c.completion_tokens},
+            {"cost_usd", c.cost_usd},
+            {"latency_s", c.latency_s},
+            {"from_cache", c.from_cache}};
+  // Omitted when empty, so traces of models that do not reason read as before.
+  if (!c.reasoning.empty()) j["reasoning"] = c.reasoning;
+  if (c.answer_from_reasoning) j["answer_from_reasoning"] = true;
+  if (c.prompt_rung > 0) j["prompt_rung"] = c.prompt_rung;
+  return j;
 }
 
 json to_json(const ExecutionSummary& e) {

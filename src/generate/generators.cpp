@@ -9,11 +9,12 @@
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/core/hash.h"
 #include "nl2sql/generate/agent.h"
-#include "nl2sql/generate/extract.h"
+#include "nl2sql/generate/agent_steps.h"
 #include "nl2sql/generate/model_call.h"
 #include "nl2sql/generate/qp_demos.h"
 #include "nl2sql/generate/recap.h"
 #include "nl2sql/generate/schema_linking.h"
+#include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
 #include "nl2sql/sql/analysis.h"
@@ -58,9 +59,10 @@ Status check_input(const GenerationInput& in, const std::string& who) {
   return Status::ok();
 }
 
-// A candidate from one answer: extraction recorded, failures kept.
-Candidate make_candidate(const std::string& label, const std::string& generator, int64_t sample,
-                         const ModelAnswer& answer) {
+// A candidate from one answer: extraction recorded, failures kept (an answer without SQL is
+// counted as a parse failure of the call's stage).
+Candidate make_candidate(llm::Client& client, const std::string& question_id, const std::string& label,
+                         const std::string& generator, int64_t sample, const ModelAnswer& answer) {
   Candidate c;
   c.id = label + "#" + std::to_string(sample);
   c.generator = generator;
@@ -73,7 +75,8 @@ Candidate make_candidate(const std::string& label, const std::string& generator,
     return c;
   }
   c.raw_response = answer.text;
-  auto ex = extract_sql(answer.text);
+  auto ex = llm::extract_sql(answer.text);
+  if (!ex.ok) client.accounting().record_parse_failure(answer.trace.stage, question_id);
   c.reasoning = ex.reasoning;
   c.extraction_ok = ex.ok;
   c.extraction_error = ex.error;
@@ -102,6 +105,18 @@ class GeneratorBase : public Generator {
   }
   std::string schema_text(const GenerationInput& in, const context::RenderOptions& r) const {
     return context::render_schema(*in.schema, r, in.index, in.retrieval ? &in.retrieval->values : nullptr);
+  }
+  // The schema by rung of the prompt-budget ladder (ModelCall::schema_at): lighter renderings,
+  // then the columns that best match the question within the token budget.
+  std::function<std::string(int, int64_t)> schema_ladder(const GenerationInput& in,
+                                                         const context::RenderOptions& r) const {
+    return [this, &in, r](int rung, int64_t schema_tokens) {
+      context::RenderOptions o = context::options_at_rung(r, rung, in.selected_columns);
+      if (rung < context::kSchemaLadderRungs) return schema_text(in, o);
+      SchemaBudget budget;
+      budget.max_tokens = schema_tokens;
+      return render_schema_within(in, o, budget, nullptr, nullptr);
+    };
   }
   ModelCall base_call(const GenerationInput& in, const llm::PromptTemplate& t, const std::string& stage,
                       int64_t sample) const {
@@ -133,13 +148,13 @@ class SingleCallGenerator : public GeneratorBase {
     std::vector<Candidate> out;
     for (int64_t s = 0; s < o_.samples; ++s) {
       ModelCall call = base_call(in, template_, "generate", s);
-      call.values = {{"schema", schema_text(in, render_options(in, s))},
-                     {"question", in.question->question},
+      call.schema_at = schema_ladder(in, render_options(in, s));
+      call.values = {{"question", in.question->question},
                      {"evidence", evidence_text(*in.question)}};
       add_values(call.values);
       auto a = call_model(*client_, call);
       if (!a) return a.status().with_context("generator " + o_.label + ", question " + in.question->question_id);
-      out.push_back(make_candidate(o_.label, o_.kind, s, *a));
+      out.push_back(make_candidate(*client_, in.question->question_id, o_.label, o_.kind, s, *a));
     }
     return out;
   }
@@ -160,35 +175,7 @@ class QueryPlanGenerator : public SingleCallGenerator {
   std::string demos_;
 };
 
-struct SyntheticExample {
-  std::string question, sql;
-};
-
-// "Question: …" / "SQL: …" pairs (the SQL may span lines or sit in a fence) from an answer.
-std::vector<SyntheticExample> parse_examples(const std::string& text) {
-  std::vector<SyntheticExample> out;
-  size_t pos = 0;
-  while (true) {
-    size_t q = text.find("Question:", pos);
-    if (q == std::string::npos) break;
-    size_t s = text.find("SQL:", q);
-    if (s == std::string::npos) break;
-    size_t next = text.find("Question:", s);
-    std::string question = text.substr(q + 9, s - q - 9);
-    std::string body = text.substr(s + 4, next == std::string::npos ? std::string::npos : next - s - 4);
-    auto trim = [](std::string x) {
-      size_t b = x.find_first_not_of(" \t\r\n");
-      size_t e = x.find_last_not_of(" \t\r\n");
-      return b == std::string::npos ? std::string() : x.substr(b, e - b + 1);
-    };
-    question = trim(question);
-    // Drop a numbering line such as "Example 3" that precedes the next question.
-    auto ex = extract_sql(body);
-    if (!question.empty() && ex.ok) out.push_back({question, ex.sql});
-    pos = s + 4;
-  }
-  return out;
-}
+using llm::SyntheticExample;
 
 // os: two example-writing steps (general features over the full schema; the filtered columns),
 // then generation with the mixed examples as demonstrations.
@@ -216,6 +203,7 @@ class OnlineSyntheticGenerator : public GeneratorBase {
       const char* stage;
     };
     std::vector<SyntheticExample> per_step[2];
+    int64_t read[2] = {0, 0};
     const Step steps[2] = {{&general_, &full, general_count_, "os_examples_general"},
                            {&filtered_, &narrow, filtered_count_, "os_examples_filtered"}};
     for (int k = 0; k < 2; ++k) {
@@ -228,7 +216,10 @@ class OnlineSyntheticGenerator : public GeneratorBase {
       if (!a) return a.status().with_context(where);
       step_calls.push_back(a->trace);
       if (!a->ok) continue;
-      for (auto& e : parse_examples(a->text)) {
+      auto parsed = llm::read_examples(a->text);
+      read[k] = static_cast<int64_t>(parsed.size());
+      if (parsed.empty()) client_->accounting().record_parse_failure(a->trace.stage, in.question->question_id);
+      for (auto& e : parsed) {
         if (static_cast<int64_t>(per_step[k].size()) >= steps[k].count) break;
         // Examples that do not run would teach wrong SQL: check them read-only.
         if (validate_ && executor_ && !in.db_path.empty()) {
@@ -256,13 +247,19 @@ class OnlineSyntheticGenerator : public GeneratorBase {
                  mixed[i].sql + "\n\n";
       if (demos.empty()) demos = "(no examples could be made for this database)\n";
       ModelCall call = base_call(in, final_, "generate", s);
-      call.values = {{"schema", schema_text(in, render_options(in, s))},
-                     {"question", in.question->question},
+      call.schema_at = schema_ladder(in, render_options(in, s));
+      call.values = {{"question", in.question->question},
                      {"evidence", evidence_text(*in.question)},
                      {"examples", demos}};
       auto a = call_model(*client_, call);
       if (!a) return a.status().with_context(where);
-      Candidate c = make_candidate(o_.label, o_.kind, s, *a);
+      Candidate c = make_candidate(*client_, in.question->question_id, o_.label, o_.kind, s, *a);
+      // How many demonstrations the candidate was written with: a run whose example calls
+      // failed or were unreadable says so in every candidate's notes.
+      c.reasoning = "[os examples: " + std::to_string(per_step[0].size()) + " general + " +
+                    std::to_string(per_step[1].size()) + " filtered used; " + std::to_string(read[0]) + " + " +
+                    std::to_string(read[1]) + " read from the answers, " + std::to_string(general_count_) + " + " +
+                    std::to_string(filtered_count_) + " asked]\n" + c.reasoning;
       // The example-writing calls are shared by all samples; the first candidate carries them so
       // token and cost totals over candidates count them once.
       if (s == 0) c.calls.insert(c.calls.begin(), step_calls.begin(), step_calls.end());
@@ -305,7 +302,7 @@ class SsevGenerator : public GeneratorBase {
                          {"evidence", evidence_text(*in.question)}};
           auto a = call_model(*client_, call);
           if (!a) return a.status().with_context(where);
-          into.push_back(make_candidate(o_.label + "." + kind, kind, index, *a));
+          into.push_back(make_candidate(*client_, in.question->question_id, o_.label + "." + kind, kind, index, *a));
         }
       return Status::ok();
     };

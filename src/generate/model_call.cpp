@@ -1,9 +1,19 @@
 // Traced model calls (see model_call.h).
 #include "nl2sql/generate/model_call.h"
 
+#include "nl2sql/context/schema_render.h"
+#include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 
 namespace nl2sql::generate {
+namespace {
+
+// Characters / 4, as the client estimates: what decides whether a prompt fits.
+int64_t approx_prompt_tokens(const std::string& user, const std::string& system) {
+  return static_cast<int64_t>((user.size() + system.size() + 8 + 3) / 4);
+}
+
+}  // namespace
 
 Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
   ModelAnswer out;
@@ -11,9 +21,35 @@ Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
   if (call.prompt == nullptr) return internal_error("call_model: no prompt template");
   out.trace.template_name = call.prompt->name();
   out.trace.template_hash = call.prompt->hash();
-  auto rendered = call.prompt->render(call.values);
-  if (!rendered) return rendered.status();
+  // The schema, as light as the model's context requires (see ModelCall::schema_at).
+  std::map<std::string, std::string> values = call.values;
+  const int last_rung = context::kSchemaLadderRungs;
+  int rung = 0;
+  int64_t schema_tokens = 0;
+  const auto budget = call.schema_at ? client.prompt_budget(call.role, call.profile) : std::nullopt;
+  auto render_at = [&](int k) {
+    values["schema"] = call.schema_at(k, schema_tokens);
+    return call.prompt->render(values);
+  };
+  Result<std::string> rendered = internal_error("not rendered");
+  if (call.schema_at) {
+    if (budget) {
+      values["schema"] = "";
+      auto bare = call.prompt->render(values);
+      if (!bare) return bare.status();
+      schema_tokens = std::max<int64_t>(64, *budget - approx_prompt_tokens(*bare, call.system));
+    }
+    for (rung = 0;; ++rung) {  // at most last_rung + 1 renderings
+      rendered = render_at(rung);
+      if (!rendered) return rendered.status();
+      if (!budget || approx_prompt_tokens(*rendered, call.system) <= *budget || rung == last_rung) break;
+    }
+  } else {
+    rendered = call.prompt->render(values);
+    if (!rendered) return rendered.status();
+  }
   out.trace.prompt = *rendered;
+  out.trace.prompt_rung = rung;
   out.trace.system = call.system;
 
   llm::ChatRequest req;
@@ -33,6 +69,20 @@ Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
     out.trace.provider = (*p)->provider;
   }
   auto r = client.chat(req);
+  if (!r && call.schema_at && rung < last_rung &&
+      llm::call_error_kind(r.status()) == llm::CallErrorKind::kContextLength) {
+    // The server counts tokens its own way: one more try, a rung lighter (with no configured
+    // window, the last rung halves the schema).
+    schema_tokens = budget ? std::max<int64_t>(64, schema_tokens * 2 / 3)
+                           : std::max<int64_t>(64, approx_prompt_tokens(values["schema"], "") / 2);
+    rung = budget ? last_rung : rung + 1;
+    rendered = render_at(rung);
+    if (!rendered) return rendered.status();
+    out.trace.prompt = *rendered;
+    out.trace.prompt_rung = rung;
+    req.messages.back().content = *rendered;
+    r = client.chat(req);
+  }
   if (!r) {
     auto kind = llm::call_error_kind(r.status());
     if (kind == llm::CallErrorKind::kCancelled || kind == llm::CallErrorKind::kConfig ||
@@ -44,6 +94,8 @@ Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
   out.ok = true;
   out.text = r->text();
   out.trace.response = out.text;
+  out.trace.reasoning = llm::answer_reasoning(r->reasoning.empty() ? "" : r->reasoning.front(), out.text);
+  out.trace.answer_from_reasoning = !r->answer_from_reasoning.empty() && r->answer_from_reasoning.front();
   out.trace.profile = r->profile.empty() ? out.trace.profile : r->profile;
   out.trace.model = r->model.empty() ? out.trace.model : r->model;
   out.trace.provider = r->provider;

@@ -6,7 +6,6 @@
 #include <set>
 
 #include "nl2sql/fix/fixer.h"
-#include "nl2sql/generate/extract.h"
 #include "nl2sql/generate/model_call.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
@@ -33,6 +32,7 @@ bool mentions(const std::string& text, const std::string& word) {
 struct Plan {
   std::string text;              // numbered steps (or the model's text when it gave no JSON)
   std::string expected_columns;  // comma-separated, "(not stated)" when absent
+  bool parsed = false;           // the answer held a {"steps": [...]} object
 };
 
 Plan read_plan(const std::string& answer) {
@@ -43,6 +43,7 @@ Plan read_plan(const std::string& answer) {
     p.text = answer;
     return p;
   }
+  p.parsed = true;
   int k = 0;
   for (const auto& s : (*j)["steps"]) p.text += std::to_string(++k) + ". " + (s.is_string() ? s.get<std::string>() : s.dump()) + "\n";
   if (j->contains("expected_columns") && (*j)["expected_columns"].is_array() && !(*j)["expected_columns"].empty()) {
@@ -56,12 +57,14 @@ Plan read_plan(const std::string& answer) {
 struct Critique {
   bool approved = true;  // a malformed answer approves: there is nothing to act on
   std::string issues;
+  bool parsed = false;   // the answer held a JSON object
 };
 
 Critique read_critique(const std::string& answer) {
   Critique c;
   auto j = parse_json_answer(answer);
   if (!j) return c;
+  c.parsed = true;
   if (j->contains("approved") && (*j)["approved"].is_boolean()) c.approved = (*j)["approved"].get<bool>();
   if (j->contains("issues") && (*j)["issues"].is_array())
     for (const auto& i : (*j)["issues"]) c.issues += "- " + (i.is_string() ? i.get<std::string>() : i.dump()) + "\n";
@@ -114,6 +117,11 @@ class RecapGenerator : public Generator {
     std::string log;
     int64_t steps = 0;
   };
+
+  // An answer of a successful call that none of the readers could use is a parse failure.
+  void count_unread(const ModelAnswer& a, bool read, const GenerationInput& in) const {
+    if (a.ok && !read) client_->accounting().record_parse_failure(a.trace.stage, in.question->question_id);
+  }
 
   Result<ModelAnswer> call(Loop& l, const GenerationInput& in, const llm::PromptTemplate& t, const std::string& stage,
                            int64_t sample, std::map<std::string, std::string> values, llm::SimContext sim) const {
@@ -197,6 +205,7 @@ class RecapGenerator : public Generator {
                   sim(in, llm::SimTask::kPlan, s, l.steps));
     if (!a) return a.status();
     Plan plan = read_plan(a->ok ? a->text : "");
+    count_unread(*a, plan.parsed, in);
     l.log += step_line(l.steps, "plan", a->ok ? plan.text : "model call failed: " + a->trace.error);
     for (int64_t rev = 0; rev < o_.plan_revisions + 1 && a->ok && l.steps < o_.max_steps - 1; ++rev) {
       auto sc = sim(in, llm::SimTask::kPlanCritique, s, l.steps);
@@ -204,6 +213,7 @@ class RecapGenerator : public Generator {
       auto cr = call(l, in, p_.plan_critique, "recap.plan_critique", s, with({{"plan", plan.text}}), sc);
       if (!cr) return cr.status();
       Critique verdict = cr->ok ? read_critique(cr->text) : Critique{};
+      count_unread(*cr, verdict.parsed, in);
       l.log += step_line(l.steps, "plan critique", verdict.approved ? "approved" : verdict.issues);
       if (verdict.approved || rev == o_.plan_revisions) break;
       auto rp = call(l, in, p_.plan, "recap.plan", s,
@@ -212,6 +222,7 @@ class RecapGenerator : public Generator {
                      sim(in, llm::SimTask::kPlan, s, l.steps));
       if (!rp) return rp.status();
       if (rp->ok) plan = read_plan(rp->text);
+      count_unread(*rp, plan.parsed, in);
       l.log += step_line(l.steps, "plan revision " + std::to_string(rev + 1), plan.text);
     }
 
@@ -221,6 +232,7 @@ class RecapGenerator : public Generator {
     if (!act) return act.status();
     std::string answer = act->ok ? act->text : "";
     AttemptOutcome cur = run_attempt(answer, q.question, executor_, in.db_path, o_.limits);
+    count_unread(*act, !cur.sql.empty(), in);
     l.log += step_line(l.steps, "act", cur.sql.empty() ? "no SQL" : cur.sql);
 
     // 4. SQL critic.
@@ -232,6 +244,7 @@ class RecapGenerator : public Generator {
       auto cr = call(l, in, p_.sql_critique, "recap.sql_critique", s, with({{"plan", plan.text}, {"sql", cur.sql}}), sc);
       if (!cr) return cr.status();
       Critique verdict = cr->ok ? read_critique(cr->text) : Critique{};
+      count_unread(*cr, verdict.parsed, in);
       l.log += step_line(l.steps, "sql critique", verdict.approved ? "approved" : verdict.issues);
       if (!verdict.approved && l.steps < o_.max_steps) {
         auto r = refine(l, in, s, plan, cur, "critique", "A reviewer found these issues:\n" + verdict.issues,
@@ -291,6 +304,7 @@ class RecapGenerator : public Generator {
                      sc);
       if (!va) return va.status();
       Validation v = va->ok ? parse_validation(va->text) : Validation{};
+      count_unread(*va, v.parsed, in);
       l.log += step_line(l.steps, "validate", v.valid_result ? "valid" : "invalid: " + v.suggest_fix);
       if (v.valid_result) {
         validated = true;
@@ -344,6 +358,7 @@ class RecapGenerator : public Generator {
                   sc);
     if (!a) return a.status();
     AttemptOutcome next = run_attempt(a->ok ? a->text : "", in.question->question, executor_, in.db_path, o_.limits);
+    count_unread(*a, !next.sql.empty(), in);
     l.log += step_line(l.steps, "refine (" + cls + ")", next.sql.empty() ? "no SQL" : next.sql);
     return next;
   }

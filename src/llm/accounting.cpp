@@ -10,6 +10,8 @@ void UsageTotals::add(const UsageTotals& o) {
   attempts += o.attempts;
   retries += o.retries;
   for (const auto& [k, v] : o.errors_by_kind) errors_by_kind[k] += v;
+  parse_failures += o.parse_failures;
+  for (const auto& [k, v] : o.parse_failures_by_stage) parse_failures_by_stage[k] += v;
   prompt_tokens += o.prompt_tokens;
   completion_tokens += o.completion_tokens;
   cost_usd += o.cost_usd;
@@ -24,6 +26,8 @@ nlohmann::json UsageTotals::to_json() const {
           {"attempts", attempts},
           {"retries", retries},
           {"errors_by_kind", errors_by_kind},
+          {"parse_failures", parse_failures},
+          {"parse_failures_by_stage", parse_failures_by_stage},
           {"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"cost_usd", cost_usd},
@@ -37,6 +41,14 @@ void Accounting::record(const std::string& stage, const std::string& question_id
   total_.add(call);
   by_stage_[stage.empty() ? "(none)" : stage].add(call);
   if (!question_id.empty()) by_question_[question_id].add(call);
+}
+
+void Accounting::record_parse_failure(const std::string& stage, const std::string& question_id,
+                                      const std::string& reader) {
+  UsageTotals t;
+  t.parse_failures = 1;
+  t.parse_failures_by_stage[(stage.empty() ? "(none)" : stage) + (reader.empty() ? "" : ":" + reader)] = 1;
+  record(stage, question_id, t);
 }
 
 UsageTotals Accounting::total() {

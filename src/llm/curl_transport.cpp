@@ -92,6 +92,11 @@ Result<HttpResponse> CurlTransport::post(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(std::chrono::milliseconds(kConnectTimeout).count()));
+  if (request.idle_timeout.count() > 0) {
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                     std::max(1L, static_cast<long>(request.idle_timeout.count() / 1000)));
+  }
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // required with threads
   curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);

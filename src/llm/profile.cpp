@@ -1,5 +1,6 @@
 #include "nl2sql/llm/profile.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <set>
 
@@ -13,11 +14,16 @@ const std::set<std::string> kKnownRoles = {"keywords", "column_filter", "generat
                                            "select",   "rank",          "nl_eval",  "judge",
                                            "describe"};
 const std::set<std::string> kProfileKeys = {
-    "provider",   "base_url", "model",       "api_key_env",       "temperature",
-    "top_p",      "max_tokens", "price_in_per_mtok", "price_out_per_mtok", "max_in_flight",
-    "rpm",        "tpm",      "timeout_s",   "embedding_model"};
+    "provider",       "base_url",         "model",      "api_key_env",     "temperature",
+    "top_p",          "max_tokens",       "role_max_tokens", "max_tokens_field", "omit",
+    "extra_body",     "headers",          "query",      "context_tokens",  "price_in_per_mtok",
+    "price_out_per_mtok", "max_in_flight", "rpm",       "tpm",             "timeout_s",
+    "idle_timeout_s", "stream",           "embedding_model"};
 const std::set<std::string> kLlmKeys = {"models", "roles", "default_profile", "max_in_flight",
-                                        "retry",  "cache", "sim"};
+                                        "retry",  "cache", "sim", "role_max_tokens",
+                                        "stop_after_repeated_errors", "preflight"};
+// Fields build_chat_body writes that a profile may leave out.
+const std::set<std::string> kOmittable = {"temperature", "top_p", "max_tokens", "seed", "stop", "n"};
 
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
@@ -53,6 +59,52 @@ void read_api_key(ModelProfile& p) {
   }
 }
 
+// A role -> budget object (llm.role_max_tokens or a profile's role_max_tokens).
+Status read_role_budgets(const core::Config& config, const std::string& key,
+                         std::map<std::string, int64_t>& out) {
+  const auto* j = config.find(key);
+  if (!j) return Status::ok();
+  if (!j->is_object()) return invalid_input("config key \"" + key + "\" must be an object of role: tokens");
+  for (const auto& [role, v] : j->items()) {
+    if (!is_known_role(role))
+      return invalid_input("config key \"" + key + "." + role + "\": unknown role");
+    if (!v.is_number_integer() || v.get<int64_t>() < 1)
+      return invalid_input("config key \"" + key + "." + role + "\" must be an integer >= 1");
+    out[role] = v.get<int64_t>();
+  }
+  return Status::ok();
+}
+
+// A header or query value: "${VAR}" reads the environment (an unset variable is an error: the
+// server would refuse the call anyway, and the message should say which variable).
+Result<std::string> expand_env_value(const std::string& key, const std::string& value) {
+  if (value.size() > 3 && value.rfind("${", 0) == 0 && value.back() == '}') {
+    const std::string var = value.substr(2, value.size() - 3);
+    const char* v = std::getenv(var.c_str());
+    if (!v || !*v)
+      return invalid_input("config key \"" + key + "\" names environment variable " + var +
+                           ", which is not set");
+    return std::string(v);
+  }
+  return value;
+}
+
+Status read_string_pairs(const core::Config& config, const std::string& key, bool secret,
+                         std::vector<std::pair<std::string, std::string>>& out) {
+  const auto* j = config.find(key);
+  if (!j) return Status::ok();
+  if (!j->is_object()) return invalid_input("config key \"" + key + "\" must be an object of name: string");
+  for (const auto& [name, v] : j->items()) {
+    if (!v.is_string()) return invalid_input("config key \"" + key + "." + name + "\" must be a string");
+    auto value = expand_env_value(key + "." + name, v.get<std::string>());
+    if (!value) return value.status();
+    // Header values carry keys (api-key, x-api-key, Authorization): treat all as secrets.
+    if (secret) core::register_secret(*value);
+    out.emplace_back(name, *value);
+  }
+  return Status::ok();
+}
+
 Result<ModelProfile> load_profile(const core::Config& config, const std::string& name) {
   const std::string base = "llm.models." + name;
   NL2SQL_RETURN_IF_ERROR(check_keys(config, base, kProfileKeys));
@@ -70,16 +122,59 @@ Result<ModelProfile> load_profile(const core::Config& config, const std::string&
   NL2SQL_READ(api_key_env, get_string, std::string("OPENAI_API_KEY"));
   NL2SQL_READ(temperature, get_number, 0.0);
   NL2SQL_READ(top_p, get_number, 1.0);
-  NL2SQL_READ(max_tokens, get_int, int64_t{1024});
   NL2SQL_READ(price_in_per_mtok, get_number, 0.0);
   NL2SQL_READ(price_out_per_mtok, get_number, 0.0);
   NL2SQL_READ(max_in_flight, get_int, int64_t{16});
   NL2SQL_READ(rpm, get_number, 0.0);
   NL2SQL_READ(tpm, get_number, 0.0);
-  NL2SQL_READ(timeout_s, get_number, 120.0);
+  NL2SQL_READ(timeout_s, get_number, 600.0);
+  NL2SQL_READ(idle_timeout_s, get_number, 120.0);
+  NL2SQL_READ(stream, get_bool, false);
+  NL2SQL_READ(max_tokens_field, get_string, std::string("max_tokens"));
+  NL2SQL_READ(context_tokens, get_int, int64_t{0});
   NL2SQL_READ(embedding_model, get_string, std::string(""));
 #undef NL2SQL_READ
-  if (p.base_url.rfind("sim:", 0) == 0) p.provider = "sim";
+  if (config.has(base + ".max_tokens")) {
+    auto r = config.get_int(base + ".max_tokens");
+    if (!r) return r.status();
+    if (*r <= 0) return invalid_input("config key \"" + base + ".max_tokens\" must be > 0");
+    p.max_tokens = *r;
+  }
+  NL2SQL_RETURN_IF_ERROR(read_role_budgets(config, base + ".role_max_tokens", p.role_max_tokens));
+  if (p.max_tokens_field != "max_tokens" && p.max_tokens_field != "max_completion_tokens")
+    return invalid_input("config key \"" + base +
+                         ".max_tokens_field\" must be \"max_tokens\" or \"max_completion_tokens\", not \"" +
+                         p.max_tokens_field + "\"");
+  if (const auto* omit = config.find(base + ".omit")) {
+    if (!omit->is_array()) return invalid_input("config key \"" + base + ".omit\" must be an array of field names");
+    for (const auto& f : *omit) {
+      if (!f.is_string() || !kOmittable.count(f.get<std::string>())) {
+        std::string list;
+        for (const auto& a : kOmittable) list += (list.empty() ? "" : ", ") + a;
+        return invalid_input("config key \"" + base + ".omit\": " + f.dump() +
+                             " is not a field that can be left out (one of: " + list + ")");
+      }
+      p.omit.insert(f.get<std::string>());
+    }
+  }
+  if (const auto* extra = config.find(base + ".extra_body")) {
+    if (!extra->is_object())
+      return invalid_input("config key \"" + base + ".extra_body\" must be an object (merged into every request)");
+    for (const char* reserved : {"model", "messages", "stream"})
+      if (extra->contains(reserved))
+        return invalid_input("config key \"" + base + ".extra_body." + reserved +
+                             "\": set by nl2sql itself and cannot be overridden");
+    p.extra_body = extra->dump();
+  }
+  NL2SQL_RETURN_IF_ERROR(read_string_pairs(config, base + ".headers", true, p.headers));
+  NL2SQL_RETURN_IF_ERROR(read_string_pairs(config, base + ".query", false, p.query));
+  for (const auto& [name, v] : p.headers) {
+    std::string lower_name = name;
+    for (auto& c : lower_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower_name == "content-type")
+      return invalid_input("config key \"" + base + ".headers." + name + "\": set by nl2sql itself");
+  }
+  p.base_url = normalize_base_url(p.base_url);  if (p.base_url.rfind("sim:", 0) == 0) p.provider = "sim";
   if (p.provider != "openai" && p.provider != "sim")
     return invalid_input("config key \"" + base + ".provider\" must be \"openai\" or \"sim\", not \"" +
                          p.provider + "\"");
@@ -93,8 +188,9 @@ Result<ModelProfile> load_profile(const core::Config& config, const std::string&
     return invalid_input("config key \"" + base + ".temperature\" must be in [0, 2]");
   if (p.top_p <= 0 || p.top_p > 1)
     return invalid_input("config key \"" + base + ".top_p\" must be in (0, 1]");
-  if (p.max_tokens <= 0) return invalid_input("config key \"" + base + ".max_tokens\" must be > 0");
   if (p.timeout_s <= 0) return invalid_input("config key \"" + base + ".timeout_s\" must be > 0");
+  if (p.idle_timeout_s <= 0) return invalid_input("config key \"" + base + ".idle_timeout_s\" must be > 0");
+  if (p.context_tokens < 0) return invalid_input("config key \"" + base + ".context_tokens\" must be >= 0");
   if (p.rpm < 0 || p.tpm < 0 || p.price_in_per_mtok < 0 || p.price_out_per_mtok < 0)
     return invalid_input("config keys \"" + base +
                          ".{rpm,tpm,price_in_per_mtok,price_out_per_mtok}\" must be >= 0");
@@ -139,6 +235,38 @@ double SimSettings::p_correct_for(const std::string& generator,
 
 bool is_known_role(const std::string& role) { return kKnownRoles.count(role) > 0; }
 
+const std::map<std::string, int64_t>& default_role_budgets() {
+  // Chain-of-thought prompts (generation, fixing, pairwise judging) write a page of reasoning
+  // before the answer; the short JSON roles need little.
+  static const std::map<std::string, int64_t> kBudgets = {
+      {"generate", 4096}, {"fix", 4096},      {"select", 2048},        {"rank", 2048},
+      {"nl_eval", 2048},  {"judge", 2048},    {"keywords", 1024},      {"column_filter", 1024},
+      {"describe", 1024}};
+  return kBudgets;
+}
+
+int64_t LlmSettings::output_budget(const ModelProfile& profile, const std::string& role) const {
+  if (auto it = profile.role_max_tokens.find(role); it != profile.role_max_tokens.end()) return it->second;
+  if (profile.max_tokens) return *profile.max_tokens;
+  if (auto it = role_max_tokens.find(role); it != role_max_tokens.end()) return it->second;
+  const auto& d = default_role_budgets();
+  if (auto it = d.find(role); it != d.end()) return it->second;
+  return kDefaultOutputBudget;
+}
+
+std::string normalize_base_url(std::string url) {
+  while (!url.empty() && (url.back() == '/' || url.back() == ' ')) url.pop_back();
+  for (const char* tail : {"/chat/completions", "/completions", "/embeddings"}) {
+    const std::string t = tail;
+    if (url.size() > t.size() && url.compare(url.size() - t.size(), t.size(), t) == 0) {
+      url.resize(url.size() - t.size());
+      break;
+    }
+  }
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
 Result<const ModelProfile*> LlmSettings::resolve(const std::string& role,
                                                  const std::string& profile) const {
   std::string name = profile;
@@ -168,7 +296,7 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
   if (!models || models->empty()) {
     ModelProfile p;
     p.name = "default";
-    p.base_url = env_or("OPENAI_BASE_URL", kDefaultBaseUrl);
+    p.base_url = normalize_base_url(env_or("OPENAI_BASE_URL", kDefaultBaseUrl));
     p.model = env_or("OPENAI_MODEL", "gpt-4o-mini");
     p.api_key_env = "OPENAI_API_KEY";
     read_api_key(p);
@@ -204,6 +332,14 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
       s.roles[role] = name;
     }
   }
+  NL2SQL_RETURN_IF_ERROR(read_role_budgets(config, "llm.role_max_tokens", s.role_max_tokens));
+  auto repeated = config.get_int("llm.stop_after_repeated_errors", 8);
+  if (!repeated) return repeated.status();
+  if (*repeated < 0) return invalid_input("config key \"llm.stop_after_repeated_errors\" must be >= 0");
+  s.stop_after_repeated_errors = *repeated;
+  auto preflight = config.get_bool("llm.preflight", true);
+  if (!preflight) return preflight.status();
+  s.preflight = *preflight;
   auto mif = config.get_int("llm.max_in_flight", 64);
   if (!mif) return mif.status();
   s.max_in_flight = *mif;

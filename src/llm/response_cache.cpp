@@ -68,10 +68,18 @@ constexpr const char* kSchema =
 }  // namespace
 
 json response_to_json(const ChatResponse& r) {
-  return {{"choices", r.choices},
-          {"finish_reasons", r.finish_reasons},
-          {"usage", {{"prompt_tokens", r.usage.prompt_tokens},
-                     {"completion_tokens", r.usage.completion_tokens}}}};
+  json j = {{"choices", r.choices},
+            {"finish_reasons", r.finish_reasons},
+            {"usage", {{"prompt_tokens", r.usage.prompt_tokens},
+                       {"completion_tokens", r.usage.completion_tokens}}}};
+  // Written only when present, so entries of plain answers keep their old form.
+  bool any_reasoning = false;
+  for (const auto& x : r.reasoning) any_reasoning = any_reasoning || !x.empty();
+  if (any_reasoning) j["reasoning"] = r.reasoning;
+  bool any_fallback = false;
+  for (bool b : r.answer_from_reasoning) any_fallback = any_fallback || b;
+  if (any_fallback) j["answer_from_reasoning"] = r.answer_from_reasoning;
+  return j;
 }
 
 Result<ChatResponse> response_from_json(const json& j) {
@@ -95,6 +103,15 @@ Result<ChatResponse> response_from_json(const json& j) {
     r.usage.prompt_tokens = tokens("prompt_tokens");
     r.usage.completion_tokens = tokens("completion_tokens");
   }
+  r.reasoning.assign(r.choices.size(), "");
+  r.answer_from_reasoning.assign(r.choices.size(), false);
+  if (j.contains("reasoning") && j["reasoning"].is_array())
+    for (size_t i = 0; i < j["reasoning"].size() && i < r.choices.size(); ++i)
+      if (j["reasoning"][i].is_string()) r.reasoning[i] = j["reasoning"][i].get<std::string>();
+  if (j.contains("answer_from_reasoning") && j["answer_from_reasoning"].is_array())
+    for (size_t i = 0; i < j["answer_from_reasoning"].size() && i < r.choices.size(); ++i)
+      r.answer_from_reasoning[i] = j["answer_from_reasoning"][i].is_boolean() &&
+                                   j["answer_from_reasoning"][i].get<bool>();
   return r;
 }
 
@@ -107,13 +124,18 @@ std::string ResponseCache::canonical_request(const ModelProfile& profile,
             {"messages", messages},
             {"temperature", request.temperature.value_or(profile.temperature)},
             {"top_p", request.top_p.value_or(profile.top_p)},
-            {"max_tokens", request.max_tokens.value_or(profile.max_tokens)},
+            {"max_tokens", request.max_tokens.value_or(kDefaultOutputBudget)},
             {"n", request.n},
             {"seed", request.seed ? json(*request.seed) : json(nullptr)},
             {"stop", request.stop},
             {"sample_index", request.sample_index},
             {"template_hash", request.template_hash},
             {"accept_truncated", request.accept_truncated}};
+  // What else shapes the server's answer; absent for a plain profile so the keys of entries
+  // written before these settings existed still match.
+  if (!profile.omit.empty()) j["omit"] = profile.omit;
+  if (profile.extra_body != "{}") j["extra_body"] = json::parse(profile.extra_body, nullptr, false);
+  if (profile.max_tokens_field != "max_tokens") j["max_tokens_field"] = profile.max_tokens_field;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);  // keys sorted: canonical
 }
 

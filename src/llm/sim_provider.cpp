@@ -766,6 +766,17 @@ Result<ChatResponse> SimProvider::answer(const ChatRequest& request) const {
         double p = settings_.p_correct_for(c.generator, c.difficulty);
         std::string sql = c.gold_sql;
         if (rng.uniform() >= p) sql = mutate_sql(c.gold_sql, rng).first;
+        if (c.generator.rfind("os_examples", 0) == 0) {
+          // The online-synthetic example writers answer in the "Question:/SQL:" form their
+          // prompts ask for: simple queries over the tables gold reads (never gold itself, which
+          // would hand the generator its answer as a demonstration).
+          const bool filtered = c.generator == "os_examples_filtered";
+          for (const auto& t : outline_of(c.gold_sql).tables)
+            text += filtered ? "Question: Show five rows of the " + t + " table.\nSQL: SELECT * FROM " + t + " LIMIT 5\n\n"
+                             : "Question: How many rows does the " + t + " table hold?\nSQL: SELECT COUNT(*) FROM " + t + "\n\n";
+          if (text.empty()) text = "Question: What is one plus one?\nSQL: SELECT 1 + 1\n";
+          break;
+        }
         text = "The question asks: " + short_question(c.question) +
                "\nI identify the tables and columns it refers to, apply the conditions it states, "
                "and write one SQLite query.\n\n" + fenced("sql", sql) + "\n";

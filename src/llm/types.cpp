@@ -14,6 +14,7 @@ struct KindInfo {
 constexpr KindInfo kKinds[] = {
     {CallErrorKind::kConfig, "config", ErrorCode::kInvalidInput},
     {CallErrorKind::kHttpClient, "http_client_error", ErrorCode::kInvalidInput},
+    {CallErrorKind::kContextLength, "context_length", ErrorCode::kInvalidInput},
     {CallErrorKind::kAuth, "auth", ErrorCode::kPermission},
     {CallErrorKind::kRateLimited, "rate_limited", ErrorCode::kUnavailable},
     {CallErrorKind::kServer, "server_error", ErrorCode::kUnavailable},

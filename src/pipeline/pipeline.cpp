@@ -1,4 +1,5 @@
 #include "nl2sql/pipeline/pipeline.h"
+#include "nl2sql/pipeline/model_use.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -181,32 +182,44 @@ void add_calls(json& usage, const std::string& stage, const json& calls) {
         u["completion_tokens"].get<int64_t>() + c.value("completion_tokens", int64_t{0});
     u["cost_usd"] = u["cost_usd"].get<double>() + c.value("cost_usd", 0.0);
     u["latency_s"] = u["latency_s"].get<double>() + c.value("latency_s", 0.0);
+    // Prompts whose schema was lightened to fit the model's context (the ladder's rung > 0).
+    if (c.value("prompt_rung", 0) > 0) u["degraded_prompts"] = u.value("degraded_prompts", int64_t{0}) + 1;
   }
 }
 
-// Model calls that failed (after their retries) and the retries themselves, between two
-// snapshots of one question's accounting: what a stage's result cost in faults survived.
+// Model calls that failed (after their retries), the retries themselves, and the answers of
+// successful calls that no reader could use (parse failures, by the stage that read them),
+// between two snapshots of one question's accounting: what a stage's result cost in faults
+// survived.
 json llm_faults_between(const llm::UsageTotals& before, const llm::UsageTotals& after) {
-  json by_kind = json::object();
-  for (const auto& [k, v] : after.errors_by_kind) {
-    auto it = before.errors_by_kind.find(k);
-    int64_t d = v - (it == before.errors_by_kind.end() ? 0 : it->second);
-    if (d > 0) by_kind[k] = d;
-  }
+  auto diff = [](const std::map<std::string, int64_t>& b, const std::map<std::string, int64_t>& a) {
+    json out = json::object();
+    for (const auto& [k, v] : a) {
+      auto it = b.find(k);
+      int64_t d = v - (it == b.end() ? 0 : it->second);
+      if (d > 0) out[k] = d;
+    }
+    return out;
+  };
   return {{"failed_calls", after.errors - before.errors},
           {"retries", after.retries - before.retries},
-          {"failed_by_kind", by_kind}};
+          {"failed_by_kind", diff(before.errors_by_kind, after.errors_by_kind)},
+          {"parse_failures", after.parse_failures - before.parse_failures},
+          {"parse_failures_by_stage", diff(before.parse_failures_by_stage, after.parse_failures_by_stage)}};
 }
 
 void add_llm_faults(json& total, const json& part) {
   if (!part.is_object()) return;
   if (!total.is_object())
-    total = {{"failed_calls", 0}, {"retries", 0}, {"failed_by_kind", json::object()}};
-  total["failed_calls"] = total["failed_calls"].get<int64_t>() + part.value("failed_calls", int64_t{0});
-  total["retries"] = total["retries"].get<int64_t>() + part.value("retries", int64_t{0});
-  const json kinds = part.value("failed_by_kind", json::object());
-  for (const auto& [k, v] : kinds.items())
-    total["failed_by_kind"][k] = total["failed_by_kind"].value(k, int64_t{0}) + v.get<int64_t>();
+    total = {{"failed_calls", 0}, {"retries", 0}, {"failed_by_kind", json::object()},
+             {"parse_failures", 0}, {"parse_failures_by_stage", json::object()}};
+  for (const char* n : {"failed_calls", "retries", "parse_failures"})
+    total[n] = total.value(n, int64_t{0}) + part.value(n, int64_t{0});
+  for (const char* m : {"failed_by_kind", "parse_failures_by_stage"}) {
+    const json kinds = part.value(m, json::object());
+    for (const auto& [k, v] : kinds.items())
+      if (v.is_number_integer()) total[m][k] = total[m].value(k, int64_t{0}) + v.get<int64_t>();
+  }
 }
 
 json item_to_json(const eval::ItemResult& item) {
@@ -298,6 +311,24 @@ struct Shared {
 
 bool uses_weights(const std::string& selector) {
   return selector == "wma" || selector == "rwma" || selector == "naive_vote";
+}
+
+// When every candidate lacks SQL because its model call failed, the first call error (the
+// reason the question could not be attempted); nullopt when any model call answered.
+std::optional<std::string> all_model_calls_failed(const std::vector<generate::Candidate>& candidates) {
+  if (candidates.empty()) return std::nullopt;
+  std::string first;
+  for (const auto& c : candidates) {
+    if (!c.sql.empty()) return std::nullopt;
+    bool failed_call = false;
+    for (const auto& call : c.calls) {
+      if (call.error.empty()) return std::nullopt;
+      failed_call = true;
+      if (first.empty()) first = call.error;
+    }
+    if (!failed_call) return std::nullopt;
+  }
+  return "every model call failed (" + std::to_string(candidates.size()) + " candidates); first: " + first;
 }
 
 class QuestionRun {
@@ -420,6 +451,9 @@ Status QuestionRun::stage_generate() {
     if (!out) return out.status();
     for (auto& c : *out) candidates_.push_back(std::move(c));
   }
+  // A question none of whose candidates got an answer from the model is a failure, not a
+  // wrong answer: left unstored, a rerun asks again.
+  if (auto why = all_model_calls_failed(candidates_)) return Status(ErrorCode::kUnavailable, "no candidate: " + *why);
   latency_["generate"] = seconds_since(t0);
   json payload = {{"candidates", json::array()}, {"latency_s", latency_["generate"]}};
   for (const auto& c : candidates_) payload["candidates"].push_back(generate::to_json(c));
@@ -869,11 +903,14 @@ Result<RunSummary> run(const RunOptions& options) {
   llm::ClientOptions client_options;
   client_options.transport = options.transport;
   client_options.cancel_flag = options.cancel;
-  client_options.stop_on_auth_error = true;
+  client_options.stop_on_fatal_error = true;
   auto client = llm::Client::from_config(s.config, client_options);
   if (!client) return client.status();
   s.client = std::move(*client);
-  summary.simulated = s.client->any_simulated();
+  auto use = model_use(s.config, s.settings.selectors);
+  if (!use) return use.status();
+  const std::vector<std::string> used_profiles = s.client->profiles_for(use->roles, use->profiles);
+  summary.simulated = s.client->any_simulated(used_profiles);
   db::ExecutorOptions exec_options;
   exec_options.limits.timeout_s = s.settings.timeout_s;
   exec_options.limits.row_cap = s.settings.row_cap;
@@ -969,6 +1006,9 @@ Result<RunSummary> run(const RunOptions& options) {
     auto recs = (*store)->final_records();
     if (!recs) return recs.status();
     for (auto& r : *recs) {
+      // A question that failed (its model calls, its database) is attempted again: its
+      // finished stages are reused, the failed one is redone.
+      if (r.value("status", "") == "error") continue;
       std::string id = r.value("question_id", "");
       finals.emplace(std::move(id), std::move(r));
     }
@@ -1004,6 +1044,28 @@ Result<RunSummary> run(const RunOptions& options) {
   if (summary.resumed)
     spdlog::info("resuming {}: {} of {} questions already finished", options.out_dir.string(),
                  summary.resumed, summary.questions);
+
+  // Preflight: one real request per profile the run uses, so a wrong model name, a refused
+  // field or a dead endpoint stops the run in seconds instead of failing every question.
+  if (!pending.empty() && s.client->settings().preflight &&
+      s.client->settings().cache.mode != llm::CacheMode::kReplay &&
+      s.client->settings().cache.mode != llm::CacheMode::kReadOnly) {
+    for (const auto& r : s.client->preflight(used_profiles)) {
+      if (r.ok) {
+        if (!r.simulated)
+          spdlog::info("preflight: profile {} ({} at {}) answered in {:.2f} s{}", r.profile, r.model,
+                       r.endpoint, r.latency_s, r.note.empty() ? "" : " — " + r.note);
+        continue;
+      }
+      summary.fatal_error = "preflight: model profile \"" + r.profile + "\" (model " + r.model + " at " +
+                            r.endpoint + ") failed: " + r.error +
+                            " — check it with `nl2sql models check --config …`";
+      summary.not_started = pending.size();
+      summary.wall_s = seconds_since(started);
+      spdlog::error("{}", summary.fatal_error);
+      return summary;
+    }
+  }
 
   ProgressOptions popts;
   popts.mode = options.progress;
@@ -1113,10 +1175,10 @@ Result<RunSummary> run(const RunOptions& options) {
   summary.not_started = not_started;
   summary.cancelled = options.cancel && options.cancel->load();
   if (auto fatal = s.client->fatal_error()) {
-    summary.auth_error = fatal->message();
+    summary.fatal_error = fatal->message();
     spdlog::error("run stopped early: {}; {} questions not recorded — their finished stages are "
-                  "kept, rerun the same command with a valid key to resume",
-                  summary.auth_error, summary.not_started);
+                  "kept, rerun the same command to resume once it is fixed",
+                  summary.fatal_error, summary.not_started);
   }
   {
     auto usage = s.client->accounting().total();

@@ -487,6 +487,13 @@ string render_html(const json& rep, const RunData& run, const ReportOptions& o) 
   h += fmt::format("<tr><th>total</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th></tr></table>",
                    num(t["calls"].get<double>(), 0), num(t["prompt_tokens"].get<double>(), 0), num(t["completion_tokens"].get<double>(), 0),
                    num(t["cost_usd"].get<double>(), 4));
+  if (t.value("degraded_prompts", 0.0) > 0) {
+    std::string parts;
+    for (const auto& [k, v] : rep["usage"]["stages"].items())
+      if (v.value("degraded_prompts", 0.0) > 0)
+        parts += (parts.empty() ? "" : ", ") + esc(k) + " " + num(v["degraded_prompts"].get<double>(), 0);
+    h += "<p>Prompts whose schema was lightened to fit the model's context: " + parts + ".</p>";
+  }
   if (rep.contains("llm_faults")) {
     const json& f = rep["llm_faults"];
     std::string kinds;
@@ -495,6 +502,15 @@ string render_html(const json& rep, const RunData& run, const ReportOptions& o) 
     h += fmt::format("<p>Model calls failed after retries: {}; retries: {}; questions affected: {}{}.</p>\n",
                      f["failed_calls"].get<int64_t>(), f["retries"].get<int64_t>(),
                      f["questions_affected"].get<int64_t>(), kinds.empty() ? "" : " (" + kinds + ")");
+    if (f.value("parse_failures", int64_t{0}) > 0) {
+      std::string stages;
+      const json by_stage = f.value("parse_failures_by_stage", json::object());
+      for (const auto& [k, v] : by_stage.items())
+        stages += fmt::format("{}{} {}", stages.empty() ? "" : ", ", esc(k), v.get<int64_t>());
+      h += fmt::format("<p>Answers that could not be read (parse failures): {} in {} question(s) ({}).</p>\n",
+                       f["parse_failures"].get<int64_t>(), f.value("questions_with_parse_failures", int64_t{0}),
+                       stages);
+    }
   }
   h += "<table><tr><th>stage</th><th>latency p50 s</th><th>p90 s</th><th>p95 s</th><th>max s</th></tr>";
   for (const auto& [k, v] : rep["latency_s"].items())

@@ -342,6 +342,11 @@ json build_report(const RunData& run, const ReportOptions& o) {
         acc[f] = acc[f].get<double>() + number_field(v, f);
         total[f] = total[f].get<double>() + number_field(v, f);
       }
+      // Prompts cut to fit the model's context: shown only when there were any.
+      if (const double d = number_field(v, "degraded_prompts"); d > 0) {
+        acc["degraded_prompts"] = acc.value("degraded_prompts", 0.0) + d;
+        total["degraded_prompts"] = total.value("degraded_prompts", 0.0) + d;
+      }
     }
   }
   json uj = json::object();
@@ -350,8 +355,8 @@ json build_report(const RunData& run, const ReportOptions& o) {
   // --- Model calls that failed after their retries, and the retries, summed from the records'
   // llm_faults (per stage, stored with the stage they belong to, so a resumed run keeps them).
   {
-    int64_t failed = 0, retries = 0, questions_hit = 0;
-    std::map<std::string, int64_t> by_kind;
+    int64_t failed = 0, retries = 0, questions_hit = 0, unread = 0, questions_unread = 0;
+    std::map<std::string, int64_t> by_kind, unread_by_stage;
     for (const auto& r : run.records) {
       const json& f = field(r, "llm_faults");
       if (!f.is_object()) continue;
@@ -362,9 +367,18 @@ json build_report(const RunData& run, const ReportOptions& o) {
       const json kinds = f.value("failed_by_kind", json::object());
       for (const auto& [k, v] : kinds.items())
         if (v.is_number_integer()) by_kind[k] += v.get<int64_t>();
+      // Answers no reader could use (absent from records written before they were counted).
+      const int64_t qp = f.value("parse_failures", int64_t{0});
+      unread += qp;
+      questions_unread += qp > 0;
+      const json stages = f.value("parse_failures_by_stage", json::object());
+      for (const auto& [k, v] : stages.items())
+        if (v.is_number_integer()) unread_by_stage[k] += v.get<int64_t>();
     }
     rep["llm_faults"] = {{"failed_calls", failed}, {"retries", retries},
-                         {"failed_by_kind", by_kind}, {"questions_affected", questions_hit}};
+                         {"failed_by_kind", by_kind}, {"questions_affected", questions_hit},
+                         {"parse_failures", unread}, {"parse_failures_by_stage", unread_by_stage},
+                         {"questions_with_parse_failures", questions_unread}};
   }
   json lat = json::object();
   std::set<std::string> lat_stages(kStages.begin(), kStages.end());
@@ -487,6 +501,14 @@ std::string render_markdown(const json& rep) {
   md += fmt::format("| **total** | {} | {} | {} | {} |\n\n", fmt_num(t["calls"].get<double>(), 0),
                     fmt_num(t["prompt_tokens"].get<double>(), 0), fmt_num(t["completion_tokens"].get<double>(), 0),
                     fmt_num(t["cost_usd"].get<double>(), 4));
+  if (t.value("degraded_prompts", 0.0) > 0) {
+    md += "Prompts whose schema was lightened to fit the model's context (llm.models.*.context_tokens): ";
+    std::string parts;
+    for (const auto& [k, v] : rep["usage"]["stages"].items())
+      if (v.value("degraded_prompts", 0.0) > 0)
+        parts += (parts.empty() ? "" : ", ") + md_cell(k) + " " + fmt_num(v["degraded_prompts"].get<double>(), 0);
+    md += parts + ".\n\n";
+  }
   if (rep.contains("llm_faults")) {
     const json& f = rep["llm_faults"];
     md += fmt::format("Model calls failed after retries: {}; retries: {}; questions affected: {}",
@@ -496,6 +518,15 @@ std::string render_markdown(const json& rep) {
     for (const auto& [k, v] : f["failed_by_kind"].items())
       kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", md_cell(k), v.get<int64_t>());
     md += kinds.empty() ? ".\n\n" : " (" + kinds + ").\n\n";
+    if (f.value("parse_failures", int64_t{0}) > 0) {
+      std::string stages;
+      const json by_stage = f.value("parse_failures_by_stage", json::object());
+      for (const auto& [k, v] : by_stage.items())
+        stages += fmt::format("{}{} {}", stages.empty() ? "" : ", ", md_cell(k), v.get<int64_t>());
+      md += fmt::format("Answers that could not be read (parse failures): {} in {} question(s) ({}).\n\n",
+                        f["parse_failures"].get<int64_t>(), f.value("questions_with_parse_failures", int64_t{0}),
+                        stages);
+    }
   }
   md += "| stage | latency p50 s | p90 s | p95 s | max s |\n|---|---:|---:|---:|---:|\n";
   for (const auto& [k, v] : rep["latency_s"].items())

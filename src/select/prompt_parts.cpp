@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/context/schema_render.h"
+#include "nl2sql/llm/answer.h"
 #include "nl2sql/sql/parser.h"
 
 namespace nl2sql::select::detail {
@@ -76,25 +77,20 @@ std::string pairwise_answer(const std::string& winner, const std::string& reason
   return reason + "\n\n```json\n" + nlohmann::json{{"winner", winner}}.dump() + "\n```";
 }
 
-std::optional<std::string> parse_pairwise_winner(const std::string& text) {
-  // Preferred: the JSON object the prompt asks for (the last one in the text).
-  std::optional<std::string> found;
-  for (size_t p = text.find("\"winner\""); p != std::string::npos; p = text.find("\"winner\"", p + 1)) {
-    size_t colon = text.find(':', p);
-    if (colon == std::string::npos) break;
-    size_t q = text.find('"', colon);
-    if (q == std::string::npos || q + 2 >= text.size()) break;
-    char w = static_cast<char>(std::toupper(static_cast<unsigned char>(text[q + 1])));
-    if ((w == 'A' || w == 'B') && text[q + 2] == '"') found = std::string(1, w);
+Result<std::vector<int64_t>> read_ranking(const std::string& answer, size_t count) {
+  auto j = llm::read_json(answer, {llm::JsonShape::kObject, "ranking"});
+  if (!j) return j.status();
+  const auto& list = (*j)["ranking"];
+  if (!list.is_array()) return invalid_input("\"ranking\" is not a list: " + list.dump());
+  std::vector<int64_t> out;
+  for (const auto& v : list) {
+    if (!v.is_number_integer()) continue;
+    const int64_t k = v.get<int64_t>();
+    if (k >= 0 && k < static_cast<int64_t>(count) && std::find(out.begin(), out.end(), k) == out.end())
+      out.push_back(k);
   }
-  if (found) return found;
-  // Else a last line that is just "A" or "B".
-  size_t end = text.find_last_not_of(" \t\r\n.`*");
-  if (end == std::string::npos) return std::nullopt;
-  size_t start = text.find_last_of(" \t\r\n`*:", end);
-  std::string last = text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
-  if (last == "A" || last == "B") return last;
-  return std::nullopt;
+  if (out.empty()) return invalid_input("the ranking names no candidate in [0, " + std::to_string(count) + ")");
+  return out;
 }
 
 }  // namespace nl2sql::select::detail

@@ -2,11 +2,13 @@
 // pairwise prompt a fine-tuned selector learns from is rendered exactly as at inference.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/value.h"
 #include "nl2sql/sql/analysis.h"
@@ -34,8 +36,12 @@ std::map<std::string, std::string> pairwise_values(const std::string& question,
                                                    const std::string& sql_b,
                                                    const std::string& result_b);
 
-// The answer text the pairwise prompt asks for, and its parser ("A", "B" or nullopt).
+// The answer text the pairwise prompt asks for (read back with llm::read_pairwise_winner).
 std::string pairwise_answer(const std::string& winner, const std::string& reason);
-std::optional<std::string> parse_pairwise_winner(const std::string& text);
+
+// The ranker's answer: the candidate numbers (in [0, count)) of the last {"ranking": [...]}
+// object outside the reasoning — a model that drafts a ranking and revises it means the
+// revision. Numbers out of range or repeated are dropped; an error when nothing is left.
+Result<std::vector<int64_t>> read_ranking(const std::string& answer, size_t count);
 
 }  // namespace nl2sql::select::detail

@@ -10,6 +10,7 @@
 
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/core/hash.h"
+#include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
 #include "nl2sql/select/clusters.h"
@@ -99,6 +100,8 @@ Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, s
   trace.model = r->model;
   trace.provider = r->provider;
   trace.response = r->text();
+  trace.reasoning = llm::answer_reasoning(r->reasoning.empty() ? "" : r->reasoning.front(), trace.response);
+  trace.answer_from_reasoning = !r->answer_from_reasoning.empty() && r->answer_from_reasoning.front();
   trace.prompt_tokens = r->usage.prompt_tokens;
   trace.completion_tokens = r->usage.completion_tokens;
   trace.cost_usd = r->cost_usd;
@@ -246,12 +249,13 @@ class Tournament : public Selector {
           json d = {{"a", ca.id}, {"b", cb.id}, {"by", "model"}};
           if (!text.is_ok()) {
             d["error"] = text.status().message();
-          } else if (auto w = detail::parse_pairwise_winner(*text)) {
+          } else if (auto w = llm::read_pairwise_winner(*text)) {
             const int winner = *w == "A" ? a : b;
             score[winner] += 1;
             d["winner"] = in.candidates[static_cast<size_t>(winner)].id;
           } else {
-            d["error"] = "no winner in the answer";
+            d["error"] = w.status().message();
+            client_->accounting().record_parse_failure("select", qid(in), "pairwise");
           }
           decisions.push_back(std::move(d));
         }
@@ -326,17 +330,14 @@ class Ranker : public Selector {
                            {"count", std::to_string(players.size())}},
                           req, s.calls);
     json ranking = json::array();
+    std::string unread;  // why no ranking could be read from a successful call
     if (text.is_ok()) {
-      size_t p = text->find("\"ranking\"");
-      size_t open = p == std::string::npos ? p : text->find('[', p);
-      size_t close = open == std::string::npos ? open : text->find(']', open);
-      if (close != std::string::npos) {
-        json arr = json::parse(text->substr(open, close - open + 1), nullptr, false);
-        if (arr.is_array())
-          for (const auto& v : arr)
-            if (v.is_number_integer() && v.get<int64_t>() >= 0 &&
-                v.get<int64_t>() < static_cast<int64_t>(players.size()))
-              ranking.push_back(v.get<int64_t>());
+      auto r = detail::read_ranking(*text, players.size());
+      if (r) {
+        for (int64_t k : *r) ranking.push_back(k);
+      } else {
+        unread = r.status().message();
+        client_->accounting().record_parse_failure("select", qid(in), "rank");
       }
     }
     if (!ranking.empty()) {
@@ -344,7 +345,7 @@ class Ranker : public Selector {
       s.explanation = {{"ranking", ranking}};
     } else {
       s.explanation = {{"ranking", ranking},
-                       {"fallback", "consistency: " + (text.is_ok() ? std::string("no ranking in the answer")
+                       {"fallback", "consistency: " + (text.is_ok() ? "no ranking in the answer (" + unread + ")"
                                                                     : text.status().message())}};
     }
     json ids = json::array();
@@ -486,6 +487,7 @@ class SeparatingInstances : public Selector {
           }
           auto parsed = parse_answer_rows(*text);
           if (!parsed.is_ok()) {
+            client_->accounting().record_parse_failure("select", qid(in), "nl_eval");
             model_answers.push_back({{"error", parsed.status().message()}});
             continue;
           }

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "nl2sql/eval/compare.h"
+#include "nl2sql/llm/answer.h"
 #include "nl2sql/sql/parser.h"
 
 namespace nl2sql::select {
@@ -686,7 +687,9 @@ std::string render_answer_rows(const db::ResultSet& result) {
   return out;
 }
 
-Result<db::ResultSet> parse_answer_rows(const std::string& text) {
+Result<db::ResultSet> parse_answer_rows(const std::string& answer) {
+  // Rows written while thinking are drafts: only the answer part is read.
+  const std::string text = llm::split_reasoning(answer).answer;
   std::string body = text;
   size_t close = text.rfind("```");
   if (close != std::string::npos && close > 0) {

@@ -117,6 +117,46 @@ class MiniContext : public ::testing::Test {
   db::Executor ex_;
 };
 
+// Reasoning models: a draft written while thinking (before a lone </think>, or in a <think>
+// block) is never the answer.
+TEST(LlmKeywords, DraftInTheReasoningIsNotTaken) {
+  auto a = parse_keyword_answer("Draft: {\"keywords\": [\"draft\"]}\n</think>\n{\"keywords\": [\"final\"]}", "q");
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  EXPECT_EQ(*a, (std::vector<std::string>{"final"}));
+  auto b = parse_keyword_answer("<think>[\"draft\"]</think>\n```json\n[\"final\",]\n```", "q");
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  EXPECT_EQ(*b, (std::vector<std::string>{"final"}));
+  EXPECT_FALSE(parse_keyword_answer("<think>{\"keywords\": [\"draft\"]}</think>", "q").is_ok());
+}
+
+TEST(ColumnFilter, DraftInTheReasoningIsNotTaken) {
+  std::vector<std::string> cols = {"name", "region"};
+  auto a = parse_column_filter_answer(
+      "<think>{\"relevant\": [\"name\"]} — no, the region is what is filtered.</think>\n{\"relevant\": [\"region\"]}", cols, "t");
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  EXPECT_EQ(*a, (std::set<std::string>{"region"}));
+  auto b = parse_column_filter_answer("{'relevant': ['name']}\n</think>\n{'relevant': ['region', 'name',]}", cols, "t");
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  EXPECT_EQ(*b, (std::set<std::string>{"region", "name"}));
+}
+
+// The trace keeps what the model thought; the answer after it is what is parsed.
+TEST_F(MiniContext, KeywordTraceKeepsTheReasoning) {
+  FakeOpenAiServer server([](const httplib::Request&, int64_t) {
+    return FakeReply{200, completion_body("The user asks about schools. Draft: {\"keywords\": [\"draft\"]}\n</think>\n\n"
+                                          "{\"keywords\": [\"east Bohemia\"]}")};
+  });
+  auto client = client_for(server_settings(server.base_url()));
+  generate::LlmCallTrace trace;
+  const auto& question = q("0");
+  auto kws = llm_keywords(*client, prompt("extract_keywords"), question.question, question.evidence,
+                          question.question_id, &trace);
+  ASSERT_TRUE(kws.is_ok()) << kws.status().message();
+  EXPECT_EQ(*kws, (std::vector<std::string>{"east Bohemia"}));
+  EXPECT_NE(trace.reasoning.find("Draft"), std::string::npos) << trace.reasoning;
+  EXPECT_EQ(client->accounting().question(question.question_id).parse_failures, 0);
+}
+
 TEST_F(MiniContext, MalformedKeywordAnswerFallsBackToHeuristic) {
   FakeOpenAiServer server([](const httplib::Request&, int64_t) { return FakeReply{200, completion_body("I think: schools, regions")}; });
   auto client = client_for(server_settings(server.base_url()));
@@ -132,6 +172,11 @@ TEST_F(MiniContext, MalformedKeywordAnswerFallsBackToHeuristic) {
   ASSERT_EQ(ctx->calls.size(), 1u);
   EXPECT_FALSE(ctx->calls[0].error.empty());
   EXPECT_EQ(ctx->calls[0].response, "I think: schools, regions");
+  // The call succeeded, the answer could not be read: a parse failure of stage "keywords".
+  const auto usage = client->accounting().question(question.question_id);
+  EXPECT_EQ(usage.errors, 0);
+  EXPECT_EQ(usage.parse_failures, 1);
+  EXPECT_EQ(usage.parse_failures_by_stage.at("keywords"), 1);
   ASSERT_FALSE(ctx->retrieval.values.empty());
   EXPECT_EQ(ctx->retrieval.values[0].value, "east Bohemia");  // heuristic retrieval still works
 }

@@ -1,6 +1,7 @@
-// libFuzzer target for the parsers of model answers: SQL extraction (generate/extract.h), the
-// pairwise winner (select), the separating-instance answer rows, the keyword list and the
-// column-filter answer (context). Built by tests/fuzz/run_fuzz.sh, not by CMake.
+// libFuzzer target for the parsers of model answers: the answer reader (llm/answer.h: reasoning
+// split, SQL extraction, tolerant JSON, pairwise winner, synthetic examples), the
+// separating-instance answer rows, the keyword list and the column-filter answer (context).
+// Built by tests/fuzz/run_fuzz.sh, not by CMake.
 // Properties: no parser crashes; an extracted SQL holds no Markdown fence ("```"); a parsed
 // answer table compares equal to itself.
 #include <cstdint>
@@ -11,19 +12,21 @@
 
 #include "nl2sql/context/column_filter.h"
 #include "nl2sql/context/llm_calls.h"
-#include "nl2sql/generate/extract.h"
+#include "nl2sql/llm/answer.h"
 #include "nl2sql/select/separating_instance.h"
-#include "select/prompt_parts.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
-  auto ex = nl2sql::generate::extract_sql(text);
+  auto ex = nl2sql::llm::extract_sql(text);
   if (ex.ok && ex.sql.find("```") != std::string::npos) {
     std::fprintf(stderr, "extracted SQL still holds a fence:\n%s\n", ex.sql.c_str());
     std::abort();
   }
-  (void)nl2sql::generate::looks_like_sql(text);
-  (void)nl2sql::select::detail::parse_pairwise_winner(text);
+  (void)nl2sql::llm::looks_like_sql(text);
+  (void)nl2sql::llm::split_reasoning(text);
+  (void)nl2sql::llm::read_json(text);
+  (void)nl2sql::llm::read_pairwise_winner(text);
+  (void)nl2sql::llm::read_examples(text);
   auto rows = nl2sql::select::parse_answer_rows(text);
   if (rows.is_ok() && !nl2sql::select::answers_match(*rows, *rows)) {
     std::fprintf(stderr, "a parsed answer does not match itself\n");

@@ -3,7 +3,7 @@
 # bounded time.
 #   tests/fuzz/run_fuzz.sh TARGET [OUT_DIR] [SECONDS]
 #   tests/fuzz/run_fuzz.sh list
-# Targets: sql_parser (parser + printer fixpoint), llm_answers (SQL extraction, pairwise winner,
+# Targets: sql_parser (parser + printer fixpoint), llm_answers (the answer reader: SQL, JSON, winner,
 # instance answer rows, keyword and column-filter answers), config (loader, extends, --set,
 # schema validation), predictions (prediction-file readers in every format).
 # The translation units a target exercises are compiled here with coverage and sanitizers;
@@ -26,7 +26,7 @@ case "$TARGET" in
   list) echo "sql_parser llm_answers config predictions"; exit 0 ;;
   sql_parser) SRCS=$SQL_SRCS; USE_LIB=0; MAX_LEN=4096 ;;
   llm_answers)
-    SRCS="src/generate/extract.cpp src/select/prompt_parts.cpp src/select/separating_instance.cpp src/context/llm_calls.cpp src/context/column_filter.cpp"
+    SRCS="src/llm/answer.cpp src/select/separating_instance.cpp src/context/llm_calls.cpp src/context/column_filter.cpp"
     USE_LIB=1; MAX_LEN=8192 ;;
   config) SRCS="src/core/config.cpp src/core/config_schema.cpp src/core/files.cpp"; USE_LIB=1; MAX_LEN=8192 ;;
   predictions) SRCS="src/eval/evaluator.cpp src/data/dataset.cpp src/core/files.cpp"; USE_LIB=1; MAX_LEN=8192 ;;

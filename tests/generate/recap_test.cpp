@@ -133,6 +133,15 @@ TEST(RecapVerdicts, ParseValidation) {
   EXPECT_EQ(v.columns_not_needed, (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(v.result_empty);
   EXPECT_EQ(v.suggest_fix, "drop a");
+  // A verdict drafted while thinking is not the verdict; a repaired one after it is.
+  auto thought = parse_validation("<think>{\"valid_result\": true}</think>\n{'valid_result': False, 'suggest_fix': 'x',}");
+  EXPECT_TRUE(thought.parsed);
+  EXPECT_FALSE(thought.valid_result);
+  EXPECT_EQ(thought.suggest_fix, "x");
+  auto lone = parse_json_answer("{\"approved\": true}\n</think>\n```json\n{\"approved\": false}\n```");
+  ASSERT_TRUE(lone.has_value());
+  EXPECT_FALSE((*lone)["approved"].get<bool>());
+  EXPECT_FALSE(parse_json_answer("<think>{\"approved\": true}</think>Approved.").has_value());
   auto bad = parse_validation("I think it is fine.");
   EXPECT_FALSE(bad.parsed);
   EXPECT_TRUE(bad.valid_result);

@@ -161,7 +161,7 @@ TEST_F(HardeningLlmFaults, RunSurvivesEveryFaultKindAndCountsThem) {
   auto summary = run(options(make_config(server.base_url(), 3), out));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->finished, 21u);
-  EXPECT_TRUE(summary->auth_error.empty());
+  EXPECT_TRUE(summary->fatal_error.empty());
 
   // The server really misbehaved, in every way it can.
   auto injected = server.faults();
@@ -203,7 +203,9 @@ TEST_F(HardeningLlmFaults, RunSurvivesEveryFaultKindAndCountsThem) {
   json rep = json::parse(read_all(out / "report.json"));
   EXPECT_EQ(rep["llm_faults"]["failed_calls"].get<int64_t>(), summary->llm_failed);
   EXPECT_EQ(rep["llm_faults"]["retries"].get<int64_t>(), summary->llm_retries);
-  for (const auto& [kind, n] : traced_by_kind) EXPECT_EQ(rep["llm_faults"]["failed_by_kind"][kind], n) << kind;
+  // (A "length" answer is asked again with a doubled budget, so "truncated" may never fail.)
+  for (const auto& [kind, n] : traced_by_kind)
+    if (n > 0) EXPECT_EQ(rep["llm_faults"]["failed_by_kind"][kind], n) << kind;
   std::string md = read_all(out / "report.md");
   EXPECT_NE(md.find("Model calls failed after retries: " + std::to_string(summary->llm_failed) +
                     "; retries: " + std::to_string(summary->llm_retries)),
@@ -220,6 +222,7 @@ TEST_F(HardeningLlmFaults, RetriesAbsorbTransientFaultsAtChosenCalls) {
   server.set_faults(plan);
   auto config = make_config(server.base_url(), 4);
   config.set("run.threads", 1);  // one call at a time: calls 0-2 are attempts of the first call
+  config.set("llm.preflight", false);  // … of the first question, not of the preflight request
   auto summary = run(options(config, dir_ / "run"));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->finished, 21u);
@@ -249,11 +252,11 @@ TEST_F(HardeningLlmFaults, UnauthorizedMidRunStopsEarlyAndResumeMatchesAnUninter
   fs::path out = dir_ / "run";
   auto stopped = run(options(config, out));
   ASSERT_TRUE(stopped.is_ok()) << stopped.status().message();
-  EXPECT_FALSE(stopped->auth_error.empty());
-  EXPECT_NE(stopped->auth_error.find("\"flaky\""), std::string::npos) << stopped->auth_error;
-  EXPECT_NE(stopped->auth_error.find(kKeyEnv), std::string::npos) << stopped->auth_error;
-  EXPECT_NE(stopped->auth_error.find("401"), std::string::npos) << stopped->auth_error;
-  EXPECT_EQ(stopped->auth_error.find(kKey), std::string::npos);
+  EXPECT_FALSE(stopped->fatal_error.empty());
+  EXPECT_NE(stopped->fatal_error.find("\"flaky\""), std::string::npos) << stopped->fatal_error;
+  EXPECT_NE(stopped->fatal_error.find(kKeyEnv), std::string::npos) << stopped->fatal_error;
+  EXPECT_NE(stopped->fatal_error.find("401"), std::string::npos) << stopped->fatal_error;
+  EXPECT_EQ(stopped->fatal_error.find(kKey), std::string::npos);
   EXPECT_LT(stopped->finished, 21u);
   EXPECT_EQ(stopped->failed, 0u) << "questions cut off by the 401 are not recorded as failed";
   EXPECT_EQ(stopped->finished + stopped->not_started, 21u);
@@ -272,7 +275,7 @@ TEST_F(HardeningLlmFaults, UnauthorizedMidRunStopsEarlyAndResumeMatchesAnUninter
   server.set_faults(FaultPlan{});
   auto resumed = run(options(config, out));
   ASSERT_TRUE(resumed.is_ok()) << resumed.status().message();
-  EXPECT_TRUE(resumed->auth_error.empty());
+  EXPECT_TRUE(resumed->fatal_error.empty());
   EXPECT_EQ(resumed->finished, 21u);
   EXPECT_EQ(resumed->resumed, stopped->finished);
   auto full = stable_records(out);

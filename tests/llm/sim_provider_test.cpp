@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "support/test_env.h"
 
@@ -137,7 +138,7 @@ double gold_rate(const SimProvider& sim, int n, const std::string& generator,
     const auto& gold = kGold[static_cast<size_t>(i) % kGold.size()];
     auto r = sim.answer(generate_request("q" + std::to_string(i), gold, 0, generator, difficulty));
     EXPECT_TRUE(r.is_ok());
-    correct += extract_sql_block(r->text()) == gold;
+    correct += extract_sql(r->text()).sql == gold;
   }
   return static_cast<double>(correct) / n;
 }
@@ -161,7 +162,7 @@ TEST(SimProviderTest, AnswersLookLikeAModelsAndAreLabelled) {
   EXPECT_EQ(r->provider, "sim");
   EXPECT_TRUE(r->simulated());
   EXPECT_NE(r->text().find("```sql\n"), std::string::npos);
-  EXPECT_FALSE(extract_sql_block(r->text()).empty());
+  EXPECT_FALSE(extract_sql(r->text()).sql.empty());
   ChatRequest none;
   none.messages = {{"user", "x"}};
   auto refused = sim.answer(none);
@@ -234,7 +235,7 @@ TEST(SimProviderTest, FixerAndHallucinationRates) {
     fix.sim.gold_sql = "SELECT a FROM t";
     fix.sim.failing_sql = "SELECT a FORM t";
     fix.sim.failure = "syntax_error";
-    fixed += extract_sql_block(sim.answer(fix)->text()) == "SELECT a FROM t";
+    fixed += extract_sql(sim.answer(fix)->text()).sql == "SELECT a FROM t";
     ChatRequest ev;
     ev.sim.task = SimTask::kNlEval;
     ev.sim.question_id = "q" + std::to_string(i);
@@ -396,7 +397,7 @@ TEST(SimProviderTest, ClientRoutesSimProfilesOfflineAndLabelsThem) {
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_TRUE(r->simulated());
   EXPECT_EQ(r->profile, "offline");
-  EXPECT_EQ(extract_sql_block(r->text()), kGold[3]);  // p_correct = 1
+  EXPECT_EQ(extract_sql(r->text()).sql, kGold[3]);  // p_correct = 1
   EXPECT_GT(r->usage.completion_tokens, 0);
   EXPECT_EQ(r->cost_usd, 0.0);
   EXPECT_EQ(transport->posts.load(), 0);

@@ -100,14 +100,28 @@ TEST_F(PipelineHttp, EveryStageCallsTheServerAndTheKeyStaysOutOfTheRunFolder) {
   }
 }
 
-TEST_F(PipelineHttp, AServerFailingEveryCallStillRecordsEveryQuestion) {
+TEST_F(PipelineHttp, AServerFailingEveryCallStopsAtThePreflight) {
+  FakeOpenAiServer server([](const httplib::Request&, int64_t) {
+    return FakeReply(500, R"({"error": {"message": "overloaded"}})");
+  });
+  auto summary = run(options(make_config(server.base_url()), dir_ / "run"));
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->finished, 0u);
+  EXPECT_NE(summary->fatal_error.find("overloaded"), std::string::npos) << summary->fatal_error;
+  EXPECT_EQ(server.requests(), 1);  // llm.retry.max_attempts is 1 here
+}
+
+TEST_F(PipelineHttp, AServerFailingEveryCallStillRecordsEveryQuestionAsFailed) {
   FakeOpenAiServer server([](const httplib::Request&, int64_t) {
     return FakeReply(500, R"({"error": {"message": "overloaded"}})");
   });
   fs::path out = dir_ / "run";
-  auto summary = run(options(make_config(server.base_url()), out));
+  core::Config config = make_config(server.base_url());
+  config.set("llm.preflight", false);
+  auto summary = run(options(config, out));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->finished, 21u);
+  EXPECT_EQ(summary->failed, 21u);  // no model answered: failed, not merely wrong
   EXPECT_EQ(summary->correct, 0u);
   auto data = report::load_run(out);
   ASSERT_TRUE(data.is_ok());

@@ -130,6 +130,25 @@ TEST(RunReport, CurvesUsageLatencyAndWeights) {
   EXPECT_EQ(rep["weights"]["presql"].back()[0], 19);
 }
 
+// Answers no reader could use are summed from the records' llm_faults and shown in md and html.
+TEST(RunReport, ParseFailuresAreSummedAndShown) {
+  RunData run = fixture_run();
+  EXPECT_EQ(build_report(run, ReportOptions{})["llm_faults"]["parse_failures"], 0);
+  run.records[0]["llm_faults"] = {{"failed_calls", 0}, {"retries", 0}, {"failed_by_kind", json::object()},
+                                  {"parse_failures", 2}, {"parse_failures_by_stage", {{"select:rank", 1}, {"fix", 1}}}};
+  run.records[2]["llm_faults"] = {{"failed_calls", 0}, {"retries", 0}, {"parse_failures", 1},
+                                  {"parse_failures_by_stage", {{"fix", 1}}}};
+  json rep = build_report(run, ReportOptions{});
+  const json& f = rep["llm_faults"];
+  EXPECT_EQ(f["parse_failures"], 3);
+  EXPECT_EQ(f["parse_failures_by_stage"]["fix"], 2);
+  EXPECT_EQ(f["parse_failures_by_stage"]["select:rank"], 1);
+  EXPECT_EQ(f["questions_with_parse_failures"], 2);
+  EXPECT_EQ(f["failed_calls"], 0);  // parse failures are not failed calls
+  EXPECT_NE(render_markdown(rep).find("(parse failures): 3 in 2 question(s) (fix 2, select:rank 1)"), std::string::npos);
+  EXPECT_NE(render_html(rep, run, ReportOptions{}).find("(parse failures): 3 in 2 question(s)"), std::string::npos);
+}
+
 TEST(RunReport, PercentileInterpolates) {
   EXPECT_DOUBLE_EQ(percentile({}, 0.5), 0);
   EXPECT_DOUBLE_EQ(percentile({3, 1, 2}, 0.5), 2);

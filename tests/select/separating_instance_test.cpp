@@ -286,6 +286,10 @@ TEST(AnswerRows, RenderParseAndCompare) {
   EXPECT_TRUE(none->rows.empty());
   EXPECT_FALSE(answers_match(*none, r));
   EXPECT_FALSE(parse_answer_rows("```text\nAna, 3\n```").is_ok());
+  // Rows drafted while thinking are not the answer.
+  auto thought = parse_answer_rows("Maybe:\n```text\n[\"Zed\", 9]\n```\n</think>\n```text\n" + text + "\n```");
+  ASSERT_TRUE(thought.is_ok()) << thought.status().message();
+  EXPECT_TRUE(answers_match(*thought, r));
   EXPECT_EQ(sample_sizes("SELECT SUM(CASE WHEN x THEN 1 END) FROM t", "SELECT 1"), std::make_pair(3, 4));
   EXPECT_EQ(sample_sizes("SELECT count(*) FROM t", "SELECT 1"), std::make_pair(1, 2));
   EXPECT_EQ(sample_sizes("SELECT a FROM t", "SELECT b FROM t"), std::make_pair(1, 1));

@@ -1,14 +1,13 @@
 // Model calls the context stage makes (keyword extraction, column filtering, column
-// descriptions) share three small pieces, declared here: reading a JSON value out of a model
-// answer that may be fenced (```json … ```), bare, or wrapped in prose; turning a request and its
-// outcome into a generate::LlmCallTrace (a plain struct; this stage only fills it); and the
-// LLM keyword extractor itself.
+// descriptions) share two small pieces, declared here: turning a request and its outcome into a
+// generate::LlmCallTrace (a plain struct; this stage only fills it, reasoning included); and the
+// LLM keyword extractor itself. Answers are read with llm/answer.h (reasoning stripped first).
 //
 // llm_keywords renders prompts/extract_keywords.txt ({{question}}, {{evidence}}), calls the
 // client with role "keywords" (the sim provider answers SimTask::kKeywords) and parses the answer:
 // {"keywords": [...]} or a bare JSON list of strings, fenced or not. A failed call or a malformed
-// answer is an error Status (the trace records it); callers then keep the heuristic keywords
-// only. Pure apart from the client call; thread-safe when the client is (it is).
+// answer is an error Status (the trace records it; a malformed answer is also counted as a parse
+// failure of stage "keywords"); callers then keep the heuristic keywords only. Pure apart from the client call; thread-safe when the client is (it is).
 #pragma once
 
 #include <optional>
@@ -27,10 +26,6 @@ class Client;
 }
 
 namespace nl2sql::context {
-
-// The JSON value in a model answer: the last ```json (or plain ```) block that parses, else the
-// whole text, else the outermost {...} or [...] span. nullopt when nothing parses.
-std::optional<nlohmann::json> json_in_answer(const std::string& answer);
 
 // A trace of one call: template, prompt, and the response or the error.
 generate::LlmCallTrace make_trace(const std::string& stage, const llm::PromptTemplate& prompt,

@@ -30,7 +30,10 @@ namespace nl2sql::context {
 struct RenderOptions {
   bool descriptions = true;              // description and value description comments
   size_t examples = 3;                   // example values per indexed column (0: none)
-  size_t max_comment_chars = 200;        // longer descriptions are cut with "…"
+  // Longer descriptions are cut with "…" (0: never). Whole by default: a value description is
+  // often a code list the query needs (financial trans.k_symbol); the prompt-budget ladder
+  // shortens them only when a prompt would not fit the model's context.
+  size_t max_comment_chars = 0;
   std::optional<uint64_t> shuffle_seed;  // shuffle tables and columns (keys stay first)
   // "table.column" (case-insensitive); empty: every column. Keys to join are always kept.
   std::set<std::string> columns;
@@ -39,6 +42,16 @@ struct RenderOptions {
 };
 
 struct DatabaseMetadata;
+
+// The prompt-budget ladder: when a prompt would exceed the model's context, its schema is
+// rendered again one rung lighter at a time — 1 without example values, 2 with value
+// descriptions shortened, 3 restricted to the column filter's columns (when it chose any) —
+// and generators add a last rung, the schema cut to the budget by relevance. Rungs are
+// cumulative; rung 0 is the options as given.
+inline constexpr int kSchemaLadderRungs = 4;  // 0 … 3 here
+const char* schema_rung_name(int rung);
+RenderOptions options_at_rung(RenderOptions options, int rung,
+                              const std::set<std::string>& filtered_columns);
 
 // `index` (examples), `retrieved` (matched values) and `metadata` are optional.
 std::string render_schema(const data::Schema& schema, const RenderOptions& options,

@@ -68,8 +68,8 @@ AttemptOutcome run_attempt(const std::string& answer, const std::string& questio
 // The outcome in one line: "error: no such column: x", "3 rows; duplicate_rows: …", "accepted (1 row)".
 std::string outcome_text(const AttemptOutcome& outcome);
 
-// The last ```json block of `text`, else its outermost {...} span, parsed; nullopt when neither parses
-// to an object.
+// The last JSON object of the answer (llm::read_json: reasoning stripped, fenced or bare,
+// repaired); nullopt when there is none. Callers count a nullopt as a parse failure.
 std::optional<nlohmann::json> parse_json_answer(const std::string& text);
 
 // Rough token count of prompt text (4 characters a token), for the schema budget.

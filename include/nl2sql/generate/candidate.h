@@ -28,6 +28,13 @@ struct LlmCallTrace {
   std::string prompt;                    // the rendered user message (system message separate)
   std::string system;
   std::string response;                  // the chosen choice's text ("" when the call failed)
+  // What the model thought: the server's reasoning field plus any <think>/harmony reasoning in
+  // the response text. Kept for the microscope; never parsed for the answer.
+  std::string reasoning;
+  bool answer_from_reasoning = false;    // the content was empty; `response` is the reasoning's tail
+  // How far the schema was lightened to fit the model's context (context/schema_render.h's
+  // ladder; 4 = cut to the budget); 0 = the prompt as configured.
+  int prompt_rung = 0;
   std::string error;                     // non-empty when the call failed
   int64_t prompt_tokens = 0, completion_tokens = 0;
   double cost_usd = 0, latency_s = 0;

@@ -6,6 +6,7 @@
 // not match) ends the caller's work. Stateless; thread-safe as llm::Client is.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -33,6 +34,11 @@ struct ModelCall {
   int64_t sample_index = 0;
   std::string question_id;
   llm::SimContext sim;                        // read by the sim provider only
+  // When set, fills the "schema" placeholder: the schema at a rung of the prompt-budget ladder
+  // (0 as configured … context::kSchemaLadderRungs = cut to `schema_tokens`). call_model climbs
+  // the ladder until the prompt fits the profile's context (llm.models.*.context_tokens), and
+  // once more when the server still answers that the context is exceeded.
+  std::function<std::string(int rung, int64_t schema_tokens)> schema_at;
 };
 
 struct ModelAnswer {

@@ -2,6 +2,9 @@
 // question and per run. Thread-safe (one mutex; record() is cheap). to_json() gives the numbers
 // reports print (failed calls by reason and retries included, so a run against a flaky
 // endpoint can say what it survived); simulated calls are counted under their own flag so a report can say so.
+// Parse failures — a call that succeeded but whose answer no reader could use (no SQL, no JSON
+// of the asked shape, no winner) — are counted apart from failed calls, by the stage that read
+// the answer: the server did its part, the model did not answer in a form we can use.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,8 @@ struct UsageTotals {
   int64_t attempts = 0;
   int64_t retries = 0;  // HTTP attempts beyond the first, over successful and failed calls
   std::map<std::string, int64_t> errors_by_kind;  // failed calls by call_error_kind_name
+  int64_t parse_failures = 0;                              // answers no reader could use
+  std::map<std::string, int64_t> parse_failures_by_stage;  // by the stage that read the answer
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   double cost_usd = 0.0;
@@ -32,6 +37,11 @@ struct UsageTotals {
 class Accounting {
  public:
   void record(const std::string& stage, const std::string& question_id, const UsageTotals& call);
+  // One answer of a successful call that could not be read (see the opening paragraph). `stage`
+  // is the call's accounting stage; `reader` optionally names what was read when one stage asks
+  // several things ("rank", "pairwise"): the failure is then listed as "<stage>:<reader>".
+  void record_parse_failure(const std::string& stage, const std::string& question_id,
+                            const std::string& reader = "");
   UsageTotals total();
   std::map<std::string, UsageTotals> by_stage();
   std::map<std::string, UsageTotals> by_question();

@@ -42,10 +42,26 @@ struct ClientOptions {
   std::shared_ptr<ResponseCache> cache;
   const std::atomic<bool>* cancel_flag = nullptr;  // e.g. set by a SIGINT handler
   uint64_t jitter_seed = 0x9e3779b97f4a7c15ULL;
-  // A 401/403 means every later call will fail the same way: when set, the first one cancels
-  // the client (in-flight and later calls end kCancelled) and is kept as fatal_error(), so a
-  // long run stops early instead of recording every remaining question as failed.
-  bool stop_on_auth_error = false;
+  // A 401/403 means every later call will fail the same way, and so does the same refusal
+  // (400 unknown model, unsupported parameter, …) repeated on llm.stop_after_repeated_errors
+  // consecutive calls of one profile: when set, such a failure cancels the client (in-flight
+  // and later calls end kCancelled) and is kept as fatal_error(), so a long run stops early
+  // instead of recording every remaining question as failed.
+  bool stop_on_fatal_error = false;
+};
+
+// The outcome of one preflight request to a profile (see Client::preflight).
+struct PreflightResult {
+  std::string profile;
+  std::string endpoint;                // masked URL the request went to
+  std::string model;
+  std::vector<std::string> fields;     // top-level body fields sent
+  bool ok = false;
+  bool simulated = false;              // sim profiles are not called
+  double latency_s = 0;
+  std::string answer;                  // the first choice's text (cut), when ok
+  std::string note;                    // e.g. "answer cut at the check's budget"
+  std::string error;                   // the server's refusal or the transport error
 };
 
 class Client {
@@ -65,13 +81,33 @@ class Client {
 
   void cancel();
   bool cancelled() const;
-  // The auth failure that stopped the client (ClientOptions::stop_on_auth_error), if any. Its
-  // message names the profile and the key's environment variable, never the key.
+  // The failure that stopped the client (ClientOptions::stop_on_fatal_error), if any. Its
+  // message names the profile (and for 401/403 the key's environment variable, never the key)
+  // and quotes the server.
   std::optional<Status> fatal_error() const;
+
+  // One small real request per named profile, bypassing the cache, with at most two attempts,
+  // sent exactly as the profile shapes every request (so a refused field or an unknown model
+  // shows here, in seconds, not as a run of failed questions). Sim profiles are reported as
+  // simulated without a call. Calls are accounted under stage "preflight".
+  std::vector<PreflightResult> preflight(const std::vector<std::string>& profiles);
+
+  // Tokens a prompt may take for a call of `role` (or to `profile`): the profile's
+  // context_tokens minus the call's output budget and a margin for the chat template;
+  // nullopt when the window is unknown (context_tokens 0) or the profile is simulated.
+  std::optional<int64_t> prompt_budget(const std::string& role, const std::string& profile,
+                                       std::optional<int64_t> max_tokens = std::nullopt) const;
+
+  // The profiles that `roles` (and explicitly named profiles) resolve to.
+  std::vector<std::string> profiles_for(const std::vector<std::string>& roles,
+                                        const std::vector<std::string>& named_profiles = {}) const;
 
   Accounting& accounting() { return accounting_; }
   const LlmSettings& settings() const { return settings_; }
-  // True when any profile a role maps to is simulated (reports label the run).
+  // True when any of these profiles is simulated (reports label the run).
+  bool any_simulated(const std::vector<std::string>& used_profiles) const;
+  // … of the profiles every known role resolves to (llm.roles, else the default profile): a
+  // sim profile that is defined but serves no role does not make a run simulated.
   bool any_simulated() const;
   // Peak requests in flight across all profiles (for tests and benchmarks).
   int64_t peak_in_flight() { return global_limit_.peak(); }
@@ -83,7 +119,10 @@ class Client {
                                      const ChatRequest& request, int* attempts);
   Result<HttpResponse> post_with_retries(const ModelProfile& profile, ProfileState& state,
                                          const HttpRequest& http, double estimated_tokens,
-                                         const std::string& call_label, int* attempts);
+                                         const std::string& call_label, int* attempts,
+                                         int max_attempts = 0);
+  HttpRequest http_request(const ModelProfile& profile, const std::string& path) const;
+  void stop_with(const Status& fatal);
   Clock::Duration backoff(int attempt, const HttpResponse* response);
   void record(const ChatRequest& request, const Result<ChatResponse>& result, int attempts = 0);
 
@@ -105,10 +144,14 @@ Result<ChatResponse> parse_chat_completion(const std::string& body, bool accept_
 // Parses an OpenAI embeddings response body with `inputs` vectors (exposed for tests).
 Result<EmbeddingResponse> parse_embeddings(const std::string& body, size_t inputs,
                                            const std::string& label);
-// Builds the request body (exposed for tests).
+// Parses a server-sent-events body (stream: true) into the same ChatResponse: deltas of content
+// and reasoning concatenated per choice, the last finish_reason, usage from the final chunk.
+Result<ChatResponse> parse_chat_stream(const std::string& body, bool accept_truncated);
+// Builds the request body as the profile shapes it (exposed for tests).
 std::string build_chat_body(const ModelProfile& profile, const ChatRequest& request);
-// Extracts the SQL from a model answer: the last ```sql block, else the last ``` block, else
-// the whole text trimmed (for stages parsing answers; sim answers follow the same format).
-std::string extract_sql_block(const std::string& answer);
+// True when a (possibly cut) answer already holds a complete final answer outside its
+// reasoning: a closed fence, a closed <FINAL_ANSWER>/<answer> tag, or a whole JSON value,
+// and the text does not end inside an open fence.
+bool has_complete_answer(const std::string& text);
 
 }  // namespace nl2sql::llm

@@ -8,7 +8,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/status.h"
@@ -18,6 +22,9 @@ namespace nl2sql::llm {
 inline constexpr const char* kDefaultBaseUrl = "https://api.openai.com/v1";
 inline constexpr const char* kSimBaseUrl = "sim://";
 
+// What a server refuses or needs differs (OpenAI o-series/gpt-5 reject `max_tokens` and any
+// non-default temperature; vLLM takes `chat_template_kwargs`; Ollama's context is
+// `options.num_ctx`; Azure wants `api-version` in the query): a profile shapes its requests.
 struct ModelProfile {
   std::string name;
   std::string provider = "openai";  // "openai" (any compatible server) or "sim"
@@ -27,13 +34,29 @@ struct ModelProfile {
   std::string api_key;              // read from api_key_env; never logged or written
   double temperature = 0.0;
   double top_p = 1.0;
-  int64_t max_tokens = 1024;
+  // The completion budget for every role of this profile when set in the config; else the
+  // role's budget from llm.role_max_tokens (see LlmSettings::output_budget).
+  std::optional<int64_t> max_tokens;
+  std::map<std::string, int64_t> role_max_tokens;  // role -> budget, wins over max_tokens
+  std::string max_tokens_field = "max_tokens";     // or "max_completion_tokens"
+  std::set<std::string> omit;                      // request fields never sent
+  std::string extra_body = "{}";                   // JSON object merged into every request
+  // Extra HTTP headers; values were read from the config or, for "${VAR}", the environment,
+  // and are registered as secrets (never logged or written).
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::pair<std::string, std::string>> query;  // URL query parameters
+  int64_t context_tokens = 0;       // the server's context window; 0 = unknown (no budget)
   double price_in_per_mtok = 0.0;   // USD per million prompt tokens
   double price_out_per_mtok = 0.0;  // USD per million completion tokens
   int64_t max_in_flight = 16;
   double rpm = 0;                   // requests per minute, 0 = unlimited
   double tpm = 0;                   // tokens per minute, 0 = unlimited
-  double timeout_s = 120;
+  double timeout_s = 600;           // total per HTTP attempt (generous: reasoning is slow)
+  // Streaming only: no byte for this long ends the attempt (a dead server), while a server
+  // that is still writing may take up to timeout_s. Without streaming the server sends
+  // nothing until the answer is complete, so only timeout_s applies.
+  double idle_timeout_s = 120;
+  bool stream = false;              // ask for server-sent events (stream: true)
   std::string embedding_model;      // for embed(); empty: `model`
 };
 
@@ -64,9 +87,19 @@ struct SimSettings {
   double p_correct_for(const std::string& generator, const std::string& difficulty) const;
 };
 
+// Completion budgets by role when neither the request nor the profile sets one: chain-of-thought
+// roles need room to reason (a reasoning model needs more still: set the profile's max_tokens).
+inline constexpr int64_t kDefaultOutputBudget = 1024;
+const std::map<std::string, int64_t>& default_role_budgets();
+
 struct LlmSettings {
   std::map<std::string, ModelProfile> profiles;
   std::map<std::string, std::string> roles;  // role -> profile name
+  std::map<std::string, int64_t> role_max_tokens;  // llm.role_max_tokens over the defaults
+  // Stop the run when the same non-retryable 4xx answer repeats on this many consecutive calls
+  // of one profile (0 = never).
+  int64_t stop_after_repeated_errors = 8;
+  bool preflight = true;                     // one real request per used profile before a run
   std::string default_profile = "default";
   int64_t max_in_flight = 64;                // across all profiles
   RetryPolicy retry;
@@ -75,7 +108,13 @@ struct LlmSettings {
 
   // The profile for a role (falling back to default_profile) or an explicit profile name.
   Result<const ModelProfile*> resolve(const std::string& role, const std::string& profile) const;
+  // The completion budget of a call for `role` served by `profile`: the profile's
+  // role_max_tokens, else its max_tokens, else llm.role_max_tokens / the role defaults.
+  int64_t output_budget(const ModelProfile& profile, const std::string& role) const;
 };
+
+// "https://h/v1/" -> "https://h/v1"; a pasted ".../chat/completions" is cut back to the root.
+std::string normalize_base_url(std::string url);
 
 // Reads `llm.*`. Errors name the key (e.g. "llm.models.big.rpm must be a number").
 Result<LlmSettings> load_llm_settings(const core::Config& config);

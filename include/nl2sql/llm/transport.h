@@ -31,6 +31,9 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // may hold secrets: never log
   std::string body;
   std::chrono::milliseconds timeout{60000};
+  // 0: none. Else the attempt ends when no byte arrived for this long (curl's low-speed
+  // limit): meaningful for streamed answers, where a live server writes continuously.
+  std::chrono::milliseconds idle_timeout{0};
 };
 
 struct HttpResponse {

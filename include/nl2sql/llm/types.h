@@ -50,6 +50,13 @@ struct Usage {
 struct ChatResponse {
   std::vector<std::string> choices;  // message contents, at least one, none empty
   std::vector<std::string> finish_reasons;
+  // Per choice, the reasoning the server returned beside the content (vLLM/DeepSeek
+  // `reasoning_content`, OpenRouter/Ollama `reasoning`); "" when none. Kept for traces and
+  // counted in tokens, never parsed for the answer.
+  std::vector<std::string> reasoning;
+  // Per choice: the content was empty and choices[i] is the tail of the reasoning instead
+  // (a reasoning model that ran out of budget or a server that put everything in reasoning).
+  std::vector<bool> answer_from_reasoning;
   Usage usage;
   double cost_usd = 0.0;
   double latency_s = 0.0;      // wall time of the call including retries (0 for cache hits)
@@ -83,6 +90,7 @@ enum class CallErrorKind {
   kNone,
   kConfig,          // unknown role/profile, missing API key                (kInvalidInput)
   kHttpClient,      // HTTP 400/404/422…: not retried                       (kInvalidInput)
+  kContextLength,   // HTTP 400/413 saying the prompt exceeds the context     (kInvalidInput)
   kAuth,            // HTTP 401/403: not retried                            (kPermission)
   kRateLimited,     // HTTP 429 after the last attempt                      (kUnavailable)
   kServer,          // HTTP 5xx after the last attempt                      (kUnavailable)

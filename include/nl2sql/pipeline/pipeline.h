@@ -22,10 +22,12 @@
 // Failure handling: one bad question (a failed model call, a broken database) is recorded with
 // status "error" and counts as wrong; it never stops the run. Failed model calls and retries are
 // counted per stage into the records (`llm_faults`), so the reports say what a flaky endpoint
-// cost. The exception is an auth failure (HTTP 401/403): every later call would fail the same
-// way, so the first one stops the run like a cancellation — in-flight questions are not
-// recorded (their finished stages are), and `auth_error` names the profile and its key's
-// environment variable (never the key). Rerunning with a valid key resumes. Cancellation (the flag, set by a
+// cost. The exceptions: a failed preflight (one real request per used profile before the first
+// question), an auth failure (HTTP 401/403), or the same refusal on llm.stop_after_repeated_errors
+// consecutive calls: every later call would fail the same way, so it stops the run like a cancellation — in-flight questions are not
+// recorded (their finished stages are), and `fatal_error` names the profile and quotes the
+// server (for 401/403 the key's environment variable, never the key). A question none of whose
+// candidates got an answer is recorded as failed, and a rerun attempts failed questions again. Rerunning with a valid key resumes. Cancellation (the flag, set by a
 // SIGINT handler) stops scheduling, lets in-flight stages end, writes the reports of what
 // finished and returns with `cancelled` set.
 #pragma once
@@ -82,7 +84,9 @@ struct RunSummary {
   size_t not_started = 0;    // left out by cancellation or the budget
   bool cancelled = false;
   bool budget_stopped = false;
-  std::string auth_error;    // non-empty: a 401/403 stopped the run (message names the profile)
+  // Non-empty: the run stopped early — a 401/403, the same refusal repeated
+  // (llm.stop_after_repeated_errors), or a failed preflight; the message names the profile.
+  std::string fatal_error;
   bool simulated = false;
   double cost_usd = 0;       // this invocation's model cost
   int64_t llm_calls = 0;     // this invocation's model calls (cache hits included)

@@ -34,8 +34,10 @@
 //   curves {"<k>": {upper, lower, self_consistency, selector: bool|null}} for k in
 //          run.curve_points,
 //   usage {<stage>: {calls, prompt_tokens, completion_tokens, cost_usd, latency_s}},
-//   llm_faults {failed_calls, retries, failed_by_kind {<call error kind>: n}}  (model calls that
-//               failed after their retries, and the retries, over the stages kept in the store),
+//   llm_faults {failed_calls, retries, failed_by_kind {<call error kind>: n}, parse_failures,
+//               parse_failures_by_stage {<stage>[:<reader>]: n}}  (model calls that failed after
+//               their retries, the retries, and answers of successful calls no reader could use,
+//               over the stages kept in the store),
 //   latency_s {context, generate, fix, select, eval, total},
 //   weights {<expert>: w} (optional: WMA weights after this question).
 // A failed question is still recorded (status "error", verdict null) and counts as wrong.

@@ -150,7 +150,8 @@ std::pair<int, int> sample_sizes(const std::string& sql_a, const std::string& sq
 // array per row, one row per line; "(no rows)" when empty.
 std::string render_answer_rows(const db::ResultSet& result);
 // Parses a model's answer in that format (a fenced block or the bare text; a JSON array of
-// arrays is accepted too). Values: JSON numbers, strings, null.
+// arrays is accepted too). Values: JSON numbers, strings, null. Reasoning (<think> blocks, text
+// before a lone </think>, harmony analysis) is dropped first.
 Result<db::ResultSet> parse_answer_rows(const std::string& text);
 // Relaxed equality after normalising values the way a person writes them: numeric text is a
 // number, reals are rounded to 4 decimals, text is trimmed.

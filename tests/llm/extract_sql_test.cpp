@@ -2,9 +2,9 @@
 // names the SQL that must come out (or that extraction must fail) and what the reasoning holds.
 #include <gtest/gtest.h>
 
-#include "nl2sql/generate/extract.h"
+#include "nl2sql/llm/answer.h"
 
-namespace nl2sql::generate {
+namespace nl2sql::llm {
 namespace {
 
 struct Case {
@@ -114,4 +114,4 @@ TEST(ExtractSql, LooksLikeSql) {
 }
 
 }  // namespace
-}  // namespace nl2sql::generate
+}  // namespace nl2sql::llm
