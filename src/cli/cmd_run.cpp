@@ -99,16 +99,16 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
   }
   if (s.budget_stopped)
     std::cout << "budget reached: rerun with a higher --max-cost-usd to finish the rest\n";
-  if (s.failed) return kExitQuestionsFailed;
   if (s.failed) {
     std::cout << fmt::format("{} of {} questions FAILED (no answer from the model, or a broken database): "
                              "see report.md's failed list; rerun the same command to attempt them again\n",
                              s.failed, s.finished);
   }
-  if (fail_under && s.ex() < *fail_under) {
-    std::cout << fmt::format("EX {:.2f}% is under --fail-under {:.2f}\n", s.ex(), *fail_under);
-    return kExitFailUnder;
-  }
+  const bool under = fail_under && s.ex() < *fail_under;
+  if (under) std::cout << fmt::format("EX {:.2f}% is under --fail-under {:.2f}\n", s.ex(), *fail_under);
+  // Failed questions first: an EX below the bar is then no verdict on the model.
+  if (s.failed) return kExitQuestionsFailed;
+  if (under) return kExitFailUnder;
   return kExitOk;
 }
 

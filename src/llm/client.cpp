@@ -121,7 +121,7 @@ void read_content(const json& content, std::string& text, std::string& reasoning
   }
 }
 
-// reasoning_content (DeepSeek, vLLM before 0.10, llama.cpp-server), reasoning (vLLM, Ollama,
+// reasoning_content (DeepSeek, older vLLM, llama.cpp-server), reasoning (vLLM, Ollama,
 // OpenRouter, LM Studio), or OpenRouter's reasoning_details parts.
 std::string read_reasoning(const json& message) {
   std::string out;
@@ -198,7 +198,7 @@ std::string build_chat_body(const ModelProfile& profile, const ChatRequest& requ
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
   }
-  // extra_body last, merged deeply: {"options": {"num_ctx": 16384}}, chat_template_kwargs, …
+  // extra_body last, merged deeply: chat_template_kwargs, reasoning_effort, top_k, …
   json extra = json::parse(profile.extra_body, nullptr, false);
   if (extra.is_object()) body.merge_patch(extra);
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -267,10 +267,12 @@ Result<ChatResponse> parse_chat_completion(const std::string& body, bool accept_
       // the trace says so.
       text = reasoning_tail(reasoning);
       from_reasoning = true;
-    } else if (blank) {
+    } else if (blank && finish != "length") {
       return make_call_error(CallErrorKind::kEmptyContent,
                              "choices[" + std::to_string(i) + "].message.content is empty");
     }
+    // Blank with "length" (read only when the caller accepts cut answers): the budget was spent
+    // before any answer — OpenAI's reasoning models return no reasoning text to fall back on.
     r.choices.push_back(std::move(text));
     r.finish_reasons.push_back(std::move(finish));
     r.reasoning.push_back(std::move(reasoning));
@@ -591,14 +593,16 @@ Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileS
     if (!parsed)
       return Status(parsed.status().code(),
                     core::redact(parsed.status().message() + " (" + describe_call(profile, request) + ")"));
-    bool cut = false, salvageable = true;
+    bool cut = false, salvageable = true, empty = false;
     for (size_t i = 0; i < parsed->choices.size(); ++i) {
+      const bool blank = parsed->choices[i].find_first_not_of(" \t\r\n") == std::string::npos;
+      empty = empty || blank;
       if (parsed->finish_reasons[i] != "length") continue;
       cut = true;
-      const bool complete = !parsed->answer_from_reasoning[i] && has_complete_answer(parsed->choices[i]);
+      const bool complete = !blank && !parsed->answer_from_reasoning[i] && has_complete_answer(parsed->choices[i]);
       salvageable = salvageable && complete;
     }
-    if (!cut || request.accept_truncated) break;
+    if (!cut || (request.accept_truncated && !empty)) break;
     if (salvageable) {
       spdlog::debug("llm profile {}: answer cut at {} tokens after a complete final answer: kept ({})",
                     profile.name, request.max_tokens.value_or(0), describe_call(profile, request));
@@ -611,7 +615,8 @@ Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileS
           CallErrorKind::kTruncated,
           "model profile \"" + profile.name + "\": the answer stopped at the output budget of " +
               std::to_string(request.max_tokens.value_or(0)) + " tokens (finish_reason \"length\")" +
-              (reasoning_only ? " while still reasoning" : "") + (budget_doubled ? " even after doubling it" : "") +
+              (reasoning_only ? " while still reasoning" : empty ? " before any answer (spent reasoning)" : "") +
+              (budget_doubled ? " even after doubling it" : "") +
               "; raise llm.models." + profile.name + ".max_tokens (or role_max_tokens) (" +
               describe_call(profile, request) + ")");
     }

@@ -98,8 +98,15 @@ Status read_string_pairs(const core::Config& config, const std::string& key, boo
     if (!v.is_string()) return invalid_input("config key \"" + key + "." + name + "\" must be a string");
     auto value = expand_env_value(key + "." + name, v.get<std::string>());
     if (!value) return value.status();
-    // Header values carry keys (api-key, x-api-key, Authorization): treat all as secrets.
-    if (secret) core::register_secret(*value);
+    // A value read from the environment, or a header whose name says credential (api-key,
+    // x-api-key, Authorization, *token*, *secret*, cookie), is a secret: redacted everywhere.
+    std::string lname = name;
+    for (auto& c : lname) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool from_env = v.get<std::string>().rfind("${", 0) == 0;
+    const bool credential = lname.find("key") != std::string::npos || lname.find("auth") != std::string::npos ||
+                            lname.find("token") != std::string::npos || lname.find("secret") != std::string::npos ||
+                            lname.find("cookie") != std::string::npos || lname.find("password") != std::string::npos;
+    if (from_env || (secret && credential)) core::register_secret(*value);
     out.emplace_back(name, *value);
   }
   return Status::ok();

@@ -829,11 +829,13 @@ json result_relevant_config(const json& config) {
       c["run"].erase(k);
   if (c.contains("llm") && c["llm"].is_object()) {
     json& llm = c["llm"];
-    for (const char* k : {"max_in_flight", "retry", "cache"}) llm.erase(k);
+    for (const char* k : {"max_in_flight", "retry", "cache", "preflight", "stop_after_repeated_errors"}) llm.erase(k);
     if (llm.contains("models") && llm["models"].is_object())
       for (auto& [name, m] : llm["models"].items())
         if (m.is_object())
-          for (const char* k : {"max_in_flight", "rpm", "tpm", "timeout_s", "api_key_env"}) m.erase(k);
+          for (const char* k : {"max_in_flight", "rpm", "tpm", "timeout_s", "idle_timeout_s", "stream",
+                                "api_key_env", "headers", "query"})
+            m.erase(k);
   }
   return c;
 }

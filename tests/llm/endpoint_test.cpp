@@ -370,6 +370,31 @@ TEST(EndpointAnswers, ACutAnswerWithoutOneIsAskedOnceMoreWithADoubledBudget) {
   EXPECT_EQ(always_cut.requests(), 2);
 }
 
+TEST(EndpointAnswers, AnOSeriesAnswerSpentOnHiddenReasoningIsRetriedThenNamed) {
+  // OpenAI's reasoning models return no reasoning text: a budget spent thinking is "length"
+  // with empty content.
+  FakeOpenAiServer server([](const httplib::Request& req, int64_t) {
+    const int64_t budget = json::parse(req.body).value("max_completion_tokens", int64_t{0});
+    if (budget < 8000) return FakeReply{200, message_body({{"role", "assistant"}, {"content", ""}}, "length").dump()};
+    return FakeReply{200, completion_body("```sql\nSELECT 9\n```")};
+  });
+  LlmSettings s = one_profile(server.base_url());
+  s.profiles.at("main").max_tokens_field = "max_completion_tokens";
+  auto r = make_client(s)->chat(ask());
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->text(), "```sql\nSELECT 9\n```");
+  EXPECT_EQ(server.requests(), 2);
+  s.role_max_tokens["keywords"] = 1000;  // doubled to 2000: still spent
+  auto cut = make_client(s)->chat(ask("keywords"));
+  ASSERT_FALSE(cut.is_ok());
+  EXPECT_EQ(call_error_kind(cut.status()), CallErrorKind::kTruncated);
+  EXPECT_NE(cut.status().message().find("before any answer"), std::string::npos) << cut.status().message();
+  // The preflight's small budget is spent the same way: still a pass (the request was accepted).
+  auto pre = make_client(s)->preflight({"main"});
+  ASSERT_EQ(pre.size(), 1u);
+  EXPECT_TRUE(pre[0].ok) << pre[0].error;
+}
+
 TEST(EndpointRetries, RetryAfterAsHttpDateAndRetryAfterMs) {
   // An HTTP-date 30 s ahead (second resolution: the wait is 29–31 s).
   std::time_t later = std::time(nullptr) + 30;

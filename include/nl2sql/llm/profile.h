@@ -23,8 +23,8 @@ inline constexpr const char* kDefaultBaseUrl = "https://api.openai.com/v1";
 inline constexpr const char* kSimBaseUrl = "sim://";
 
 // What a server refuses or needs differs (OpenAI o-series/gpt-5 reject `max_tokens` and any
-// non-default temperature; vLLM takes `chat_template_kwargs`; Ollama's context is
-// `options.num_ctx`; Azure wants `api-version` in the query): a profile shapes its requests.
+// non-default temperature; vLLM takes `chat_template_kwargs`; Azure wants `api-version` in the
+// query and its key in an `api-key` header): a profile shapes its requests.
 struct ModelProfile {
   std::string name;
   std::string provider = "openai";  // "openai" (any compatible server) or "sim"

@@ -1,0 +1,85 @@
+// `nl2sql models check` and the exit codes of `nl2sql run` against misbehaving endpoints, as a
+// user sees them: what the check prints per profile, exit 4 when a profile fails (check and
+// run), exit 5 when questions failed.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "llm/fake_openai_server.h"
+#include "support/test_env.h"
+
+namespace nl2sql::testing {
+namespace {
+
+using llm::testing::completion_body;
+using llm::testing::FakeOpenAiServer;
+using llm::testing::FakeReply;
+
+std::string write_config(const TempDir& dir, const std::string& good_url, const std::string& bad_url) {
+  const auto path = dir / "models.json";
+  std::ofstream(path) << R"({
+    "llm": {"models": {
+      "good": {"base_url": ")" << good_url << R"(", "model": "qwen3", "api_key_env": ""},
+      "o3":   {"base_url": ")" << bad_url << R"(", "model": "o3", "api_key_env": ""},
+      "sim":  {"provider": "sim"}},
+      "default_profile": "good", "roles": {"fix": "o3"}, "cache": {"mode": "off"},
+      "retry": {"max_attempts": 1}},
+    "generate": {"generators": [{"name": "baseline", "samples": 1}]},
+    "select": {"method": "self_consistency"}
+  })";
+  return path.string();
+}
+
+TEST(ModelsCheckCli, PrintsEachUsedProfileAndExitsFourWhenOneFails) {
+  FakeOpenAiServer good([](const httplib::Request&, int64_t) { return FakeReply{200, completion_body("OK")}; });
+  FakeOpenAiServer bad([](const httplib::Request& req, int64_t) {
+    if (!nlohmann::json::parse(req.body).contains("max_tokens")) return FakeReply{200, completion_body("OK")};
+    return FakeReply{400, R"({"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}})"};
+  });
+  TempDir dir;
+  const std::string config = write_config(dir, good.base_url(), bad.base_url());
+  auto r = run_nl2sql("models check --config " + config);
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_NE(r.out.find("ok     good"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAILED o3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Use 'max_completion_tokens' instead"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fields   max_tokens, model, temperature, top_p"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("sim"), std::string::npos) << "the sim profile serves no role: not checked\n" << r.out;
+  EXPECT_EQ(good.requests(), 1);
+  EXPECT_EQ(bad.requests(), 1);  // a refusal is not retried
+
+  auto all = run_nl2sql("models check --all --json --config " + config);
+  EXPECT_EQ(all.exit_code, 4);
+  auto j = nlohmann::json::parse(all.out);
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[2]["profile"], "sim");
+  EXPECT_TRUE(j[2]["simulated"].get<bool>());
+
+  // Shaped as OpenAI's reasoning models want, the same profile passes.
+  auto fixed = run_nl2sql("models check --config " + config +
+                          " --set llm.models.o3.max_tokens_field=max_completion_tokens");
+  EXPECT_EQ(fixed.exit_code, 0) << fixed.out << fixed.err;
+}
+
+TEST(RunCli, AFailedPreflightExitsFourAndFailedQuestionsExitFive) {
+  TempDir dir;
+  const auto data = build_mini_bird(dir / "mini");
+  FakeOpenAiServer down([](const httplib::Request&, int64_t) {
+    return FakeReply{404, R"({"error":{"message":"model \"qwen3\" not found, try pulling it first","type":"api_error"}})"};
+  });
+  const std::string config = write_config(dir, down.base_url(), down.base_url());
+  const std::string common = " --benchmark bird --data " + data.string() + " --index-dir " + (dir / "index").string() +
+                             " --progress off --questions 0-2";
+  auto stopped = run_nl2sql("run --config " + config + common + " --out " + (dir / "a").string());
+  EXPECT_EQ(stopped.exit_code, 4) << stopped.out << stopped.err;
+  EXPECT_NE(stopped.out.find("not found, try pulling it first"), std::string::npos) << stopped.out;
+
+  // Without the preflight every question fails at the model call: exit 5, said on stdout.
+  auto failed = run_nl2sql("run --config " + config + common + " --out " + (dir / "b").string() +
+                           " --set llm.preflight=false --set llm.stop_after_repeated_errors=0");
+  EXPECT_EQ(failed.exit_code, 5) << failed.out << failed.err;
+  EXPECT_NE(failed.out.find("3 of 3 questions FAILED"), std::string::npos) << failed.out;
+}
+
+}  // namespace
+}  // namespace nl2sql::testing
