@@ -153,6 +153,7 @@ json to_json(const Candidate& c) {
           {"original_sql", c.original_sql},
           {"extraction_ok", c.extraction_ok},
           {"extraction_error", c.extraction_error},
+          {"sql_trailing", c.sql_trailing},
           {"rejected", c.rejected},
           {"rejection", c.rejection},
           {"execution", to_json(c.execution)},
@@ -175,6 +176,7 @@ Result<Candidate> candidate_from_json(const json& j) {
   NL2SQL_RETURN_IF_ERROR(read(j, "original_sql", c.original_sql, where));
   NL2SQL_RETURN_IF_ERROR(read(j, "extraction_ok", c.extraction_ok, where));
   NL2SQL_RETURN_IF_ERROR(read(j, "extraction_error", c.extraction_error, where));
+  NL2SQL_RETURN_IF_ERROR(read(j, "sql_trailing", c.sql_trailing, where));
   NL2SQL_RETURN_IF_ERROR(read(j, "rejected", c.rejected, where));
   NL2SQL_RETURN_IF_ERROR(read(j, "rejection", c.rejection, where));
   NL2SQL_RETURN_IF_ERROR(read(j, "still_failing", c.still_failing, where));

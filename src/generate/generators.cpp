@@ -80,6 +80,7 @@ Candidate make_candidate(llm::Client& client, const std::string& question_id, co
   c.reasoning = ex.reasoning;
   c.extraction_ok = ex.ok;
   c.extraction_error = ex.error;
+  c.sql_trailing = ex.trailing;
   c.sql = ex.sql;
   c.original_sql = ex.sql;
   return c;
@@ -211,7 +212,8 @@ class OnlineSyntheticGenerator : public GeneratorBase {
       ModelCall call = base_call(in, *steps[k].t, steps[k].stage, 0);
       call.profile = profile_for(0);
       call.sim.generator = std::string("os_examples_") + (k == 0 ? "general" : "filtered");
-      call.values = {{"schema", schema_text(in, *steps[k].r)}, {"count", std::to_string(steps[k].count)}};
+      call.schema_at = schema_ladder(in, *steps[k].r);
+      call.values = {{"count", std::to_string(steps[k].count)}};
       auto a = call_model(*client_, call);
       if (!a) return a.status().with_context(where);
       step_calls.push_back(a->trace);

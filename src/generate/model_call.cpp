@@ -26,23 +26,24 @@ Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
   const int last_rung = context::kSchemaLadderRungs;
   int rung = 0;
   int64_t schema_tokens = 0;
-  const auto budget = call.schema_at ? client.prompt_budget(call.role, call.profile) : std::nullopt;
+  // Tokens the prompt may take; 0 when the profile's context window is unknown.
+  const int64_t budget = call.schema_at ? client.prompt_budget(call.role, call.profile).value_or(0) : 0;
   auto render_at = [&](int k) {
     values["schema"] = call.schema_at(k, schema_tokens);
     return call.prompt->render(values);
   };
   Result<std::string> rendered = internal_error("not rendered");
   if (call.schema_at) {
-    if (budget) {
+    if (budget > 0) {
       values["schema"] = "";
       auto bare = call.prompt->render(values);
       if (!bare) return bare.status();
-      schema_tokens = std::max<int64_t>(64, *budget - approx_prompt_tokens(*bare, call.system));
+      schema_tokens = std::max<int64_t>(64, budget - approx_prompt_tokens(*bare, call.system));
     }
     for (rung = 0;; ++rung) {  // at most last_rung + 1 renderings
       rendered = render_at(rung);
       if (!rendered) return rendered.status();
-      if (!budget || approx_prompt_tokens(*rendered, call.system) <= *budget || rung == last_rung) break;
+      if (budget <= 0 || approx_prompt_tokens(*rendered, call.system) <= budget || rung == last_rung) break;
     }
   } else {
     rendered = call.prompt->render(values);
@@ -73,9 +74,9 @@ Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
       llm::call_error_kind(r.status()) == llm::CallErrorKind::kContextLength) {
     // The server counts tokens its own way: one more try, a rung lighter (with no configured
     // window, the last rung halves the schema).
-    schema_tokens = budget ? std::max<int64_t>(64, schema_tokens * 2 / 3)
+    schema_tokens = budget > 0 ? std::max<int64_t>(64, schema_tokens * 2 / 3)
                            : std::max<int64_t>(64, approx_prompt_tokens(values["schema"], "") / 2);
-    rung = budget ? last_rung : rung + 1;
+    rung = budget > 0 ? last_rung : rung + 1;
     rendered = render_at(rung);
     if (!rendered) return rendered.status();
     out.trace.prompt = *rendered;

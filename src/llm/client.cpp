@@ -73,6 +73,31 @@ std::string refusal_signature(int status, const std::string& message) {
   return sig;
 }
 
+// What to change in the config, for the refusals a misconfigured profile meets first.
+std::string refusal_hint(const ModelProfile& p, int status, const std::string& message) {
+  const std::string m = lower_text(message);
+  const std::string key = "llm.models." + p.name;
+  if (m.find("max_completion_tokens") != std::string::npos && !p.omit.count("max_tokens"))
+    return " — set " + key + ".max_tokens_field to \"max_completion_tokens\"";
+  for (const char* field : {"temperature", "top_p", "seed", "stop"})
+    if (m.find(std::string("'") + field + "'") != std::string::npos ||
+        m.find(std::string("\"") + field + "\"") != std::string::npos ||
+        m.find(std::string("param: ") + field) != std::string::npos)
+      if (m.find("unsupported") != std::string::npos || m.find("not supported") != std::string::npos ||
+          m.find("does not support") != std::string::npos || m.find("extra") != std::string::npos)
+        return std::string(" — add \"") + field + "\" to " + key + ".omit";
+  if (m.find("extra inputs are not permitted") != std::string::npos || m.find("unrecognized request argument") != std::string::npos)
+    return " — the server refuses a field: compare " + key + ".extra_body and .omit with what it accepts";
+  if (status == 404 && (m.find("model") != std::string::npos || m.find("not found") != std::string::npos))
+    return " — check " + key + ".model (\"" + p.model + "\") against the server's model list, and the base URL (" +
+           core::mask_url(p.base_url) + ", which should end in /v1 or the deployment path)";
+  if (m.find("model") != std::string::npos && (m.find("does not exist") != std::string::npos || m.find("not found") != std::string::npos))
+    return " — check " + key + ".model (\"" + p.model + "\")";
+  if (m.find("api-version") != std::string::npos || m.find("api version") != std::string::npos)
+    return " — set " + key + ".query.api-version";
+  return "";
+}
+
 // Seconds to wait from a Retry-After header: delta-seconds or an HTTP-date (RFC 9110).
 std::optional<double> retry_after_seconds(const std::string& value) {
   char* end = nullptr;
@@ -739,6 +764,7 @@ Result<HttpResponse> Client::post_with_retries(const ModelProfile& profile, Prof
                                      (profile.api_key_env.empty() ? std::string("(none configured)")
                                                                   : profile.api_key_env) + ")"
                                : "";
+        if (hint.empty()) hint = refusal_hint(profile, status, server_message(posted->body));
         Status refused = make_call_error(kind, "model profile \"" + profile.name + "\" at " +
                                                    core::mask_url(profile.base_url) + " refused the call: " +
                                                    what + hint + " (" + call_label + "); not retried");
@@ -836,9 +862,10 @@ std::vector<PreflightResult> Client::preflight(const std::vector<std::string>& p
     } else {
       r.ok = true;
       r.answer = parsed->text().substr(0, 200);
+      const bool blank = parsed->text().find_first_not_of(" \t\r\n") == std::string::npos;
       if (parsed->finish_reasons.front() == "length")
-        r.note = parsed->answer_from_reasoning.front()
-                     ? "still reasoning at the check's 64-token budget (fine: the request was accepted)"
+        r.note = parsed->answer_from_reasoning.front() || blank
+                     ? "the check's 64-token budget went to reasoning before any answer (fine: the request was accepted)"
                      : "answer cut at the check's 64-token budget";
       else if (parsed->answer_from_reasoning.front())
         r.note = "the content was empty: the answer came from the reasoning field";

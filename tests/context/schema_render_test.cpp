@@ -102,3 +102,49 @@ TEST_F(SchemaRender, ColumnSubsetKeepsJoinKeys) {
 
 }  // namespace
 }  // namespace nl2sql::context
+
+namespace nl2sql::context {
+namespace {
+
+// A code list longer than the old 200-character cut: kept whole at the ladder's first rung,
+// shortened only from rung 2, examples gone from rung 1, the column filter's columns from rung 3.
+TEST(SchemaLadder, RungsLightenTheSchemaOneStepAtATime) {
+  data::Schema schema;
+  data::Table t;
+  t.name = "trans";
+  data::Column id;
+  id.name = "trans_id";
+  id.type = "INTEGER";
+  data::Column k;
+  k.name = "k_symbol";
+  k.type = "TEXT";
+  k.description = "characterization of the transaction";
+  k.value_description = std::string("\"POJISTNE\" stands for insurrance payment; \"SLUZBY\" stands for payment for statement; ") +
+                        "\"UROK\" stands for interest credited; \"SANKC. UROK\" sanction interest if negative balance; " +
+                        "\"SIPO\" stands for household; \"DUCHOD\" stands for old-age pension; \"UVER\" stands for loan payment";
+  data::Column amount;
+  amount.name = "amount";
+  amount.type = "INTEGER";
+  t.columns = {id, k, amount};
+  t.primary_key = {"trans_id"};
+  schema.tables.push_back(t);
+  ASSERT_GT(k.value_description.size(), 200u);
+
+  const std::set<std::string> filtered = {"trans.k_symbol"};
+  RenderOptions base;
+  std::string full = render_schema(schema, options_at_rung(base, 0, filtered));
+  EXPECT_NE(full.find("\"UVER\" stands for loan payment"), std::string::npos) << full;
+  std::string shortened = render_schema(schema, options_at_rung(base, 2, filtered));
+  EXPECT_EQ(shortened.find("\"UVER\" stands for loan payment"), std::string::npos) << shortened;
+  EXPECT_NE(shortened.find("…"), std::string::npos);
+  EXPECT_LT(shortened.size(), full.size());
+  EXPECT_EQ(options_at_rung(base, 1, filtered).examples, 0u);
+  EXPECT_TRUE(options_at_rung(base, 2, filtered).columns.empty());
+  std::string narrowed = render_schema(schema, options_at_rung(base, 3, filtered));
+  EXPECT_EQ(narrowed.find("amount"), std::string::npos) << narrowed;
+  EXPECT_NE(narrowed.find("trans_id"), std::string::npos) << "keys stay";
+  EXPECT_STREQ(schema_rung_name(3), "filtered_columns");
+}
+
+}  // namespace
+}  // namespace nl2sql::context

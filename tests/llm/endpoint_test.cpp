@@ -154,14 +154,22 @@ TEST(EndpointShaping, OSeriesRulesRefuseThePlainShapeAndAcceptTheShapedOne) {
   auto refused = make_client(plain)->chat(ask());
   ASSERT_FALSE(refused.is_ok());
   EXPECT_EQ(call_error_kind(refused.status()), CallErrorKind::kHttpClient);
-  EXPECT_NE(refused.status().message().find("max_completion_tokens"), std::string::npos);
+  // The server's words, then what to change in the config.
+  EXPECT_NE(refused.status().message().find("set llm.models.main.max_tokens_field to \"max_completion_tokens\""),
+            std::string::npos) << refused.status().message();
+  LlmSettings half = plain;
+  half.profiles.at("main").max_tokens_field = "max_completion_tokens";
+  auto temperature = make_client(half)->chat(ask());
+  ASSERT_FALSE(temperature.is_ok());
+  EXPECT_NE(temperature.status().message().find("add \"temperature\" to llm.models.main.omit"), std::string::npos)
+      << temperature.status().message();
 
   LlmSettings shaped = plain;
   shaped.profiles.at("main").max_tokens_field = "max_completion_tokens";
   shaped.profiles.at("main").omit = {"temperature", "top_p"};
   auto r = make_client(shaped)->chat(ask());
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-  EXPECT_EQ(server.requests(), 2);
+  EXPECT_EQ(server.requests(), 3);
 }
 
 TEST(EndpointPreflight, SaysPerProfileWhatWasSentAndWhatTheServerAnswered) {

@@ -74,6 +74,7 @@ struct Candidate {
   std::string original_sql;     // as first extracted, before any fixer round
   bool extraction_ok = true;
   std::string extraction_error; // why no SQL could be extracted
+  std::string sql_trailing;     // what followed the query's first top-level ';' (never executed)
   bool rejected = false;        // "rejected: not read-only" — never executed
   std::string rejection;
   ExecutionSummary execution;   // of `sql` (after fixing, when fixed)
