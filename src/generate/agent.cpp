@@ -38,8 +38,9 @@ class AgentGenerator : public Generator {
     std::string schema_note;
     std::vector<LlmCallTrace> schema_calls;
     const std::string schema = render_schema_within(
-        in, render, {o_.max_schema_tokens, client_, o_.embeddings_profile, "agent.schema_embed"}, &schema_note,
-        &schema_calls);
+        in, render, {schema_budget_for(*client_, spec_.role, o_.max_schema_tokens), client_, o_.embeddings_profile,
+                     "agent.schema_embed"},
+        &schema_note, &schema_calls);
 
     // Task ledger: compiled once per question, shared by every sample.
     ModelCall lc = base_call(in, ledger_, "agent.ledger", 0);

@@ -96,6 +96,13 @@ std::optional<nlohmann::json> parse_json_answer(const std::string& text) {
   return std::move(j).value();
 }
 
+int64_t schema_budget_for(const llm::Client& client, const std::string& role, int64_t configured) {
+  const auto prompt = client.prompt_budget(role, "");
+  if (!prompt) return configured;
+  const int64_t half = std::max<int64_t>(256, *prompt / 2);
+  return configured > 0 ? std::min(configured, half) : half;
+}
+
 int64_t approx_tokens(const std::string& text) { return static_cast<int64_t>((text.size() + 3) / 4); }
 
 std::string render_schema_within(const GenerationInput& in, context::RenderOptions options,

@@ -97,7 +97,10 @@ class RecapGenerator : public Generator {
     std::string note;
     std::vector<LlmCallTrace> schema_calls;
     const std::string schema = render_schema_within(
-        in, render, {o_.max_schema_tokens, client_, o_.embeddings_profile, "recap.schema_embed"}, &note, &schema_calls);
+        in, render,
+        {schema_budget_for(*client_, spec_.role, o_.max_schema_tokens), client_, o_.embeddings_profile,
+         "recap.schema_embed"},
+        &note, &schema_calls);
     std::vector<Candidate> out;
     for (int64_t s = 0; s < spec_.samples; ++s) {
       auto c = run_sample(in, s, schema);

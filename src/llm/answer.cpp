@@ -573,6 +573,48 @@ bool looks_like_sql(std::string_view text) {
   return false;
 }
 
+namespace {
+
+// The SQL value of the last JSON object that names one ("SQL", "sql", "query", "sql_query",
+// "final_sql", "answer"), when it reads as SQL.
+std::optional<Pick> json_sql_pick(const std::string& text) {
+  if (text.find('{') == npos) return std::nullopt;
+  for (const char* key : {"SQL", "sql", "final_sql", "sql_query", "query", "Query", "answer"}) {
+    JsonWant want;
+    want.required_key = key;
+    auto j = read_json(text, want);
+    if (!j || !(*j)[key].is_string()) continue;
+    CleanSql c = clean_sql((*j)[key].get<std::string>(), /*prose=*/false);
+    if (c.sql.empty() || !looks_like_sql(c.sql)) continue;
+    size_t at = text.rfind('"' + std::string(key) + '"');
+    return Pick{at == npos ? 0 : at, std::move(c), "json"};
+  }
+  return std::nullopt;
+}
+
+// The last single-backtick span that reads as a SQL query.
+std::optional<Pick> inline_code_pick(const std::string& text) {
+  std::optional<Pick> best;
+  for (size_t open = text.find('`'); open != npos;) {
+    if (text.compare(open, 3, "```") == 0) {
+      open = text.find('`', open + 3);
+      continue;
+    }
+    size_t close = text.find('`', open + 1);
+    if (close == npos) break;
+    std::string inner = text.substr(open + 1, close - open - 1);
+    if (inner.find('\n') == npos) {
+      CleanSql c = clean_sql(inner, /*prose=*/false);
+      if (!c.sql.empty() && looks_like_sql(c.sql) && c.sql.find(' ') != npos)
+        best = Pick{open, std::move(c), "inline_code"};
+    }
+    open = text.find('`', close + 1);
+  }
+  return best;
+}
+
+}  // namespace
+
 ExtractedSql extract_sql(std::string_view response) {
   ExtractedSql r;
   SplitAnswer split = split_reasoning(response);
@@ -620,6 +662,12 @@ ExtractedSql extract_sql(std::string_view response) {
   }
 
   if (auto p = bare_pick(text)) return done(std::move(*p));
+
+  // JSON answers (CHESS-style prompts ask for {"chain_of_thought_reasoning": …, "SQL": …}):
+  // the last object holding a SQL-named key whose value reads as SQL.
+  if (auto p = json_sql_pick(text)) return done(std::move(*p));
+  // Last, an inline `…` span that reads as SQL ("The query is `SELECT …`.").
+  if (auto p = inline_code_pick(text)) return done(std::move(*p));
 
   r.reasoning = reasoning_before(text.size());
   if (!fs.empty())

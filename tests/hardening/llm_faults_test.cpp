@@ -19,6 +19,7 @@
 #include "nl2sql/core/hash.h"
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/report/run_data.h"
+#include "support/mini_run.h"
 #include "support/test_env.h"
 
 namespace nl2sql::pipeline {
@@ -119,14 +120,7 @@ class HardeningLlmFaults : public ::testing::Test {
     data_ = testing::build_mini_bird(dir_ / "mini");
   }
   RunOptions options(const core::Config& config, const fs::path& out) {
-    RunOptions o;
-    o.config = config;
-    o.dataset.benchmark = data::Benchmark::kBird;
-    o.dataset.data_dir = data_;
-    o.out_dir = out;
-    o.index_dir = dir_ / "index";
-    o.progress = ProgressMode::kOff;
-    return o;
+    return testing::mini_run_options(config, data_, out, dir_ / "index");
   }
   testing::TempDir dir_;
   fs::path data_;

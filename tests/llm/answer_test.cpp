@@ -60,16 +60,17 @@ TEST(AnswerShapes, Corpus) {
       } else {
         ASSERT_TRUE(r.ok) << r.error;
         EXPECT_EQ(r.sql, c["sql"].get<std::string>());
-        if (c.contains("trailing")) EXPECT_EQ(r.trailing, c["trailing"].get<std::string>());
-        if (c.contains("source")) EXPECT_EQ(r.source, c["source"].get<std::string>());
+        if (c.contains("trailing")) { EXPECT_EQ(r.trailing, c["trailing"].get<std::string>()); }
+        if (c.contains("source")) { EXPECT_EQ(r.source, c["source"].get<std::string>()); }
       }
-      if (c.contains("reasoning_has"))
+      if (c.contains("reasoning_has")) {
         EXPECT_NE(r.reasoning.find(c["reasoning_has"].get<std::string>()), std::string::npos) << r.reasoning;
+      }
     } else if (kind == "json") {
       auto r = read_json(answer, want_of(c));
       if (c["json"].is_null()) {
         EXPECT_FALSE(r.is_ok()) << "read: " << r->dump();
-        if (!r.is_ok()) EXPECT_FALSE(r.status().message().empty());
+        if (!r.is_ok()) { EXPECT_FALSE(r.status().message().empty()); }
       } else {
         ASSERT_TRUE(r.is_ok()) << r.status().message();
         EXPECT_EQ(*r, c["json"]);
@@ -78,7 +79,7 @@ TEST(AnswerShapes, Corpus) {
       auto r = read_pairwise_winner(answer);
       if (c["winner"].is_null()) {
         EXPECT_FALSE(r.is_ok()) << "read: " << *r;
-        if (!r.is_ok()) EXPECT_FALSE(r.status().message().empty());
+        if (!r.is_ok()) { EXPECT_FALSE(r.status().message().empty()); }
       } else {
         ASSERT_TRUE(r.is_ok()) << r.status().message();
         EXPECT_EQ(*r, c["winner"].get<std::string>());

@@ -16,6 +16,7 @@
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/report/run_data.h"
+#include "support/mini_run.h"
 #include "support/test_env.h"
 
 namespace nl2sql::pipeline {
@@ -101,6 +102,14 @@ json answer_body(Shape shape, const std::string& sql) {
           {"usage", {{"prompt_tokens", 100}, {"completion_tokens", 50}}}};
 }
 
+// Characters / 4 of the messages, as both the client and this server estimate tokens.
+int64_t prompt_tokens_of(const std::string& body) {
+  json j = json::parse(body);
+  size_t chars = 0;
+  for (const auto& m : j["messages"]) chars += m["content"].get<std::string>().size() + 8;
+  return static_cast<int64_t>((chars + 3) / 4);
+}
+
 class EndpointRun : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -137,15 +146,20 @@ class EndpointRun : public ::testing::Test {
     c.set("llm.preflight", preflight);
     return c;
   }
+  // The largest prompt of a plain run (no budget), in estimated tokens; 0 when the run failed.
+  int64_t largest_prompt_tokens() {
+    int64_t largest = 0;
+    std::mutex mu;
+    FakeOpenAiServer probe([&](const httplib::Request& req, int64_t) {
+      std::lock_guard lock(mu);
+      largest = std::max(largest, prompt_tokens_of(req.body));
+      return FakeReply(200, answer_body(Shape::kPlainFence, gold_for(req.body)).dump());
+    });
+    auto plain = run(options(config(probe.base_url()), dir_ / "probe"));
+    return plain.is_ok() ? largest : 0;
+  }
   RunOptions options(const core::Config& c, const fs::path& out) {
-    RunOptions o;
-    o.config = c;
-    o.dataset.benchmark = data::Benchmark::kBird;
-    o.dataset.data_dir = data_;
-    o.out_dir = out;
-    o.index_dir = dir_ / "index";
-    o.progress = ProgressMode::kOff;
-    return o;
+    return testing::mini_run_options(c, data_, out, dir_ / "index");
   }
   testing::TempDir dir_;
   fs::path data_;
@@ -239,27 +253,8 @@ TEST_F(EndpointRun, QuestionsWhoseEveryCallFailedAreFailedAndARerunRetriesThem) 
   EXPECT_GE(again->correct, 18u);
 }
 
-// Characters / 4 of the messages, as both the client and this server estimate tokens.
-int64_t prompt_tokens_of(const std::string& body) {
-  json j = json::parse(body);
-  size_t chars = 0;
-  for (const auto& m : j["messages"]) chars += m["content"].get<std::string>().size() + 8;
-  return static_cast<int64_t>((chars + 3) / 4);
-}
-
 TEST_F(EndpointRun, PromptsAreFittedToTheContextWindowAndCounted) {
-  // First, how large the prompts are with no budget.
-  int64_t largest = 0;
-  {
-    std::mutex mu;
-    FakeOpenAiServer probe([&](const httplib::Request& req, int64_t) {
-      std::lock_guard lock(mu);
-      largest = std::max(largest, prompt_tokens_of(req.body));
-      return FakeReply(200, answer_body(Shape::kPlainFence, gold_for(req.body)).dump());
-    });
-    auto plain = run(options(config(probe.base_url()), dir_ / "probe"));
-    ASSERT_TRUE(plain.is_ok()) << plain.status().message();
-  }
+  const int64_t largest = largest_prompt_tokens();
   ASSERT_GT(largest, 200);
   // A server (vLLM's words) whose window leaves room for 70% of the largest prompt plus the
   // generate role's 4096-token budget.
@@ -299,16 +294,8 @@ TEST_F(EndpointRun, PromptsAreFittedToTheContextWindowAndCounted) {
 
 TEST_F(EndpointRun, AnOverflowWithoutAKnownWindowIsAskedAgainOneRungLighter) {
   // llama.cpp-server's refusal for prompts longer than its -c; nothing configured on our side.
-  int64_t largest = 0;
-  {
-    std::mutex mu;
-    FakeOpenAiServer probe([&](const httplib::Request& req, int64_t) {
-      std::lock_guard lock(mu);
-      largest = std::max(largest, prompt_tokens_of(req.body));
-      return FakeReply(200, answer_body(Shape::kPlainFence, gold_for(req.body)).dump());
-    });
-    ASSERT_TRUE(run(options(config(probe.base_url()), dir_ / "probe")).is_ok());
-  }
+  const int64_t largest = largest_prompt_tokens();
+  ASSERT_GT(largest, 0);
   const int64_t limit = largest * 9 / 10;
   std::atomic<int> refused{0};
   FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {

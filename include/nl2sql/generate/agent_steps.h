@@ -85,6 +85,11 @@ struct SchemaBudget {
   std::string stage;                 // trace and accounting tag of the embeddings call
 };
 
+// The agentic generators' schema budget: `configured` (agent/recap.max_schema_tokens; <= 0 none),
+// capped at half the prompt budget of the role's profile when its context window is known
+// (llm.models.*.context_tokens): the rest of an agent prompt is history and feedback.
+int64_t schema_budget_for(const llm::Client& client, const std::string& role, int64_t configured);
+
 // The schema rendered with `options`; when it exceeds the budget, re-rendered with only the
 // columns that best match the question (retrieval column and value scores, the column filter's
 // selection, keyword overlap of names and descriptions, embeddings when configured), shrinking

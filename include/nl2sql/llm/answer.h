@@ -51,7 +51,8 @@ struct ExtractedSql {
   std::string reasoning;  // the model's reasoning plus the answer text before the chosen SQL
   bool ok = false;
   std::string error;      // why nothing was extracted (when !ok)
-  // How it was found: tag | final_fence | marker | fence_sql | fence | fence_unclosed | bare.
+  // How it was found: tag | final_fence | marker | fence_sql | fence | fence_unclosed | bare |
+  // json (a {"SQL": …} answer) | inline_code (a `SELECT …` span).
   std::string source;
   std::string trailing;   // what followed the first top-level ';' (another statement, prose)
 };
@@ -61,7 +62,8 @@ struct ExtractedSql {
 // the first fenced block after it); else the last fenced block tagged sql/sqlite; else the last
 // untagged fenced block that reads as SQL; else the text after the last "SQL:"/"SQL query:"/
 // "Answer:" marker; else the last paragraph starting with SELECT or WITH, up to its first prose
-// line.
+// line; else the SQL value of a JSON answer ({"SQL": …}, {"sql": …}, {"query": …}); else the
+// last inline `…` span that reads as a query.
 ExtractedSql extract_sql(std::string_view response);
 
 // True when `text` (after whitespace and comments) begins with a SQL statement keyword.

@@ -1,0 +1,26 @@
+// Run options for a pipeline run over the bundled mini BIRD set (testing::build_mini_bird),
+// shared by the tests that run the whole pipeline against fake servers: no progress output,
+// the value index in a folder of the test's own.
+#pragma once
+
+#include <filesystem>
+
+#include "nl2sql/core/config.h"
+#include "nl2sql/pipeline/pipeline.h"
+
+namespace nl2sql::testing {
+
+inline pipeline::RunOptions mini_run_options(const core::Config& config, const std::filesystem::path& data,
+                                             const std::filesystem::path& out,
+                                             const std::filesystem::path& index_dir) {
+  pipeline::RunOptions o;
+  o.config = config;
+  o.dataset.benchmark = data::Benchmark::kBird;
+  o.dataset.data_dir = data;
+  o.out_dir = out;
+  o.index_dir = index_dir;
+  o.progress = pipeline::ProgressMode::kOff;
+  return o;
+}
+
+}  // namespace nl2sql::testing
