@@ -113,6 +113,7 @@ Result<std::vector<Question>> read_json_questions(const fs::path& path, Benchmar
   if (!doc->is_array()) return invalid_input(path.string() + ": expected a JSON array of questions");
   std::vector<Question> out;
   out.reserve(doc->size());
+  std::map<std::string, size_t> seen;  // question id -> position, for the duplicate check
   for (size_t i = 0; i < doc->size(); ++i) {
     const json& o = (*doc)[i];
     std::string where = path.string() + ": question #" + std::to_string(i);
@@ -129,6 +130,11 @@ Result<std::vector<Question>> read_json_questions(const fs::path& path, Benchmar
       auto id = string_field(o, "question_id", false, where);
       if (!id) return id.status();
       q.question_id = id->empty() ? std::to_string(i) : *id;
+      // A run, its store and its predictions are keyed by the id: two questions with one id
+      // would silently become one.
+      if (auto [it, fresh] = seen.emplace(q.question_id, i); !fresh)
+        return invalid_input(where + ": duplicate question_id \"" + q.question_id + "\" (also question #" +
+                             std::to_string(it->second) + ")");
       auto ev = string_field(o, "evidence", false, where);
       if (!ev) return ev.status();
       q.evidence = *ev;
@@ -205,6 +211,17 @@ Result<std::vector<Question>> read_jsonl_questions(const fs::path& path) {
     out.push_back(std::move(q));
   }
   return out;
+}
+
+// Why `db_id` cannot name a folder under the database root (nullopt when it can): it must be one
+// path component, so "../x", "/etc", "a/b", "a\\b", "." and a NUL never reach files outside it.
+std::optional<std::string> invalid_db_id(const std::string& db_id) {
+  if (db_id.empty()) return "is empty";
+  if (db_id == "." || db_id == "..") return "is not a database name";
+  if (db_id.find('/') != std::string::npos || db_id.find('\\') != std::string::npos)
+    return "holds a path separator (a db_id is one folder name under the database root)";
+  if (db_id.find('\0') != std::string::npos) return "holds a NUL byte";
+  return std::nullopt;
 }
 
 }  // namespace
@@ -531,15 +548,28 @@ Result<Dataset> load_dataset(const DatasetSpec& spec) {
 
   std::map<std::string, bool> present;
   for (auto& q : *qs) {
+    if (auto why = invalid_db_id(q.db_id))
+      return invalid_input(layout->questions.string() + ": question " + q.question_id + ": db_id \"" +
+                           q.db_id + "\" " + *why);
     auto [it, inserted] = present.try_emplace(q.db_id, false);
     if (inserted) {
       fs::path p = layout->db_root / q.db_id / (q.db_id + ".sqlite");
       it->second = fs::is_regular_file(p, ec);
+      // A symlink inside the root may still point outside it: resolve and check.
+      if (it->second) {
+        const fs::path root = fs::weakly_canonical(layout->db_root, ec);
+        const fs::path real = fs::weakly_canonical(p, ec);
+        auto rel = real.lexically_relative(root);
+        if (!ec && (rel.empty() || *rel.begin() == ".."))
+          return invalid_input("database of db_id \"" + q.db_id + "\" resolves to " + real.string() +
+                               ", outside the database root " + root.string() +
+                               " (copy the file into the root, or point --db-root at where it lives)");
+      }
       if (it->second) ds.db_paths[q.db_id] = p;
     }
     if (!it->second) {
       bool known = tables.empty() || tables.count(q.db_id);
-      ds.skipped.push_back({q.question_id, q.db_id,
+      ds.skipped.push_back({q.question_id, q.db_id, q.index,
                             known ? "database file missing: " +
                                         (layout->db_root / q.db_id / (q.db_id + ".sqlite")).string()
                                   : "unknown db_id (not in tables file, no database file)"});

@@ -132,6 +132,7 @@ Result<std::vector<Prediction>> read_predictions(const fs::path& path, Predictio
   } else {
     std::map<std::string, size_t> by_id;
     for (size_t i = 0; i < ds.questions.size(); ++i) by_id[ds.questions[i].question_id] = i;
+    std::map<std::string, size_t> seen_at;  // question id -> line, for the duplicate check
     size_t start = 0, line_no = 0;
     const std::string& t = *text;
     while (start < t.size()) {
@@ -148,6 +149,9 @@ Result<std::vector<Prediction>> read_predictions(const fs::path& path, Predictio
         return invalid_input(label + ": expected {\"question_id\": …, \"sql\": \"…\"}");
       const auto& idj = (*o)["question_id"];
       std::string id = idj.is_string() ? idj.get<std::string>() : idj.dump();
+      // Two predictions for one question: which one counts would be an accident of the file.
+      if (auto [it, fresh] = seen_at.emplace(id, line_no); !fresh)
+        return invalid_input(label + ": duplicate question_id " + id + " (also line " + std::to_string(it->second) + ")");
       auto q = by_id.find(id);
       if (q == by_id.end()) {
         warn(label + ": question_id " + id + " is not among the evaluated questions");

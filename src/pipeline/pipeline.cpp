@@ -1,5 +1,6 @@
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/pipeline/model_use.h"
+#include "nl2sql/pipeline/run_lock.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -17,6 +18,7 @@
 #include "nl2sql/context/question_context.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/hash.h"
+#include "nl2sql/core/log.h"
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/db/result_cache.h"
@@ -795,7 +797,8 @@ json QuestionRun::run() {
 }
 
 json make_manifest(const Shared& s, const data::Dataset& ds, const std::string& fingerprint,
-                   const std::vector<size_t>& picked, const json& prompts, bool simulated) {
+                   const std::vector<size_t>& picked, const json& prompts, bool simulated,
+                   const std::vector<std::string>& used_profiles) {
   json ids = json::array();
   for (size_t i : picked) ids.push_back(ds.questions[i].question_id);
   json m;
@@ -816,6 +819,22 @@ json make_manifest(const Shared& s, const data::Dataset& ds, const std::string& 
   m["selectors"] = s.settings.selectors;
   m["generators"] = s.generator_names;
   m["primary_metric"] = eval::metric_name(eval::primary_metric(ds.benchmark, s.settings.metrics));
+  // Which model answered: the profiles the run's roles resolve to, with the model and endpoint
+  // as resolved (OPENAI_MODEL / OPENAI_BASE_URL included; credentials never). A resume with
+  // another model or endpoint is refused like a config change.
+  json models = json::object();
+  for (const auto& name : used_profiles) {
+    auto it = s.client->settings().profiles.find(name);
+    if (it == s.client->settings().profiles.end()) continue;
+    models[name] = {{"provider", it->second.provider},
+                    {"model", it->second.model},
+                    {"endpoint", core::mask_url(it->second.base_url)}};
+  }
+  m["models"] = models;
+  json skipped = json::array();
+  for (const auto& sk : skipped_in_selection(ds, s.options->filter))
+    skipped.push_back({{"question_id", sk.question_id}, {"db_id", sk.db_id}, {"index", sk.index}, {"reason", sk.reason}});
+  m["skipped"] = skipped;
   return m;
 }
 
@@ -850,6 +869,10 @@ std::vector<std::string> manifest_differences(const json& stored, const json& cu
     out.push_back("data: the question file or a database file changed (dataset fingerprint differs)");
   if (str(stored, "config_hash") != str(current, "config_hash"))
     out.push_back("config: the resolved config differs (compare config.resolved.json with --set/extends)");
+  // Runs recorded before models were part of the manifest resume as before.
+  if (stored.contains("models") && str(stored, "models") != str(current, "models"))
+    out.push_back("models: " + str(stored, "models") + " → " + str(current, "models") +
+                  " (another model or endpoint: OPENAI_MODEL, OPENAI_BASE_URL or the profiles changed)");
   const json empty = json::object();
   const json& sp = stored.contains("prompt_hashes") ? stored["prompt_hashes"] : empty;
   const json& cp = current.contains("prompt_hashes") ? current["prompt_hashes"] : empty;
@@ -923,6 +946,9 @@ Result<RunSummary> run(const RunOptions& options) {
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
   if (ec) return io_error("cannot create run folder " + options.out_dir.string() + ": " + ec.message());
+  // One run per folder, held until run() returns; taken before --force-new deletes anything.
+  auto folder_lock = RunFolderLock::acquire(options.out_dir);
+  if (!folder_lock) return folder_lock.status();
   if (options.force_new) {
     for (const char* f : {"run.sqlite", "run.sqlite-wal", "run.sqlite-shm", "manifest.json",
                           "config.resolved.json", "weights.json"})
@@ -979,7 +1005,7 @@ Result<RunSummary> run(const RunOptions& options) {
   }
   auto prompts = prompt_hashes(s.prompts_dir);
   if (!prompts) return prompts.status();
-  json manifest = make_manifest(s, *ds, *fingerprint, *picked, *prompts, summary.simulated);
+  json manifest = make_manifest(s, *ds, *fingerprint, *picked, *prompts, summary.simulated, used_profiles);
   auto store = RunStore::open(options.out_dir, true);
   if (!store) return store.status();
   s.store = store->get();

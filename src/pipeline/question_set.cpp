@@ -69,9 +69,13 @@ Result<std::vector<size_t>> select_questions(const data::Dataset& ds, const Ques
     picked.resize(ds.questions.size());
     for (size_t i = 0; i < picked.size(); ++i) picked[i] = i;
   } else {
-    auto r = parse_ranges(filter.ranges, ds.questions.size());
+    // Positions in the question file, whether or not a question's database is present: the
+    // same --questions picks the same questions on every machine.
+    auto r = parse_ranges(filter.ranges, std::max(ds.total_questions, ds.questions.size()));
     if (!r) return r.status();
-    picked = std::move(*r);
+    const std::set<size_t> wanted(r->begin(), r->end());
+    for (size_t i = 0; i < ds.questions.size(); ++i)
+      if (wanted.count(ds.questions[i].index)) picked.push_back(i);
   }
   if (!filter.db_id.empty()) {
     if (!ds.db_paths.count(filter.db_id) && !ds.schemas.count(filter.db_id))
@@ -99,6 +103,22 @@ Result<std::vector<size_t>> select_questions(const data::Dataset& ds, const Ques
     picked = std::move(slice);
   }
   return picked;
+}
+
+std::vector<data::SkippedQuestion> skipped_in_selection(const data::Dataset& ds, const QuestionFilter& filter) {
+  std::set<size_t> wanted;
+  bool all = filter.ranges.empty();
+  if (!all) {
+    auto r = parse_ranges(filter.ranges, std::max(ds.total_questions, ds.questions.size()));
+    if (r) wanted.insert(r->begin(), r->end());
+  }
+  std::vector<data::SkippedQuestion> out;
+  for (const auto& sk : ds.skipped) {
+    if (!all && !wanted.count(sk.index)) continue;
+    if (!filter.db_id.empty() && sk.db_id != filter.db_id) continue;
+    out.push_back(sk);
+  }
+  return out;
 }
 
 }  // namespace nl2sql::pipeline

@@ -108,6 +108,8 @@ json build_report(const RunData& run, const ReportOptions& o) {
   rep["primary_metric"] = metric;
   rep["n_questions"] = n;
   rep["n_expected"] = field(m, "question_ids").is_array() ? field(m, "question_ids").size() : n;
+  // Questions the selection named whose database was missing: listed, never silently dropped.
+  rep["skipped"] = field(m, "skipped").is_array() ? field(m, "skipped") : json::array();
 
   // --- EX under the primary metric and per evaluator metric.
   std::vector<int> overall;
@@ -536,6 +538,12 @@ std::string render_markdown(const json& rep) {
     md += "\n## WMA weights (last value)\n\n| expert | weight |\n|---|---:|\n";
     for (const auto& [k, v] : rep["weights"].items())
       md += fmt::format("| {} | {} |\n", md_cell(k), fmt_num(v.back()[1].get<double>(), 4));
+  }
+  if (!rep["skipped"].empty()) {
+    md += "\n## Skipped questions (database missing)\n\n| question | db_id | reason |\n|---|---|---|\n";
+    for (const auto& e : rep["skipped"])
+      md += fmt::format("| {} | {} | {} |\n", md_cell(e.value("question_id", "")), md_cell(e.value("db_id", "")),
+                        md_cell(e.value("reason", "")));
   }
   if (!rep["errors"].empty()) {
     md += "\n## Failed questions\n\n| question | error |\n|---|---|\n";

@@ -63,6 +63,7 @@ struct Schema {
 struct SkippedQuestion {
   std::string question_id;
   std::string db_id;
+  size_t index = 0;  // position in the question file
   std::string reason;
 };
 

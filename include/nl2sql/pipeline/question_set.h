@@ -33,7 +33,13 @@ Result<Shard> parse_shard(const std::string& text);
 // "0-99,120,200-210" → sorted unique indices; each must be < `count`.
 Result<std::vector<size_t>> parse_ranges(const std::string& text, size_t count);
 
-// Positions into ds.questions, in file order.
+// Positions into ds.questions, in file order. `ranges` count positions in the question file
+// (Question::index), before questions whose database is missing are set aside, so they name the
+// same questions whatever databases a machine has.
 Result<std::vector<size_t>> select_questions(const data::Dataset& ds, const QuestionFilter& filter);
+
+// The set-aside questions (database missing) that the filter's ranges and --db would have
+// picked: a run lists them in report.json with the reason.
+std::vector<data::SkippedQuestion> skipped_in_selection(const data::Dataset& ds, const QuestionFilter& filter);
 
 }  // namespace nl2sql::pipeline

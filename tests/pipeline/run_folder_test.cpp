@@ -1,0 +1,163 @@
+// What a run folder promises when users are unlucky (issue 20): one run at a time per folder, no
+// resume across a change of model, --questions naming file positions whatever databases are
+// present (set-aside questions listed), and question files that would make two questions one
+// or reach outside the database root refused with the line to fix.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "nl2sql/core/config.h"
+#include "nl2sql/data/dataset.h"
+#include "nl2sql/eval/evaluator.h"
+#include "nl2sql/pipeline/pipeline.h"
+#include "nl2sql/pipeline/run_lock.h"
+#include "support/mini_run.h"
+#include "support/test_env.h"
+
+namespace nl2sql::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+core::Config sim_config(const std::string& model = "sim") {
+  core::Config c(json::parse(R"({
+    "llm": {"models": {"sim": {"provider": "sim"}}, "default_profile": "sim", "cache": {"mode": "off"}},
+    "generate": {"generators": [{"name": "baseline", "samples": 1}]},
+    "fix": {"enabled": false}, "select": {"method": "self_consistency"},
+    "run": {"curve_points": [1]}
+  })"));
+  c.set("llm.models.sim.model", model);
+  return c;
+}
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+
+void write_json(const fs::path& p, const json& j) { std::ofstream(p) << j.dump(1); }
+
+class RunFolder : public ::testing::Test {
+ protected:
+  void SetUp() override { data_ = testing::build_mini_bird(dir_ / "mini"); }
+  RunOptions options(const core::Config& c, const fs::path& out) {
+    return testing::mini_run_options(c, data_, out, dir_ / "index");
+  }
+  testing::TempDir dir_;
+  fs::path data_;
+};
+
+TEST_F(RunFolder, ASecondRunOnALiveFolderIsRefusedWithTheHoldersPid) {
+  const fs::path out = dir_ / "run";
+  fs::create_directories(out);
+  auto held = RunFolderLock::acquire(out);  // as a live run holds it
+  ASSERT_TRUE(held.is_ok()) << held.status().message();
+  for (bool force_new : {false, true}) {
+    RunOptions o = options(sim_config(), out);
+    o.force_new = force_new;
+    auto second = run(o);
+    ASSERT_FALSE(second.is_ok());
+    EXPECT_EQ(second.status().code(), ErrorCode::kInvalidInput);
+    EXPECT_NE(second.status().message().find("in use by another nl2sql run (pid " + std::to_string(::getpid())),
+              std::string::npos)
+        << second.status().message();
+  }
+  EXPECT_FALSE(fs::exists(out / "run.sqlite")) << "nothing was started";
+  held->reset();  // the live run ends
+  auto after = run(options(sim_config(), out));
+  ASSERT_TRUE(after.is_ok()) << after.status().message();
+  EXPECT_EQ(after->finished, 21u);
+}
+
+TEST_F(RunFolder, AResumeWithAnotherModelIsRefused) {
+  const fs::path out = dir_ / "run";
+  RunOptions first = options(sim_config("model-a"), out);
+  first.filter.ranges = "0-2";
+  ASSERT_TRUE(run(first).is_ok());
+  json manifest = read_json(out / "manifest.json");
+  EXPECT_EQ(manifest["models"]["sim"]["model"], "model-a") << manifest.dump();
+  RunOptions second = options(sim_config("model-b"), out);
+  second.filter.ranges = "0-2";
+  auto refused = run(second);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("models:"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("model-b"), std::string::npos) << refused.status().message();
+}
+
+TEST_F(RunFolder, QuestionRangesAreFilePositionsAndSetAsideQuestionsAreListed) {
+  json dev = read_json(data_ / "dev.json");
+  dev[1]["db_id"] = "not_here";  // question 1's database is missing
+  write_json(data_ / "dev.json", dev);
+  const fs::path out = dir_ / "run";
+  RunOptions o = options(sim_config(), out);
+  o.filter.ranges = "0-4";
+  auto summary = run(o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->questions, 4u);  // 0, 2, 3, 4 — not 5
+  json manifest = read_json(out / "manifest.json");
+  std::vector<std::string> ids;
+  for (const auto& id : manifest["question_ids"]) ids.push_back(id.get<std::string>());
+  EXPECT_EQ(ids, (std::vector<std::string>{dev[0]["question_id"].dump(), dev[2]["question_id"].dump(),
+                                           dev[3]["question_id"].dump(), dev[4]["question_id"].dump()}));
+  json report = read_json(out / "report.json");
+  ASSERT_EQ(report["skipped"].size(), 1u) << report["skipped"].dump();
+  EXPECT_EQ(report["skipped"][0]["index"], 1);
+  EXPECT_EQ(report["skipped"][0]["db_id"], "not_here");
+  EXPECT_FALSE(report["skipped"][0]["reason"].get<std::string>().empty());
+  std::ifstream md(out / "report.md");
+  std::stringstream ss;
+  ss << md.rdbuf();
+  EXPECT_NE(ss.str().find("Skipped questions"), std::string::npos);
+}
+
+TEST_F(RunFolder, DuplicateIdsAndEscapingDbIdsAreRefusedNamingTheQuestion) {
+  data::DatasetSpec spec;
+  spec.data_dir = data_;
+  json dev = read_json(data_ / "dev.json");
+  json dup = dev;
+  dup[5]["question_id"] = dup[2]["question_id"];
+  write_json(data_ / "dev.json", dup);
+  auto d = data::load_dataset(spec);
+  ASSERT_FALSE(d.is_ok());
+  EXPECT_NE(d.status().message().find("duplicate question_id"), std::string::npos) << d.status().message();
+  EXPECT_NE(d.status().message().find("#5"), std::string::npos) << d.status().message();
+  EXPECT_NE(d.status().message().find("#2"), std::string::npos) << d.status().message();
+
+  for (const char* bad : {"../outside", "/etc", "a/b", "..", "a\\b"}) {
+    json esc = dev;
+    esc[3]["db_id"] = bad;
+    write_json(data_ / "dev.json", esc);
+    auto e = data::load_dataset(spec);
+    ASSERT_FALSE(e.is_ok()) << bad;
+    EXPECT_NE(e.status().message().find("db_id"), std::string::npos) << e.status().message();
+  }
+
+  // A database folder that is a symlink to somewhere outside the root.
+  write_json(data_ / "dev.json", dev);
+  const fs::path outside = dir_ / "elsewhere";
+  fs::rename(data_ / "dev_databases" / "music_store", outside);
+  fs::create_directory_symlink(outside, data_ / "dev_databases" / "music_store");
+  auto sym = data::load_dataset(spec);
+  ASSERT_FALSE(sym.is_ok());
+  EXPECT_NE(sym.status().message().find("outside the database root"), std::string::npos) << sym.status().message();
+}
+
+TEST_F(RunFolder, APredictionFileWithARepeatedIdIsRefusedNamingBothLines) {
+  data::DatasetSpec spec;
+  spec.data_dir = data_;
+  auto ds = data::load_dataset(spec);
+  ASSERT_TRUE(ds.is_ok()) << ds.status().message();
+  const fs::path preds = dir_ / "preds.jsonl";
+  std::ofstream(preds) << R"({"question_id": "0", "sql": "SELECT 1"})" "\n"
+                       << R"({"question_id": "1", "sql": "SELECT 2"})" "\n"
+                       << R"({"question_id": "0", "sql": "SELECT 3"})" "\n";
+  auto r = eval::read_predictions(preds, eval::PredictionFormat::kJsonl, *ds);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("preds.jsonl:3: duplicate question_id 0 (also line 1)"), std::string::npos)
+      << r.status().message();
+}
+
+}  // namespace
+}  // namespace nl2sql::pipeline
