@@ -99,6 +99,12 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
   }
   if (s.budget_stopped)
     std::cout << "budget reached: rerun with a higher --max-cost-usd to finish the rest\n";
+  if (s.unrecorded) {
+    std::cout << fmt::format("{} questions could not be RECORDED (the run store refused the writes: disk full?): "
+                             "free space and rerun the same command to redo them\n",
+                             s.unrecorded);
+    return kExitFailure;
+  }
   if (s.failed) {
     std::cout << fmt::format("{} of {} questions FAILED (no answer from the model, or a broken database): "
                              "see report.md's failed list; rerun the same command to attempt them again\n",

@@ -13,7 +13,7 @@ namespace nl2sql::cli {
 
 // Process exit codes, documented in the README.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;     // internal error
+inline constexpr int kExitFailure = 1;     // internal error, or run: results could not be recorded
 inline constexpr int kExitBadInput = 2;    // bad flags, files, config
 inline constexpr int kExitFailUnder = 3;   // --fail-under not met
 inline constexpr int kExitEndpointStopped = 4; // run: a failed preflight, a 401/403 or a repeated

@@ -1111,6 +1111,7 @@ Result<RunSummary> run(const RunOptions& options) {
   double cost_finished = 0;                // guarded by mu: cost of questions finished now
   std::atomic<bool> budget_stop{false};
   std::atomic<size_t> not_started{0};
+  std::atomic<size_t> unrecorded{0};  // finished, but the run store refused the final record
   const std::string primary_metric = manifest["primary_metric"];
   {
     core::ThreadPool pool(std::min(s.settings.threads, std::max<size_t>(1, pending.size())));
@@ -1163,6 +1164,7 @@ Result<RunSummary> run(const RunOptions& options) {
                                            rec);
               !st) {
             spdlog::error("question {}: cannot record its result: {}", q.question_id, st.message());
+            ++unrecorded;
           }
           if (rec.value("status", "") == "error")
             spdlog::warn("question {} failed: {}", q.question_id, rec.value("error", ""));
@@ -1201,6 +1203,11 @@ Result<RunSummary> run(const RunOptions& options) {
     if (report::record_correct(r, primary_metric)) ++summary.correct;
   }
   summary.not_started = not_started;
+  summary.unrecorded = unrecorded;
+  if (summary.unrecorded)
+    spdlog::error("{} questions could not be recorded (the run store refused the writes: disk full?); "
+                  "free space and rerun the same command to redo them",
+                  summary.unrecorded);
   summary.cancelled = options.cancel && options.cancel->load();
   if (auto fatal = s.client->fatal_error()) {
     summary.fatal_error = fatal->message();

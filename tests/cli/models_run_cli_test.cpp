@@ -3,7 +3,11 @@
 // run), exit 5 when questions failed.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "llm/fake_openai_server.h"
 #include "support/test_env.h"
@@ -79,6 +83,43 @@ TEST(RunCli, AFailedPreflightExitsFourAndFailedQuestionsExitFive) {
                            " --set llm.preflight=false --set llm.stop_after_repeated_errors=0");
   EXPECT_EQ(failed.exit_code, 5) << failed.out << failed.err;
   EXPECT_NE(failed.out.find("3 of 3 questions FAILED"), std::string::npos) << failed.out;
+}
+
+}  // namespace
+}  // namespace nl2sql::testing
+
+namespace nl2sql::testing {
+namespace {
+
+// A full disk, made deterministic with a file-size limit (writes past it fail with EFBIG, as
+// on a full filesystem): the run says what it could not record and exits 1; after "freeing
+// space" the same command redoes exactly those questions and nothing finished is lost.
+TEST(RunCli, WritesRefusedByAFullDiskAreSaidAndRedoneByTheRerun) {
+  TempDir dir;
+  const auto data = build_mini_bird(dir / "mini");
+  const auto config = dir / "sim.json";
+  std::ofstream(config) << R"({"llm": {"models": {"sim": {"provider": "sim"}}, "default_profile": "sim",
+    "cache": {"mode": "off"}}, "generate": {"generators": [{"name": "baseline", "samples": 1}]},
+    "fix": {"enabled": false}, "select": {"method": "self_consistency"},
+    "run": {"curve_points": [1], "threads": 1}})";
+  const std::string args = "run --config " + config.string() + " --benchmark bird --data " + data.string() +
+                           " --index-dir " + (dir / "index").string() + " --progress off --out " +
+                           (dir / "run").string();
+  // The value index first, without a limit: it is a cache outside the run folder.
+  ASSERT_EQ(run_nl2sql(args + "-warm").exit_code, 0);
+  const std::string limited = "sh -c \"trap '' XFSZ; ulimit -f 300; exec '" + std::string(NL2SQL_BINARY) + "' " +
+                              args + "\" >'" + (dir / "out.txt").string() + "' 2>&1";
+  int rc = std::system(limited.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 1);
+  std::ifstream in(dir / "out.txt");
+  std::stringstream out;
+  out << in.rdbuf();
+  EXPECT_NE(out.str().find("could not be RECORDED"), std::string::npos) << out.str();
+
+  auto rerun = run_nl2sql(args);
+  EXPECT_EQ(rerun.exit_code, 0) << rerun.out << rerun.err;
+  EXPECT_NE(rerun.out.find("(21/21 questions finished"), std::string::npos) << rerun.out;
 }
 
 }  // namespace

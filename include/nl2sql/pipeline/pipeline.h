@@ -82,6 +82,7 @@ struct RunSummary {
   size_t failed = 0;         // final records with status "error"
   size_t correct = 0;        // under the primary metric
   size_t not_started = 0;    // left out by cancellation or the budget
+  size_t unrecorded = 0;     // run, but the store refused their records (disk full): redone by a rerun
   bool cancelled = false;
   bool budget_stopped = false;
   // Non-empty: the run stopped early — a 401/403, the same refusal repeated
