@@ -31,16 +31,17 @@ size_t prompt_chars(const ChatRequest& r) {
   return n;
 }
 
-// The server's own explanation, from {"error":{"message":…}} or the body's start.
+// The server's own explanation, from {"error":{"message":…}} or the body's start; redacted
+// before it is cut (a key echoed across the cut would no longer be recognised after it).
 std::string server_message(const std::string& body) {
   auto j = json::parse(body, nullptr, false);
   if (!j.is_discarded() && j.is_object() && j.contains("error")) {
     const auto& e = j["error"];
     if (e.is_object() && e.contains("message") && e["message"].is_string())
-      return e["message"].get<std::string>();
-    if (e.is_string()) return e.get<std::string>();
+      return core::redact_and_cut(e["message"].get<std::string>(), 2000);
+    if (e.is_string()) return core::redact_and_cut(e.get<std::string>(), 2000);
   }
-  std::string s = body.substr(0, 300);
+  std::string s = core::redact_and_cut(body, 300);
   std::replace(s.begin(), s.end(), '\n', ' ');
   return s.empty() ? "(empty body)" : s;
 }
@@ -250,7 +251,7 @@ bool has_complete_answer(const std::string& text) {
 Result<ChatResponse> parse_chat_completion(const std::string& body, bool accept_truncated) {
   auto j = json::parse(body, nullptr, false);
   if (j.is_discarded()) {
-    std::string start = body.substr(0, 80);
+    std::string start = core::redact_and_cut(body, 80);
     return make_call_error(CallErrorKind::kNotJson,
                            "the answer is not JSON (or is truncated JSON), " +
                                std::to_string(body.size()) + " bytes starting \"" + start + "\"");
@@ -334,10 +335,10 @@ Result<ChatResponse> parse_chat_stream(const std::string& body, bool accept_trun
     }
     json chunk = json::parse(data, nullptr, false);
     if (chunk.is_discarded())
-      return make_call_error(CallErrorKind::kNotJson, "a streamed event is not JSON: \"" + data.substr(0, 80) + "\"");
+      return make_call_error(CallErrorKind::kNotJson, "a streamed event is not JSON: \"" + core::redact_and_cut(data, 80) + "\"");
     ++events;
     if (chunk.is_object() && chunk.contains("error"))
-      return make_call_error(CallErrorKind::kServer, "the stream carried an error: " + chunk["error"].dump().substr(0, 300));
+      return make_call_error(CallErrorKind::kServer, "the stream carried an error: " + core::redact_and_cut(chunk["error"].dump(), 300));
     if (chunk.contains("usage") && chunk["usage"].is_object()) usage = chunk["usage"];
     if (!chunk.contains("choices") || !chunk["choices"].is_array()) continue;
     for (const auto& c : chunk["choices"]) {
@@ -485,6 +486,7 @@ HttpRequest Client::http_request(const ModelProfile& profile, const std::string&
   if (!profile.api_key.empty() && !own_auth)
     http.headers.push_back({"Authorization", "Bearer " + profile.api_key});
   http.timeout = std::chrono::milliseconds(static_cast<int64_t>(profile.timeout_s * 1000));
+  http.max_response_bytes = settings_.max_response_bytes;
   if (profile.stream)
     http.idle_timeout = std::chrono::milliseconds(static_cast<int64_t>(profile.idle_timeout_s * 1000));
   return http;
@@ -573,7 +575,7 @@ Result<ChatResponse> Client::chat(const ChatRequest& request_in) {
       std::string first_user;
       for (const auto& m : request.messages)
         if (m.role == "user") { first_user = m.content; break; }
-      if (first_user.size() > 120) first_user = first_user.substr(0, 120) + "…";
+      if (first_user.size() > 120) first_user = core::redact_and_cut(first_user, 120) + "…";
       std::replace(first_user.begin(), first_user.end(), '\n', ' ');
       Result<ChatResponse> r = make_call_error(
           CallErrorKind::kReplayMiss,
@@ -736,8 +738,14 @@ Result<HttpResponse> Client::post_with_retries(const ModelProfile& profile, Prof
       ErrorCode code = posted.status().code();
       if (code == ErrorCode::kCancelled)
         return make_call_error(CallErrorKind::kCancelled, core::redact(posted.status().message()));
-      kind = code == ErrorCode::kTimeout ? CallErrorKind::kTimeout : CallErrorKind::kConnection;
       what = core::redact(posted.status().message());
+      // The answer outgrew llm.max_response_bytes: the same request would bring the same
+      // flood, so it is not retried.
+      if (code == ErrorCode::kRejected)
+        return make_call_error(CallErrorKind::kServer, "model profile \"" + profile.name + "\" at " +
+                                                           core::mask_url(profile.base_url) + ": " + what +
+                                                           " (" + call_label + "); not retried");
+      kind = code == ErrorCode::kTimeout ? CallErrorKind::kTimeout : CallErrorKind::kConnection;
       // A timed-out attempt may have cost the server minutes of generation: one more try at
       // most, whatever llm.retry.max_attempts says.
       if (kind == CallErrorKind::kTimeout && ++timeouts >= 2)
@@ -861,7 +869,7 @@ std::vector<PreflightResult> Client::preflight(const std::vector<std::string>& p
       t.errors_by_kind[call_error_kind_name(call_error_kind(parsed.status()))] = 1;
     } else {
       r.ok = true;
-      r.answer = parsed->text().substr(0, 200);
+      r.answer = core::redact_and_cut(parsed->text(), 200);
       const bool blank = parsed->text().find_first_not_of(" \t\r\n") == std::string::npos;
       if (parsed->finish_reasons.front() == "length")
         r.note = parsed->answer_from_reasoning.front() || blank

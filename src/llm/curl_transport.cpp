@@ -14,13 +14,32 @@ namespace {
 
 std::once_flag g_curl_init;
 
+// The body being received and its cap; `exceeded` tells post() why curl stopped.
+struct BodySink {
+  std::string* body;
+  size_t cap;  // 0: unlimited
+  bool exceeded = false;
+};
+
 size_t on_body(char* data, size_t size, size_t nmemb, void* user) {
-  static_cast<std::string*>(user)->append(data, size * nmemb);
-  return size * nmemb;
+  auto* sink = static_cast<BodySink*>(user);
+  const size_t n = size * nmemb;
+  if (sink->cap > 0 && sink->body->size() + n > sink->cap) {
+    sink->exceeded = true;
+    return 0;  // anything but n aborts the transfer (CURLE_WRITE_ERROR)
+  }
+  sink->body->append(data, n);
+  return n;
 }
 
+struct HeaderSink {
+  std::map<std::string, std::string>* headers;
+  BodySink* body;
+};
+
 size_t on_header(char* data, size_t size, size_t nmemb, void* user) {
-  auto* headers = static_cast<std::map<std::string, std::string>*>(user);
+  auto* hs = static_cast<HeaderSink*>(user);
+  auto* headers = hs->headers;
   std::string line(data, size * nmemb);
   auto colon = line.find(':');
   if (colon != std::string::npos) {
@@ -31,6 +50,15 @@ size_t on_header(char* data, size_t size, size_t nmemb, void* user) {
     auto b = value.find_first_not_of(" \t");
     auto e = value.find_last_not_of(" \t\r\n");
     (*headers)[name] = b == std::string::npos ? "" : value.substr(b, e - b + 1);
+    // A declared length over the cap: stop before the first body byte.
+    if (name == "content-length" && hs->body->cap > 0) {
+      const std::string& declared = (*headers)[name];
+      if (!declared.empty() && declared.find_first_not_of("0123456789") == std::string::npos &&
+          (declared.size() > 19 || std::stoull(declared) > hs->body->cap)) {
+        hs->body->exceeded = true;
+        return 0;
+      }
+    }
   } else if (line.rfind("HTTP/", 0) == 0) {
     headers->clear();  // a new response (after 100-continue or a redirect)
   }
@@ -86,9 +114,11 @@ Result<HttpResponse> CurlTransport::post(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  BodySink body_sink{&response.body, request.max_response_bytes};
+  HeaderSink header_sink{&response.headers, &body_sink};
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body_sink);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &header_sink);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(std::chrono::milliseconds(kConnectTimeout).count()));
@@ -110,6 +140,11 @@ Result<HttpResponse> CurlTransport::post(const HttpRequest& request) {
   curl_slist_free_all(headers);
   release_handle(curl);
 
+  if (body_sink.exceeded) {
+    return Status(ErrorCode::kRejected,
+                  "the response body exceeds the cap of " + std::to_string(request.max_response_bytes) +
+                      " bytes (llm.max_response_bytes; " + core::mask_url(request.url) + ")");
+  }
   if (rc != CURLE_OK) {
     // curl's messages never contain the request headers; the URL is masked all the same.
     std::string what = std::string(curl_easy_strerror(rc)) + " (" + core::mask_url(request.url) + ")";

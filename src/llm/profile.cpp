@@ -21,7 +21,7 @@ const std::set<std::string> kProfileKeys = {
     "idle_timeout_s", "stream",           "embedding_model"};
 const std::set<std::string> kLlmKeys = {"models", "roles", "default_profile", "max_in_flight",
                                         "retry",  "cache", "sim", "role_max_tokens",
-                                        "stop_after_repeated_errors", "preflight"};
+                                        "stop_after_repeated_errors", "preflight", "max_response_bytes"};
 // Fields build_chat_body writes that a profile may leave out.
 const std::set<std::string> kOmittable = {"temperature", "top_p", "max_tokens", "seed", "stop", "n"};
 
@@ -181,7 +181,9 @@ Result<ModelProfile> load_profile(const core::Config& config, const std::string&
     if (lower_name == "content-type")
       return invalid_input("config key \"" + base + ".headers." + name + "\": set by nl2sql itself");
   }
-  p.base_url = normalize_base_url(p.base_url);  if (p.base_url.rfind("sim:", 0) == 0) p.provider = "sim";
+  p.base_url = normalize_base_url(p.base_url);
+  core::register_url_credentials(p.base_url);
+  if (p.base_url.rfind("sim:", 0) == 0) p.provider = "sim";
   if (p.provider != "openai" && p.provider != "sim")
     return invalid_input("config key \"" + base + ".provider\" must be \"openai\" or \"sim\", not \"" +
                          p.provider + "\"");
@@ -304,6 +306,7 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
     ModelProfile p;
     p.name = "default";
     p.base_url = normalize_base_url(env_or("OPENAI_BASE_URL", kDefaultBaseUrl));
+    core::register_url_credentials(p.base_url);
     p.model = env_or("OPENAI_MODEL", "gpt-4o-mini");
     p.api_key_env = "OPENAI_API_KEY";
     read_api_key(p);
@@ -350,6 +353,11 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
   auto mif = config.get_int("llm.max_in_flight", 64);
   if (!mif) return mif.status();
   s.max_in_flight = *mif;
+  auto max_body = config.get_int("llm.max_response_bytes", static_cast<int64_t>(s.max_response_bytes));
+  if (!max_body) return max_body.status();
+  if (*max_body < 1024)
+    return invalid_input("config key \"llm.max_response_bytes\" must be >= 1024 (an answer needs room)");
+  s.max_response_bytes = static_cast<size_t>(*max_body);
 
   auto attempts = config.get_int("llm.retry.max_attempts", 5);
   if (!attempts) return attempts.status();

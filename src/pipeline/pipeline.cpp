@@ -1021,7 +1021,7 @@ Result<RunSummary> run(const RunOptions& options) {
     manifest["created_at"] = (**old).value("created_at", manifest["created_at"].get<std::string>());
   }
   NL2SQL_RETURN_IF_ERROR((*store)->save_manifest(manifest));
-  NL2SQL_RETURN_IF_ERROR((*store)->save_resolved_config(s.config.json()));
+  NL2SQL_RETURN_IF_ERROR((*store)->save_resolved_config(core::redact_json(s.config.json())));
   if (summary.simulated)
     spdlog::warn("the sim provider answers some roles: every accuracy in this run is SIMULATED "
                  "(derived from gold), not a model's");

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "llm/fake_openai_server.h"
 #include "nl2sql/core/hash.h"
 #include "support/test_env.h"
@@ -150,6 +152,112 @@ TEST_F(HardeningSecrets, KeysNeverReachFilesLogsOrOutputEvenOnErrorPaths) {
   }
   EXPECT_GT(files, 10u);
   EXPECT_TRUE(fs::exists(dir_ / "cache" / "llm.sqlite"));
+  EXPECT_TRUE(found.empty()) << [&] {
+    std::string s;
+    for (const auto& f : found) s += f + "\n";
+    return s;
+  }();
+}
+
+// Every form a secret can take on the wire, echoed back by a careless server, must stay out of
+// every file a run writes: the API key (plain, base64, percent-encoded, cut at 300 characters),
+// a header value read from the environment, and Basic credentials from OPENAI_BASE_URL's
+// userinfo (the password and base64("user:password"), which curl sends as Basic auth).
+TEST_F(HardeningSecrets, NoSecretFormReachesAnyFileTheRunWrites) {
+  const std::string key = kProfileKey;
+  const std::string header_value = "hdr-CANARY-5c0e9a7b31f4";
+  const std::string user = "runner", password = "pw-CANARY-8d2f6b";
+  setenv("NL2SQL_SECRETS_TEST_HEADER", header_value.c_str(), 1);
+  auto b64 = [](const std::string& in) {
+    static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+      uint32_t n = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+      for (int k = 3; k >= 0; --k) out.push_back(a[(n >> (6 * k)) & 63]);
+    }
+    if (i < in.size()) {
+      uint32_t n = uint8_t(in[i]) << 16;
+      if (i + 1 < in.size()) n |= uint8_t(in[i + 1]) << 8;
+      out += std::string{a[(n >> 18) & 63], a[(n >> 12) & 63]} + (i + 1 < in.size() ? a[(n >> 6) & 63] : '=') + "=";
+    }
+    return out;
+  };
+  auto pct = [](const std::string& in) {
+    std::string out;
+    for (unsigned char c : in) {
+      if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out.push_back(static_cast<char>(c));
+      else out += fmt::format("%{:02X}", c);
+    }
+    return out;
+  };
+  const std::string basic = b64(user + ":" + password);
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t seq) {
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string echo = "Authorization: " + auth + " X-Api-Key: " + req.get_header_value("X-Api-Key");
+    // The bearer token alone, when there is one, to echo in other encodings.
+    const std::string token = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : auth;
+    switch (seq % 9) {
+      case 2: return FakeReply(500, json{{"error", {{"message", "echo " + echo}}}}.dump());
+      case 4: return FakeReply(500, json{{"error", {{"message", "b64 " + b64(token) + " pct " + pct(token)}}}}.dump());
+      case 6: return FakeReply(400, std::string(280, '-') + echo);  // the key across the 300-character cut
+      default: break;
+    }
+    uint64_t h = core::xxh64(req.body);
+    std::string sql = h % 2 ? "SELECT count(*) FROM school" : "SELECT nope FROM district";
+    return FakeReply(200, llm::testing::completion_body("Answer: A\n```json\n[\"school\"]\n```\n```sql\n" + sql + "\n```"));
+  });
+  fs::path config = write_config(server.base_url());
+  {
+    // gen: key from its own variable plus a secret header; judge: no key, the endpoint from
+    // OPENAI_BASE_URL with userinfo, so curl sends Basic auth.
+    json cfg = json::parse(read_all(config));
+    cfg["llm"]["models"]["gen"]["headers"] = {{"X-Api-Key", "${NL2SQL_SECRETS_TEST_HEADER}"}};
+    cfg["llm"]["models"]["judge"].erase("base_url");
+    cfg["llm"]["models"]["judge"]["api_key_env"] = "";
+    std::ofstream(config) << cfg.dump(2);
+  }
+  std::string url = server.base_url();
+  url.insert(url.find("://") + 3, user + ":" + password + "@");
+  const char* old_base = std::getenv("OPENAI_BASE_URL");
+  std::optional<std::string> saved_base = old_base ? std::optional<std::string>(old_base) : std::nullopt;
+  setenv("OPENAI_BASE_URL", url.c_str(), 1);
+  auto run = testing::run_nl2sql(run_args(config, dir_ / "run", dir_ / "logs" / "run.log") + " --questions 0-9");
+  if (saved_base) setenv("OPENAI_BASE_URL", saved_base->c_str(), 1);
+  else unsetenv("OPENAI_BASE_URL");
+  unsetenv("NL2SQL_SECRETS_TEST_HEADER");
+
+  // The forms were really on the wire.
+  bool saw_bearer = false, saw_basic = false;
+  for (const auto& a : server.authorizations()) {
+    saw_bearer = saw_bearer || a == "Bearer " + key;
+    saw_basic = saw_basic || a == "Basic " + basic;
+  }
+  EXPECT_TRUE(saw_bearer);
+  EXPECT_TRUE(saw_basic);
+  const std::vector<std::string> needles = {key,        key.substr(0, 14), key.substr(key.size() - 14),
+                                            b64(key),   pct(key),          header_value,
+                                            password,   basic,             user + ":" + password};
+  std::vector<std::string> found;
+  size_t files = 0;
+  auto search = [&](const std::string& text, const std::string& where) {
+    for (const auto& n : needles)
+      if (text.find(n) != std::string::npos) found.push_back(where + " contains " + n);
+  };
+  for (const auto& entry : fs::recursive_directory_iterator(dir_.path())) {
+    if (!entry.is_regular_file() || entry.path().filename() == "secrets.json") continue;
+    ++files;
+    search(read_all(entry.path()), fs::relative(entry.path(), dir_.path()).string());
+  }
+  search(run.out, "stdout");
+  search(run.err, "stderr");
+  EXPECT_GT(files, 10u);
+  const std::string log = read_all(dir_ / "logs" / "run.log");
+  // Which profile's request meets an echoing answer depends on the threads' order: either
+  // header form, redacted, shows the echo reached the log.
+  EXPECT_TRUE(log.find("Authorization: Bearer ***") != std::string::npos ||
+              log.find("Authorization: Basic ***") != std::string::npos)
+      << run.out << log.substr(0, 3000);
   EXPECT_TRUE(found.empty()) << [&] {
     std::string s;
     for (const auto& f : found) s += f + "\n";

@@ -41,6 +41,9 @@ struct FakeReply {
   std::string body;
   std::map<std::string, std::string> headers;
   std::chrono::milliseconds delay;
+  // Send the body with chunked transfer encoding in 16 KiB pieces: no Content-Length, so a
+  // client learns the size only while reading (a runaway stream).
+  bool chunked = false;
 };
 
 // A Chat Completions body with one choice.
@@ -287,6 +290,17 @@ class FakeOpenAiServer {
     }
     res.status = reply.status;
     for (const auto& [k, v] : reply.headers) res.set_header(k, v);
+    if (reply.chunked) {
+      auto body = std::make_shared<std::string>(std::move(reply.body));
+      res.set_chunked_content_provider("application/json", [body](size_t offset, httplib::DataSink& sink) {
+        if (offset >= body->size()) {
+          sink.done();
+          return true;
+        }
+        return sink.write(body->data() + offset, std::min<size_t>(16384, body->size() - offset));
+      });
+      return;
+    }
     res.set_content(reply.body, "application/json");
   }
 

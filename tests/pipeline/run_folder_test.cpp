@@ -144,6 +144,33 @@ TEST_F(RunFolder, DuplicateIdsAndEscapingDbIdsAreRefusedNamingTheQuestion) {
   EXPECT_NE(sym.status().message().find("outside the database root"), std::string::npos) << sym.status().message();
 }
 
+TEST_F(RunFolder, APasswordInAProfilesBaseUrlNeverReachesTheRunFolder) {
+  core::Config c(json::parse(R"({
+    "llm": {"models": {"m": {"base_url": "http://tester:pa55-w0rd-x9@127.0.0.1:9/v1", "model": "x", "api_key_env": ""}},
+            "default_profile": "m", "cache": {"mode": "off"}, "preflight": false,
+            "retry": {"max_attempts": 1}},
+    "generate": {"generators": [{"name": "baseline", "samples": 1}]},
+    "fix": {"enabled": false}, "select": {"method": "self_consistency"}, "run": {"curve_points": [1]}
+  })"));
+  const fs::path out = dir_ / "run";
+  RunOptions o = options(c, out);
+  o.filter.ranges = "0";
+  auto summary = run(o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  size_t files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(out)) {
+    if (!entry.is_regular_file()) continue;
+    ++files;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    EXPECT_EQ(ss.str().find("pa55-w0rd-x9"), std::string::npos) << entry.path();
+  }
+  EXPECT_GE(files, 4u);
+  EXPECT_NE(read_json(out / "config.resolved.json")["llm"]["models"]["m"]["base_url"].get<std::string>().find("***@"),
+            std::string::npos);
+}
+
 TEST_F(RunFolder, APredictionFileWithARepeatedIdIsRefusedNamingBothLines) {
   data::DatasetSpec spec;
   spec.data_dir = data_;

@@ -16,6 +16,7 @@
 
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/status.h"
+#include "nl2sql/llm/transport.h"
 
 namespace nl2sql::llm {
 
@@ -102,6 +103,8 @@ struct LlmSettings {
   bool preflight = true;                     // one real request per used profile before a run
   std::string default_profile = "default";
   int64_t max_in_flight = 64;                // across all profiles
+  // Cap on one HTTP response body (llm.max_response_bytes; see kDefaultMaxResponseBytes).
+  size_t max_response_bytes = kDefaultMaxResponseBytes;
   RetryPolicy retry;
   CacheSettings cache;
   SimSettings sim;

@@ -2,7 +2,8 @@
 // JSON body, timeout) and a Transport performs the POST; tests inject a fake (or point the
 // real one at an in-process server on 127.0.0.1). Transports report what happened on the wire
 // only: an HTTP status of any value is a successful post(); connection failures, timeouts and
-// cancellation are error Statuses (kUnavailable, kTimeout, kCancelled). The client decides
+// cancellation are error Statuses (kUnavailable, kTimeout, kCancelled), a body over
+// HttpRequest::max_response_bytes is kRejected. The client decides
 // what to retry.
 //
 // CurlTransport is the real one (libcurl). It is thread-safe: each concurrent post() borrows
@@ -25,6 +26,11 @@ namespace nl2sql::llm {
 
 // Named constants (see STYLE.md): connecting should never take long on a healthy network.
 inline constexpr std::chrono::seconds kConnectTimeout{10};
+// Default cap on one response body (llm.max_response_bytes). An answer is text: even a
+// 128k-token completion is ~0.5 MB, a batch of embeddings a few MB of JSON numbers; 16 MiB
+// leaves room for n > 1 candidates and reasoning text while a runaway or hostile server can
+// no longer exhaust memory (a 3 GiB body used to be read whole).
+inline constexpr size_t kDefaultMaxResponseBytes = size_t{16} << 20;
 
 struct HttpRequest {
   std::string url;
@@ -34,6 +40,9 @@ struct HttpRequest {
   // 0: none. Else the attempt ends when no byte arrived for this long (curl's low-speed
   // limit): meaningful for streamed answers, where a live server writes continuously.
   std::chrono::milliseconds idle_timeout{0};
+  // 0: unlimited. Else a body (or a declared Content-Length) larger than this ends the
+  // transfer and post() returns kRejected naming the cap and llm.max_response_bytes.
+  size_t max_response_bytes = kDefaultMaxResponseBytes;
 };
 
 struct HttpResponse {
