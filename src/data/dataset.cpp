@@ -107,7 +107,8 @@ std::vector<std::string_view> split_lines(std::string_view text) {
   return lines;
 }
 
-Result<std::vector<Question>> read_json_questions(const fs::path& path, Benchmark b) {
+Result<std::vector<Question>> read_json_questions(const fs::path& path, Benchmark b,
+                                                 std::vector<std::string>& warnings) {
   auto doc = core::read_json_file(path);
   if (!doc) return doc.status();
   if (!doc->is_array()) return invalid_input(path.string() + ": expected a JSON array of questions");
@@ -130,11 +131,18 @@ Result<std::vector<Question>> read_json_questions(const fs::path& path, Benchmar
       auto id = string_field(o, "question_id", false, where);
       if (!id) return id.status();
       q.question_id = id->empty() ? std::to_string(i) : *id;
-      // A run, its store and its predictions are keyed by the id: two questions with one id
-      // would silently become one.
-      if (auto [it, fresh] = seen.emplace(q.question_id, i); !fresh)
-        return invalid_input(where + ": duplicate question_id \"" + q.question_id + "\" (also question #" +
-                             std::to_string(it->second) + ")");
+      // A run and its store are keyed by the id, so two questions with one id would silently
+      // become one. The official BIRD mini-dev file repeats two ids (137 and 138, each twice, as
+      // the same question) and its evaluator pairs predictions by position: keep both, the later
+      // one under "<id>@<position>", and say so.
+      if (auto [it, fresh] = seen.emplace(q.question_id, i); !fresh) {
+        const std::string original = q.question_id;
+        q.question_id = original + "@" + std::to_string(i);
+        warnings.push_back(where + ": repeats question_id \"" + original + "\" of question #" +
+                           std::to_string(it->second) + "; kept as \"" + q.question_id +
+                           "\" (BIRD pairs predictions by position)");
+        seen.emplace(q.question_id, i);
+      }
       auto ev = string_field(o, "evidence", false, where);
       if (!ev) return ev.status();
       q.evidence = *ev;
@@ -532,7 +540,7 @@ Result<Dataset> load_dataset(const DatasetSpec& spec) {
   else if (ext == ".sql" || ext == ".txt")
     qs = read_gold_file(layout->questions);
   else
-    qs = read_json_questions(layout->questions, spec.benchmark);
+    qs = read_json_questions(layout->questions, spec.benchmark, ds.warnings);
   if (!qs) return qs.status();
   ds.total_questions = qs->size();
 

@@ -1,13 +1,19 @@
 #include "nl2sql/db/executor.h"
 
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "nl2sql/core/hash.h"
 
@@ -92,6 +98,17 @@ bool only_blank_or_comments(const char* tail) {
 
 size_t value_bytes(const Value& v) { return sizeof(Value) + v.s.size(); }
 
+// Bounds on how long the caller waits past the deadline for a statement stuck inside one
+// function call before it abandons the worker (see run_impl).
+constexpr double kAbandonGraceMinS = 0.1;
+constexpr double kAbandonGraceMaxS = 1.0;
+
+Clock::time_point conn_deadline_plus(Clock::time_point at, std::chrono::duration<double> d) {
+  return at + std::chrono::duration_cast<Clock::duration>(d);
+}
+
+// Per-connection state read by the progress handler lives in the connection; see Executor.
+
 }  // namespace
 
 const char* exec_status_name(ExecStatus s) {
@@ -156,6 +173,84 @@ void hash_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   sqlite3_result_int64(ctx, static_cast<int64_t>(h >> 1));
 }
 
+// Private snapshots of databases with committed rows in their -wal. Reading a WAL database in
+// place needs a -shm file beside it (created if absent: a write to the user's folder) and fails
+// in a read-only folder. Instead the main file and its -wal are copied to a private temporary
+// folder and checkpointed there into one plain file, which is then opened immutable. One
+// snapshot per (path, main and -wal size and mtime); all are removed at process exit.
+class WalSnapshots {
+ public:
+  ~WalSnapshots() {
+    std::error_code ec;
+    for (auto& [key, dir] : dirs_) std::filesystem::remove_all(dir, ec);
+  }
+  Result<std::filesystem::path> get(const std::filesystem::path& path) {
+    std::filesystem::path wal = path;
+    wal += "-wal";
+    const std::string key = path.string() + "|" + file_stamp(path) + "|" + file_stamp(wal);
+    std::lock_guard lock(mu_);
+    if (auto it = dirs_.find(key); it != dirs_.end()) return it->second / "snapshot.sqlite";
+    std::string tmpl = (std::filesystem::temp_directory_path() / "nl2sql-wal-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data()))
+      return Status(ErrorCode::kIo, "cannot create a snapshot folder for " + path.string() +
+                                        ": " + std::strerror(errno));
+    const std::filesystem::path dir = tmpl;
+    const std::filesystem::path copy = dir / "snapshot.sqlite";
+    std::filesystem::path copy_wal = copy;
+    copy_wal += "-wal";
+    std::error_code ec;
+    std::filesystem::copy_file(path, copy, ec);
+    if (!ec) std::filesystem::copy_file(wal, copy_wal, ec);
+    std::string error;
+    if (!ec) error = checkpoint(copy);
+    if (ec || !error.empty()) {
+      std::filesystem::remove_all(dir, ec);
+      return Status(ErrorCode::kIo, "cannot snapshot WAL database " + path.string() + ": " +
+                                        (error.empty() ? ec.message() : error));
+    }
+    spdlog::info("{} has committed rows in its -wal file: reading a private snapshot ({}) so "
+                 "that nothing is written beside it",
+                 path.string(), copy.string());
+    dirs_[key] = dir;
+    return copy;
+  }
+
+ private:
+  static std::string file_stamp(const std::filesystem::path& p) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) return "-";
+    return std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec);
+  }
+  // Folds the copied -wal into the copied main file and leaves it in rollback-journal mode, so
+  // it opens immutable with no side files.
+  static std::string checkpoint(const std::filesystem::path& copy) {
+    sqlite3* db = nullptr;
+    int rc = sqlite3_open_v2(copy.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                             nullptr);
+    std::string error;
+    if (rc == SQLITE_OK) {
+      sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+      sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+      char* err = nullptr;
+      rc = sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;",
+                        nullptr, nullptr, &err);
+      if (err) error = err;
+      sqlite3_free(err);
+    }
+    if (rc != SQLITE_OK && error.empty()) error = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db);
+    return error;
+  }
+  std::mutex mu_;
+  std::map<std::string, std::filesystem::path> dirs_;  // guarded by mu_
+};
+
+Result<std::filesystem::path> wal_snapshot(const std::filesystem::path& path) {
+  static WalSnapshots snapshots;
+  return snapshots.get(path);
+}
+
 }  // namespace
 
 Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutable) {
@@ -164,9 +259,17 @@ Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutabl
     return not_found("database file not found: " + path.string());
   std::filesystem::path wal = path;
   wal += "-wal";
-  if (std::filesystem::exists(wal, ec)) immutable = false;
+  std::filesystem::path open_path = path;
+  if (std::filesystem::exists(wal, ec)) {
+    if (std::filesystem::file_size(wal, ec) > 0 && !ec) {
+      auto snap = wal_snapshot(path);
+      if (!snap) return snap.status();
+      open_path = *snap;
+    }
+    immutable = true;  // the snapshot is ours and never changes; an empty -wal holds nothing
+  }
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(uri_for(path, immutable).c_str(), &db,
+  int rc = sqlite3_open_v2(uri_for(open_path, immutable).c_str(), &db,
                            SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
@@ -187,6 +290,65 @@ void lock_down_read_only(sqlite3* db) {
   sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
   sqlite3_set_authorizer(db, authorizer, nullptr);
 }
+
+namespace {
+
+// Steps `stmt` to the end, appending typed rows to `rs`, within the row cap and the byte cap.
+// A value's size is checked before it is copied, so an oversized one is never duplicated.
+std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline& deadline,
+                                             const QueryLimits& limits, ResultSet& rs) {
+  const int ncol = sqlite3_column_count(stmt);
+  sqlite3* db = sqlite3_db_handle(stmt);
+  const size_t cap = limits.max_result_bytes;
+  auto over_bytes = [&] {
+    return std::make_pair(ExecStatus::kRowCap,
+                          "result larger than " + std::to_string(cap) + " bytes");
+  };
+  size_t bytes = 0;
+  auto& rows = rs.rows;
+  for (;;) {
+    int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) {
+      if (deadline.fired || rc == SQLITE_INTERRUPT)
+        return {ExecStatus::kTimeout,
+                "query exceeded the " + std::to_string(limits.timeout_s) + " s timeout"};
+      if (rc == SQLITE_TOOBIG)
+        return {ExecStatus::kRowCap,
+                std::string("a value is larger than the result's byte cap: ") + sqlite3_errmsg(db)};
+      if (rc == SQLITE_NOMEM)
+        return {ExecStatus::kRowCap, "out of memory while computing the result"};
+      return {ExecStatus::kError, sqlite3_errmsg(db)};
+    }
+    if (limits.row_cap > 0 && rows.size() >= limits.row_cap)
+      return {ExecStatus::kRowCap, "result has more than " + std::to_string(limits.row_cap) + " rows"};
+    Row row;
+    row.reserve(static_cast<size_t>(ncol));
+    for (int c = 0; c < ncol; ++c) {
+      const int type = sqlite3_column_type(stmt, c);
+      if (type == SQLITE_TEXT || type == SQLITE_BLOB) {
+        const void* p = type == SQLITE_TEXT ? static_cast<const void*>(sqlite3_column_text(stmt, c))
+                                            : sqlite3_column_blob(stmt, c);
+        const auto n = static_cast<size_t>(sqlite3_column_bytes(stmt, c));
+        if (cap > 0 && bytes + sizeof(Value) + n > cap) return over_bytes();
+        std::string v = p ? std::string(static_cast<const char*>(p), n) : std::string();
+        row.push_back(type == SQLITE_TEXT ? Value::text(std::move(v)) : Value::blob(std::move(v)));
+      } else if (type == SQLITE_INTEGER) {
+        row.push_back(Value::integer(sqlite3_column_int64(stmt, c)));
+      } else if (type == SQLITE_FLOAT) {
+        row.push_back(Value::real(sqlite3_column_double(stmt, c)));
+      } else {
+        row.push_back(Value::null());
+      }
+      bytes += value_bytes(row.back());
+    }
+    if (cap > 0 && bytes > cap) return over_bytes();
+    rows.push_back(std::move(row));
+  }
+  return {ExecStatus::kOk, ""};
+}
+
+}  // namespace
 
 struct Executor::Connection {
   sqlite3* db = nullptr;
@@ -298,7 +460,9 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
   struct Return {
     Pool* pool;
     std::unique_ptr<Connection>& conn;
-    ~Return() { pool->release(std::move(conn)); }
+    ~Return() {
+      if (conn) pool->release(std::move(conn));
+    }
   } give_back{pool, conn};
 
   if (conn->reverse_scan != limits.reverse_scan_order) {
@@ -387,55 +551,83 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     conn->deadline.at =
         started + std::chrono::duration_cast<Clock::duration>(
                       std::chrono::duration<double>(limits.timeout_s));
-  struct Disarm {
-    Deadline& d;
-    ~Disarm() { d.active = false; }
-  } disarm{conn->deadline};
 
-  size_t bytes = 0;
-  auto& rows = out.result.rows;
-  for (;;) {
-    rc = sqlite3_step(stmt);
-    if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) {
-      if (conn->deadline.fired || rc == SQLITE_INTERRUPT)
-        return finish(ExecStatus::kTimeout,
-                      "query exceeded the " + std::to_string(limits.timeout_s) + " s timeout");
-      if (rc == SQLITE_TOOBIG)
-        return finish(ExecStatus::kRowCap, std::string("a value is larger than the result's byte cap: ") +
-                                               sqlite3_errmsg(conn->db));
-      return finish(ExecStatus::kError, sqlite3_errmsg(conn->db));
-    }
-    if (limits.row_cap > 0 && rows.size() >= limits.row_cap)
-      return finish(ExecStatus::kRowCap,
-                    "result has more than " + std::to_string(limits.row_cap) + " rows");
-    Row row;
-    row.reserve(static_cast<size_t>(ncol));
-    for (int c = 0; c < ncol; ++c) {
-      switch (sqlite3_column_type(stmt, c)) {
-        case SQLITE_INTEGER: row.push_back(Value::integer(sqlite3_column_int64(stmt, c))); break;
-        case SQLITE_FLOAT: row.push_back(Value::real(sqlite3_column_double(stmt, c))); break;
-        case SQLITE_TEXT: {
-          const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
-          row.push_back(Value::text(std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt, c)))));
-          break;
-        }
-        case SQLITE_BLOB: {
-          const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt, c));
-          int n = sqlite3_column_bytes(stmt, c);
-          row.push_back(Value::blob(p ? std::string(p, static_cast<size_t>(n)) : std::string()));
-          break;
-        }
-        default: row.push_back(Value::null()); break;
-      }
-      bytes += value_bytes(row.back());
-    }
-    if (bytes > limits.max_result_bytes)
-      return finish(ExecStatus::kRowCap, "result larger than " +
-                                             std::to_string(limits.max_result_bytes) + " bytes");
-    rows.push_back(std::move(row));
+  if (!conn->deadline.active) {
+    auto [st, err] = step_rows(stmt, conn->deadline, limits, out.result);
+    conn->deadline.active = false;
+    return finish(st, std::move(err));
   }
-  return finish(ExecStatus::kOk, "");
+
+  // With a deadline the statement steps on a worker thread. The progress handler ends it at
+  // the deadline between VM steps; a single function call that never returns to the VM (LIKE,
+  // GLOB, instr over long strings; sqlite3_interrupt does not reach them) would hold the caller
+  // for as long as it runs. So after a grace period the caller answers kTimeout and abandons
+  // the worker: it keeps the statement and the connection, which it closes when the call ends;
+  // the connection never goes back to the pool.
+  struct Job {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;       // guarded by mu
+    bool abandoned = false;  // guarded by mu
+    std::unique_ptr<Connection> conn;
+    sqlite3_stmt* stmt = nullptr;
+    QueryLimits limits;
+    ExecStatus status = ExecStatus::kOk;
+    std::string error;
+    ResultSet result;
+  };
+  auto job = std::make_shared<Job>();
+  job->conn = std::move(conn);
+  job->stmt = stmt;
+  job->limits = limits;
+  job->result.columns = out.result.columns;
+  stmt = nullptr;  // owned by the job now
+  auto work = [job] {
+    auto [st, err] = step_rows(job->stmt, job->conn->deadline, job->limits, job->result);
+    job->conn->deadline.active = false;
+    bool abandoned;
+    {
+      std::lock_guard lock(job->mu);
+      job->status = st;
+      job->error = std::move(err);
+      job->done = true;
+      abandoned = job->abandoned;
+    }
+    if (abandoned) {
+      sqlite3_finalize(job->stmt);
+      job->stmt = nullptr;
+      job->conn.reset();  // closes the connection
+      job->result.rows.clear();
+    } else {
+      job->cv.notify_all();
+    }
+  };
+  std::thread worker;
+  try {
+    worker = std::thread(work);
+  } catch (const std::system_error&) {
+    work();  // no thread to be had: run here, bounded only by the progress handler
+  }
+  const auto grace = std::chrono::duration<double>(
+      std::clamp(limits.timeout_s * 0.5, kAbandonGraceMinS, kAbandonGraceMaxS));
+  const auto give_up = conn_deadline_plus(job->conn->deadline.at, grace);
+  std::unique_lock lock(job->mu);
+  if (!job->cv.wait_until(lock, give_up, [&] { return job->done; })) {
+    job->abandoned = true;
+    sqlite3_interrupt(job->conn->db);  // may end it early where SQLite checks; harmless otherwise
+    lock.unlock();
+    worker.detach();
+    return finish(ExecStatus::kTimeout,
+                  "query exceeded the " + std::to_string(limits.timeout_s) +
+                      " s timeout inside one function call; its connection was discarded");
+  }
+  lock.unlock();
+  if (worker.joinable()) worker.join();
+  conn = std::move(job->conn);
+  stmt = job->stmt;  // finalized by `fin`
+  job->stmt = nullptr;
+  out.result = std::move(job->result);
+  return finish(job->status, std::move(job->error));
 }
 
 Result<std::string> database_fingerprint(const std::filesystem::path& path) {
@@ -443,8 +635,17 @@ Result<std::string> database_fingerprint(const std::filesystem::path& path) {
   static std::unordered_map<std::string, std::pair<std::string, std::string>> memo;  // guarded
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return not_found("database file not found: " + path.string());
-  std::string stamp = std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
-                      std::to_string(st.st_mtim.tv_nsec);
+  auto stamp_of = [](const struct stat& s) {
+    return std::to_string(s.st_size) + ":" + std::to_string(s.st_mtim.tv_sec) + "." +
+           std::to_string(s.st_mtim.tv_nsec);
+  };
+  std::string stamp = stamp_of(st);
+  // Committed rows may live in the -wal file: its content is part of what a query sees.
+  std::filesystem::path wal = path;
+  wal += "-wal";
+  struct stat wst {};
+  const bool has_wal = ::stat(wal.c_str(), &wst) == 0 && wst.st_size > 0;
+  if (has_wal) stamp += "|wal:" + stamp_of(wst);
   {
     std::lock_guard lock(mu);
     auto it = memo.find(path.string());
@@ -452,9 +653,15 @@ Result<std::string> database_fingerprint(const std::filesystem::path& path) {
   }
   auto h = core::xxh128_file(path);
   if (!h) return h.status();
+  std::string fp = *h;
+  if (has_wal) {
+    auto wh = core::xxh128_file(wal);
+    if (!wh) return wh.status();
+    fp = core::xxh128_hex(fp + "+wal:" + *wh);
+  }
   std::lock_guard lock(mu);
-  memo[path.string()] = {stamp, *h};
-  return *h;
+  memo[path.string()] = {stamp, fp};
+  return fp;
 }
 
 }  // namespace nl2sql::db

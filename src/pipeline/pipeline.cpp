@@ -915,6 +915,8 @@ Result<RunSummary> run(const RunOptions& options) {
   s.ds = &*ds;
   for (const auto& sk : ds->skipped)
     spdlog::warn("question {} skipped: {}", sk.question_id, sk.reason);
+  for (size_t i = 0; i < ds->warnings.size() && i < 5; ++i) spdlog::warn("{}", ds->warnings[i]);
+  if (ds->warnings.size() > 5) spdlog::warn("… and {} more dataset warnings", ds->warnings.size() - 5);
   auto picked = select_questions(*ds, options.filter);
   if (!picked) return picked.status();
   summary.questions = picked->size();

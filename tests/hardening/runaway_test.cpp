@@ -127,6 +127,28 @@ TEST_F(Runaway, HugeValuesEndAtTheByteCap) {
   expect_healthy(ex);
 }
 
+// One function call that never returns to SQLite's VM (LIKE/GLOB/instr over long strings):
+// neither the progress handler nor sqlite3_interrupt reaches it. The caller gets kTimeout
+// shortly after the deadline; the stuck connection is discarded, and the next query runs on a
+// fresh one. (Each call below runs some seconds on its abandoned worker, then ends.)
+TEST_F(Runaway, SingleFunctionCallEndsAtTheTimeout) {
+  ExecutorOptions o;
+  o.max_concurrent = 1;
+  Executor ex(o);
+  QueryLimits lim;
+  lim.timeout_s = 0.5;
+  for (const char* sql :
+       {"SELECT printf('%.*c',1000000,'a') LIKE '%'||printf('%.*c',6000,'a')||'b'",
+        "SELECT printf('%.*c',1000000,'a') GLOB '*'||printf('%.*c',6000,'a')||'b'",
+        "SELECT instr(printf('%.*c',3000000,'a'), printf('%.*c',30000,'a')||'b')"}) {
+    SCOPED_TRACE(sql);
+    auto r = ex.run(db_, sql, lim);
+    EXPECT_EQ(r.status, ExecStatus::kTimeout) << exec_status_name(r.status) << ": " << r.error;
+    EXPECT_TRUE(r.result.rows.empty());
+    expect_healthy(ex);
+  }
+}
+
 TEST_F(Runaway, OneWorkerSurvivesManyInterruptedQueries) {
   ExecutorOptions o;
   o.limits.timeout_s = 0.05;
@@ -176,12 +198,20 @@ TEST_F(Runaway, MemoryStaysBoundedUnderAnAddressSpaceCap) {
       _exit(13);
     if (ex.run(db_, "SELECT * FROM a, b, c", lim).status != ExecStatus::kRowCap) _exit(14);
     if (!ex.run(db_, "SELECT COUNT(*) FROM a", lim).ok()) _exit(15);
+    // The memory bombs of issue 20, at their full size, with the default limits too.
+    int code = 16;
+    for (const char* sql : {"SELECT zeroblob(1000000000)", "SELECT randomblob(900000000)",
+                            "SELECT length(hex(zeroblob(300000000)))"}) {
+      if (ex.run(db_, sql, lim).status != ExecStatus::kRowCap) _exit(code);
+      if (ex.run(db_, sql).status != ExecStatus::kRowCap) _exit(code + 3);
+      ++code;
+    }
     _exit(0);
   }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no cap set; 11-15: the query numbered in the test did not end as expected";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no cap set; 11-21: the query numbered in the test did not end as expected";
 #endif
 }
 

@@ -9,6 +9,17 @@
 //  - exactly one statement runs: sqlite3_stmt_readonly() must hold, and any non-blank text
 //    after the first statement (other than comments) rejects the query;
 //  - a deadline enforced by a progress handler (timeout) and a row cap end runaway queries.
+//    With a timeout the statement steps on a worker thread: one function call that never
+//    returns to SQLite's VM (LIKE/GLOB/instr over long strings, which neither the progress
+//    handler nor sqlite3_interrupt reaches) is answered kTimeout shortly after the deadline
+//    (grace: half the timeout, 0.1-1 s); its worker keeps the connection, which is closed,
+//    never pooled again, when the call ends. That worker still uses a core until then;
+//  - memory: a result's bytes are counted as rows are read, each value's size checked before
+//    it is copied, and SQLite's length limit equals the byte cap, so no single value outgrows
+//    it (zeroblob(1e9) is kRowCap at once);
+//  - a database with committed rows in its -wal is read through a private snapshot (copied and
+//    checkpointed in a temporary folder, logged), so nothing is created beside the user's files
+//    and a read-only folder works; without a -wal, files open mode=ro&immutable=1.
 // Expected failures are statuses inside ExecutionResult, never exceptions.
 //
 // Connections are pooled per path and kept for the Executor's lifetime: a database file that is
@@ -59,7 +70,9 @@ struct ExecutionResult {
 struct QueryLimits {
   double timeout_s = 30.0;             // <= 0: no timeout
   size_t row_cap = 100000;             // 0: unlimited
-  size_t max_result_bytes = 1ull << 30;  // memory guard on one result
+  // Memory guard on one result, counted as rows are read; also SQLite's length limit, so no
+  // single string or blob can outgrow it. 0: SQLite's maximum (1e9 bytes).
+  size_t max_result_bytes = 256ull << 20;
   // Run with PRAGMA reverse_unordered_selects on: tables and indexes are scanned in reverse
   // where no order is required, so rows that tie under ORDER BY come out in another order.
   // Used to detect gold answers that depend on tie order.
@@ -69,7 +82,8 @@ struct QueryLimits {
 struct ExecutorOptions {
   QueryLimits limits;
   // Open databases with immutable=1 (no locking; faster). Only safe when nothing writes the
-  // file while we read it; benchmark databases qualify. Ignored when a -wal file exists.
+  // file while we read it; benchmark databases qualify. A non-empty -wal file always means a
+  // private snapshot, opened immutable (see above).
   bool immutable = true;
   // Queries running at once across all threads (0: unlimited). The pipeline bounds SQL work
   // separately from its LLM concurrency; callers beyond the limit wait for a slot.
@@ -133,7 +147,8 @@ Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutabl
 // in-memory separating instance) must get it too, so there is one policy.
 void lock_down_read_only(sqlite3* db);
 
-// XXH3-128 of the database file's bytes, memoized per (path, size, mtime).
+// XXH3-128 of the database file's bytes, memoized per (path, size, mtime); when a non-empty
+// -wal file exists, a hash of both files' hashes (the -wal holds committed rows).
 Result<std::string> database_fingerprint(const std::filesystem::path& path);
 
 }  // namespace nl2sql::db
