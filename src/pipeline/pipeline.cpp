@@ -455,7 +455,10 @@ Status QuestionRun::stage_generate() {
   }
   // A question none of whose candidates got an answer from the model is a failure, not a
   // wrong answer: left unstored, a rerun asks again.
-  if (auto why = all_model_calls_failed(candidates_)) return Status(ErrorCode::kUnavailable, "no candidate: " + *why);
+  if (auto why = all_model_calls_failed(candidates_)) {
+    faults_["generate"] = llm_faults_between(before, usage_now());
+    return Status(ErrorCode::kUnavailable, "no candidate: " + *why);
+  }
   latency_["generate"] = seconds_since(t0);
   json payload = {{"candidates", json::array()}, {"latency_s", latency_["generate"]}};
   for (const auto& c : candidates_) payload["candidates"].push_back(generate::to_json(c));
@@ -756,6 +759,13 @@ json QuestionRun::run() {
                 {"primary_selector", s_.settings.primary_selector},
                 {"prediction", ""},              {"verdict", nullptr},
                 {"features", json::array()}};
+    // What the question's model calls did before it failed stays accounted for: the candidates
+    // made so far (their traces hold the failed calls) and the faults per stage.
+    for (const auto& c : candidates_) rec["candidates"].push_back(generate::to_json(c));
+    json faults;
+    for (const auto& [name, f] : faults_) add_llm_faults(faults, f);
+    add_llm_faults(faults, json{{"failed_calls", 0}});
+    rec["llm_faults"] = faults;
     return rec;
   };
   auto sit = s_.ds->schemas.find(q_.db_id);

@@ -244,6 +244,10 @@ TEST_F(EndpointRun, QuestionsWhoseEveryCallFailedAreFailedAndARerunRetriesThem) 
   for (const auto& r : data->records) {
     EXPECT_EQ(r["status"], "error");
     EXPECT_NE(r["error"].get<std::string>().find("model is loading"), std::string::npos) << r["error"];
+    // The failed call stays accounted for: in the candidate's trace and in the record's faults.
+    ASSERT_EQ(r["candidates"].size(), 1u) << r.dump();
+    EXPECT_NE(r["candidates"][0]["calls"][0].value("error", "").find("model is loading"), std::string::npos);
+    EXPECT_EQ(r["llm_faults"]["failed_calls"], 1) << r["llm_faults"].dump();
   }
   up = true;
   auto again = run(options(config(server.base_url(), false), out));
