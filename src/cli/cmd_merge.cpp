@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "nl2sql/pipeline/run_lock.h"
 #include "nl2sql/report/merge.h"
 #include "nl2sql/report/run_report.h"
 
@@ -20,6 +21,16 @@ struct MergeArgs {
 
 int run_merge(const MergeArgs& a) {
   std::vector<std::filesystem::path> inputs(a.runs.begin(), a.runs.end());
+  // Every input read under a shared lock: a shard still running is refused, not half-merged.
+  std::vector<std::unique_ptr<pipeline::RunFolderLock>> reading;
+  for (const auto& in : inputs) {
+    auto lock = pipeline::RunFolderLock::acquire_shared(in);
+    if (!lock) {
+      spdlog::error("{}", lock.status().message());
+      return kExitBadInput;
+    }
+    reading.push_back(std::move(*lock));
+  }
   auto merged = report::merge_runs(inputs, a.out);
   if (!merged) {
     spdlog::error("{}", merged.status().message());

@@ -33,6 +33,27 @@ Result<std::unique_ptr<RunFolderLock>> RunFolderLock::acquire(const std::filesys
   return std::unique_ptr<RunFolderLock>(new RunFolderLock(fd));
 }
 
+Result<std::unique_ptr<RunFolderLock>> RunFolderLock::acquire_shared(const std::filesystem::path& run_folder) {
+  const std::filesystem::path path = run_folder / ".lock";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == EACCES || errno == EROFS) return std::unique_ptr<RunFolderLock>();
+    return io_error("cannot open " + path.string() + ": " + std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[32] = {0};
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    if (err != EWOULDBLOCK) return io_error("cannot lock " + path.string() + ": " + std::strerror(err));
+    std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("unknown");
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    return invalid_input("run folder " + run_folder.string() + " is being written by an nl2sql run (pid " + holder +
+                         "): wait for it to finish (its own reports are written when it ends)");
+  }
+  return std::unique_ptr<RunFolderLock>(new RunFolderLock(fd));
+}
+
 RunFolderLock::~RunFolderLock() {
   ::flock(fd_, LOCK_UN);
   ::close(fd_);

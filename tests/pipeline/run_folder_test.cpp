@@ -65,6 +65,10 @@ TEST_F(RunFolder, ASecondRunOnALiveFolderIsRefusedWithTheHoldersPid) {
         << second.status().message();
   }
   EXPECT_FALSE(fs::exists(out / "run.sqlite")) << "nothing was started";
+  // Readers are refused while it runs, too.
+  auto report = testing::run_nl2sql("report " + out.string());
+  EXPECT_EQ(report.exit_code, 2) << report.out << report.err;
+  EXPECT_NE(report.err.find("is being written by an nl2sql run (pid"), std::string::npos) << report.err;
   held->reset();  // the live run ends
   auto after = run(options(sim_config(), out));
   ASSERT_TRUE(after.is_ok()) << after.status().message();

@@ -16,6 +16,10 @@ class RunFolderLock {
  public:
   // Fails (kInvalidInput) when another process holds the folder; the message names its pid.
   static Result<std::unique_ptr<RunFolderLock>> acquire(const std::filesystem::path& run_folder);
+  // For readers (`nl2sql report`, `merge`): a shared lock, refused while a run holds the folder
+  // (the message names its pid). A folder without a .lock file (never run by this version, or
+  // on read-only media) needs none: the result is then null.
+  static Result<std::unique_ptr<RunFolderLock>> acquire_shared(const std::filesystem::path& run_folder);
   ~RunFolderLock();
   RunFolderLock(const RunFolderLock&) = delete;
   RunFolderLock& operator=(const RunFolderLock&) = delete;
