@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "nl2sql/eval/compare.h"
+#include "nl2sql/db/result_compare.h"
 
 namespace {
 using nl2sql::db::ResultSet;
@@ -30,23 +30,23 @@ ResultSet make(size_t rows, size_t cols, uint64_t seed) {
 
 void BM_Bird(benchmark::State& s) {
   auto a = make(static_cast<size_t>(s.range(0)), 3, 1), b = make(static_cast<size_t>(s.range(0)), 3, 1);
-  for (auto _ : s) benchmark::DoNotOptimize(nl2sql::eval::bird_equal(a, b));
+  for (auto _ : s) benchmark::DoNotOptimize(nl2sql::db::bird_equal(a, b));
   s.SetItemsProcessed(s.iterations() * s.range(0));
 }
 void BM_SpiderTs(benchmark::State& s) {
   auto a = make(static_cast<size_t>(s.range(0)), 4, 1), b = make(static_cast<size_t>(s.range(0)), 4, 1);
   for (auto& row : b.rows) std::swap(row[0], row[3]);  // forces the permutation search
-  for (auto _ : s) benchmark::DoNotOptimize(nl2sql::eval::spider_ts_equal(a, b, false));
+  for (auto _ : s) benchmark::DoNotOptimize(nl2sql::db::spider_ts_equal(a, b, false));
   s.SetItemsProcessed(s.iterations() * s.range(0));
 }
 void BM_Relaxed(benchmark::State& s) {
   auto a = make(static_cast<size_t>(s.range(0)), 3, 1), b = make(static_cast<size_t>(s.range(0)), 3, 2);
-  for (auto _ : s) benchmark::DoNotOptimize(nl2sql::eval::relaxed_equal(a, b));
+  for (auto _ : s) benchmark::DoNotOptimize(nl2sql::db::relaxed_equal(a, b));
   s.SetItemsProcessed(s.iterations() * s.range(0));
 }
 void BM_SoftF1(benchmark::State& s) {
   auto a = make(static_cast<size_t>(s.range(0)), 3, 1), b = make(static_cast<size_t>(s.range(0)), 3, 2);
-  for (auto _ : s) benchmark::DoNotOptimize(nl2sql::eval::soft_f1(a, b));
+  for (auto _ : s) benchmark::DoNotOptimize(nl2sql::db::soft_f1(a, b));
   s.SetItemsProcessed(s.iterations() * s.range(0));
 }
 BENCHMARK(BM_Bird)->Arg(10)->Arg(1000)->Arg(100000);

@@ -25,7 +25,7 @@
 
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/executor.h"
-#include "nl2sql/eval/compare.h"
+#include "nl2sql/db/result_compare.h"
 #include "nl2sql/llm/sim_provider.h"
 #include "nl2sql/select/separating_instance.h"
 
@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
         if (!mutant) continue;
         auto r = executor.run(path, *mutant);
         if (!r.ok()) { ++skipped_error; continue; }
-        if (eval::relaxed_equal(gold.result, r.result)) { ++skipped_same; continue; }
+        if (db::relaxed_equal(gold.result, r.result)) { ++skipped_same; continue; }
         ++made;
         Outcome o;
         o.dataset = src.label;

@@ -25,9 +25,9 @@ int run_compare(const CompareArgs& a) {
     spdlog::error("compare needs at least two run folders");
     return kExitBadInput;
   }
-  std::vector<report::RunData> runs;
+  std::vector<run::RunData> runs;
   for (const auto& dir : a.runs) {
-    auto r = report::load_run(dir);
+    auto r = run::load_run(dir);
     if (!r) {
       spdlog::error("{}", r.status().message());
       return kExitBadInput;
@@ -36,9 +36,9 @@ int run_compare(const CompareArgs& a) {
   }
   for (size_t i = 1; i < runs.size(); ++i)
     for (const char* key : {"benchmark", "split", "dataset_fingerprint"})
-      if (report::field(runs[i].manifest, key) != report::field(runs[0].manifest, key))
+      if (run::field(runs[i].manifest, key) != run::field(runs[0].manifest, key))
         spdlog::warn("{} and {} differ in {} ({} vs {}): only questions with the same id are paired", runs[0].name,
-                     runs[i].name, key, report::field(runs[0].manifest, key).dump(), report::field(runs[i].manifest, key).dump());
+                     runs[i].name, key, run::field(runs[0].manifest, key).dump(), run::field(runs[i].manifest, key).dump());
   report::CompareOptions o;
   o.bootstrap_samples = a.bootstrap_samples;
   o.bootstrap_seed = a.seed;

@@ -1,4 +1,4 @@
-// nl2sql config keys | check | show: the documented config keys (the README table is generated
+// nl2sql config keys | check | show: the documented config keys (docs/config-reference.md's table is generated
 // from the same schema fragments), validation of a config with its --set overrides, and the
 // resolved config after "extends" and overrides.
 #include <spdlog/spdlog.h>
@@ -97,7 +97,7 @@ RunFn setup(CLI::App& app) {
   auto keys_args = std::make_shared<ConfigArgs>();
   auto check_args = std::make_shared<ConfigArgs>();
   auto show_args = std::make_shared<ConfigArgs>();
-  auto* keys = cmd->add_subcommand("keys", "Every documented config key as a markdown table (the README's)");
+  auto* keys = cmd->add_subcommand("keys", "Every documented config key as a markdown table (docs/config-reference.md's)");
   keys->add_option("--schema-dir", keys_args->schema_dir, "Folder of schema fragments (default configs/schema)");
   keys->add_flag("--json", keys_args->json, "JSON instead of markdown");
   auto* check = cmd->add_subcommand("check", "Validate a config (with its extends chain and --set overrides)");

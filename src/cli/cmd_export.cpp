@@ -23,7 +23,7 @@ int run_export(const ExportArgs& a) {
     spdlog::error("{}", format.status().message());
     return kExitBadInput;
   }
-  auto run = report::load_run(a.run);
+  auto run = run::load_run(a.run);
   if (!run) {
     spdlog::error("{}", run.status().message());
     return kExitBadInput;

@@ -16,6 +16,7 @@
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/hash.h"
 #include "nl2sql/db/executor.h"
+#include "nl2sql/db/result_compare.h"
 #include "nl2sql/eval/compare.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/fix/fixer.h"
@@ -53,7 +54,7 @@ std::string indent(const std::string& text, const std::string& pad = "    ") {
   return out;
 }
 
-std::string exec_line(const generate::ExecutionSummary& e) {
+std::string exec_line(const feedback::ExecutionSummary& e) {
   if (!e.executed) return "not executed";
   if (e.ok()) return fmt::format("ok, {} row(s) x {} column(s), {:.1f} ms", e.rows, e.columns, e.elapsed_ms);
   return fmt::format("{}: {}", db::exec_status_name(e.status), e.error);
@@ -121,7 +122,7 @@ int run_bench(const GenerateArgs& a, const data::Dataset& ds, const core::Config
     ++questions;
     const bool order_matters = spider && eval::spider_order_matters(q.gold_sql);
     auto equal = [&](const db::ResultSet& pred) {
-      return spider ? eval::spider_ts_equal(gold.result, pred, order_matters) : eval::bird_equal(pred, gold.result);
+      return spider ? db::spider_ts_equal(gold.result, pred, order_matters) : db::bird_equal(pred, gold.result);
     };
     auto judge = [&](const std::string& sql) {
       if (sql.empty()) return false;

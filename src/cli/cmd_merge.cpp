@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "nl2sql/pipeline/run_lock.h"
+#include "nl2sql/run/run_lock.h"
 #include "nl2sql/report/merge.h"
 #include "nl2sql/report/run_report.h"
 
@@ -22,9 +22,9 @@ struct MergeArgs {
 int run_merge(const MergeArgs& a) {
   std::vector<std::filesystem::path> inputs(a.runs.begin(), a.runs.end());
   // Every input read under a shared lock: a shard still running is refused, not half-merged.
-  std::vector<std::unique_ptr<pipeline::RunFolderLock>> reading;
+  std::vector<std::unique_ptr<run::RunFolderLock>> reading;
   for (const auto& in : inputs) {
-    auto lock = pipeline::RunFolderLock::acquire_shared(in);
+    auto lock = run::RunFolderLock::acquire_shared(in);
     if (!lock) {
       spdlog::error("{}", lock.status().message());
       return kExitBadInput;
@@ -42,7 +42,7 @@ int run_merge(const MergeArgs& a) {
   if (expected > merged->questions)
     std::cout << fmt::format("  {} of the {} expected questions have no record yet\n", expected - merged->questions, expected);
   if (a.no_report) return kExitOk;
-  auto run = report::load_run(a.out);
+  auto run = run::load_run(a.out);
   if (!run) {
     spdlog::error("{}", run.status().message());
     return kExitFailure;

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "nl2sql/pipeline/run_lock.h"
+#include "nl2sql/run/run_lock.h"
 #include "nl2sql/report/run_report.h"
 
 namespace nl2sql::cli {
@@ -23,12 +23,12 @@ struct ReportArgs {
 
 int run_report(const ReportArgs& a) {
   // Read under a shared lock: a live run's folder is refused, not half-read.
-  auto reading = pipeline::RunFolderLock::acquire_shared(a.dir);
+  auto reading = run::RunFolderLock::acquire_shared(a.dir);
   if (!reading) {
     spdlog::error("{}", reading.status().message());
     return kExitBadInput;
   }
-  auto run = report::load_run(a.dir);
+  auto run = run::load_run(a.dir);
   if (!run) {
     spdlog::error("{}", run.status().message());
     return run.status().code() == ErrorCode::kIo ? kExitFailure : kExitBadInput;

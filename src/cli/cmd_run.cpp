@@ -9,6 +9,7 @@
 #include "cli/config_options.h"
 #include "cli/dataset_options.h"
 #include "nl2sql/pipeline/pipeline.h"
+#include "nl2sql/report/run_report.h"
 
 namespace nl2sql::cli {
 namespace {
@@ -78,6 +79,10 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
   }
   const auto& s = *summary;
   if (summary_out) *summary_out = s;
+  if (Status st = report::write_run_reports(options.out_dir); !st) {
+    spdlog::error("reports: {}", st.message());
+    return kExitFailure;
+  }
   std::cout << fmt::format("{}{}: EX {:.2f}% ({}/{} questions finished, {} resumed, {} failed{})\n",
                            s.simulated ? "SIMULATED (sim provider, not a model's accuracy) " : "",
                            options.out_dir.string(), s.ex(), s.finished, s.questions, s.resumed,

@@ -7,7 +7,7 @@
 
 #include "cli/command.h"
 #include "nl2sql/llm/prompt_template.h"
-#include "nl2sql/report/run_data.h"
+#include "nl2sql/run/run_data.h"
 #include "nl2sql/select/training_data.h"
 
 namespace nl2sql::cli {
@@ -20,7 +20,7 @@ struct SelectorDataArgs {
 };
 
 int run_selector_data(const SelectorDataArgs& a) {
-  auto run = report::load_run(a.run);
+  auto run = run::load_run(a.run);
   if (!run) {
     spdlog::error("{}", run.status().message());
     return kExitBadInput;
@@ -28,21 +28,21 @@ int run_selector_data(const SelectorDataArgs& a) {
   std::vector<select::TrainingQuestion> questions;
   size_t usable = 0;
   for (const auto& r : run->records) {
-    if (report::string_field(r, "status") != "ok") continue;
+    if (run::string_field(r, "status") != "ok") continue;
     select::TrainingQuestion q;
-    q.question_id = report::string_field(r, "question_id");
-    q.question = report::string_field(r, "question");
-    q.evidence = report::string_field(r, "evidence");
+    q.question_id = run::string_field(r, "question_id");
+    q.question = run::string_field(r, "question");
+    q.evidence = run::string_field(r, "evidence");
     // The schema as the generators saw it is not stored per question; the union-schema
     // restriction needs the database, so the pair prompt shows the SQL and results only.
-    for (const auto& c : report::field(r, "candidates")) {
-      int correct = report::tri_bool(report::field(c, "correct"));
+    for (const auto& c : run::field(r, "candidates")) {
+      int correct = run::tri_bool(run::field(c, "correct"));
       if (correct < 0) continue;
       select::TrainingCandidate tc;
-      tc.sql = report::string_field(c, "sql");
-      tc.cluster = static_cast<int>(report::number_field(c, "cluster", -1));
+      tc.sql = run::string_field(c, "sql");
+      tc.cluster = static_cast<int>(run::number_field(c, "cluster", -1));
       tc.correct = correct == 1;
-      tc.result_preview = report::string_field(report::field(c, "execution"), "preview");
+      tc.result_preview = run::string_field(run::field(c, "execution"), "preview");
       q.candidates.push_back(std::move(tc));
     }
     usable += !q.candidates.empty();

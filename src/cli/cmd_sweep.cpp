@@ -63,9 +63,9 @@ int run_sweep(const SweepArgs& a) {
     names.push_back(name);
     dirs.push_back(dir);
   }
-  std::vector<report::RunData> runs;
+  std::vector<run::RunData> runs;
   for (const auto& d : dirs) {
-    auto r = report::load_run(d);
+    auto r = run::load_run(d);
     if (!r) {
       spdlog::error("{}", r.status().message());
       return kExitFailure;

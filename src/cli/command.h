@@ -11,7 +11,7 @@
 
 namespace nl2sql::cli {
 
-// Process exit codes, documented in the README.
+// Process exit codes, documented in docs/exit-codes.md.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;     // internal error, or run: results could not be recorded
 inline constexpr int kExitBadInput = 2;    // bad flags, files, config

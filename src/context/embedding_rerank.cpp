@@ -47,7 +47,7 @@ EmbeddingReranker::EmbeddingReranker(llm::Client& client, EmbeddingRerankOptions
     : client_(client), options_(std::move(options)) {}
 
 Status EmbeddingReranker::rerank(Retrieval& r, const RetrievalOptions& limits,
-                                 const std::string& question_id, generate::LlmCallTrace* trace) {
+                                 const std::string& question_id, llm::LlmCallTrace* trace) {
   if (r.values.empty()) return Status::ok();
   // Texts to embed: every keyword and every pooled value not yet memoized.
   std::vector<std::string> texts;

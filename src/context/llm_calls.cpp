@@ -9,10 +9,10 @@
 namespace nl2sql::context {
 using nlohmann::json;
 
-generate::LlmCallTrace make_trace(const std::string& stage, const llm::PromptTemplate& prompt,
+llm::LlmCallTrace make_trace(const std::string& stage, const llm::PromptTemplate& prompt,
                                   const llm::ChatRequest& request,
                                   const Result<llm::ChatResponse>& response) {
-  generate::LlmCallTrace t;
+  llm::LlmCallTrace t;
   t.stage = stage;
   t.template_name = prompt.name();
   t.template_hash = prompt.hash();
@@ -63,7 +63,7 @@ Result<std::vector<std::string>> llm_keywords(llm::Client& client, const llm::Pr
                                               const std::string& question,
                                               const std::string& evidence,
                                               const std::string& question_id,
-                                              generate::LlmCallTrace* trace) {
+                                              llm::LlmCallTrace* trace) {
   auto text = prompt.render({{"question", question}, {"evidence", evidence}});
   if (!text) return text.status();
   llm::ChatRequest req;
@@ -77,7 +77,7 @@ Result<std::vector<std::string>> llm_keywords(llm::Client& client, const llm::Pr
   req.sim.question = question;
   req.sim.evidence = evidence;
   auto resp = client.chat(req);
-  generate::LlmCallTrace t = make_trace("keywords", prompt, req, resp);
+  llm::LlmCallTrace t = make_trace("keywords", prompt, req, resp);
   Result<std::vector<std::string>> out = resp ? parse_keyword_answer(resp->text(), "question " + question_id)
                                               : Result<std::vector<std::string>>(resp.status());
   if (resp && !out) {

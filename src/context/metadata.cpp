@@ -412,7 +412,7 @@ Result<DatabaseMetadata> open_metadata(const std::string& db_id, const fs::path&
 
 size_t describe_columns(DatabaseMetadata& meta, const data::Schema& schema, llm::Client& client,
                         const llm::PromptTemplate& prompt, std::vector<std::string>& errors,
-                        std::vector<generate::LlmCallTrace>* calls) {
+                        std::vector<llm::LlmCallTrace>* calls) {
   size_t written = 0;
   for (const auto& t : schema.tables) {
     std::string columns_list;

@@ -100,7 +100,7 @@ Result<ContextSettings> load_context_settings(const core::Config& config) {
 #undef NL2SQL_CTX_READ
 
 // One trace format everywhere: the candidate trace's (generate/candidate.h).
-json call_to_json(const generate::LlmCallTrace& c) { return generate::to_json(c); }
+json call_to_json(const llm::LlmCallTrace& c) { return llm::to_json(c); }
 
 json QuestionContext::to_json() const {
   json j;
@@ -223,7 +223,7 @@ Result<QuestionContext> ContextBuilder::build(const data::Question& q, const dat
 
   RetrievalOptions ro = settings_.retrieval;
   if (keywords_prompt_) {
-    generate::LlmCallTrace trace;
+    llm::LlmCallTrace trace;
     auto kws = llm_keywords(*client_, *keywords_prompt_, q.question, q.evidence, q.question_id, &trace);
     out.calls.push_back(std::move(trace));
     if (kws) {
@@ -237,7 +237,7 @@ Result<QuestionContext> ContextBuilder::build(const data::Question& q, const dat
   }
   if (reranker_) {
     out.retrieval = retrieve(*out.index, schema, q.question, q.evidence, pool_options(ro, reranker_->options()));
-    generate::LlmCallTrace trace;
+    llm::LlmCallTrace trace;
     Status s = reranker_->rerank(out.retrieval, ro, q.question_id, &trace);
     if (!trace.stage.empty()) out.calls.push_back(std::move(trace));
     if (!s) out.errors.push_back(s.message() + " (edit-distance ranking kept)");

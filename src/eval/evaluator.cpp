@@ -10,6 +10,7 @@
 
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/thread_pool.h"
+#include "nl2sql/db/result_compare.h"
 #include "nl2sql/eval/compare.h"
 #include "nl2sql/eval/hardness.h"
 #include "nl2sql/eval/tie_check.h"
@@ -248,7 +249,7 @@ db::CachedExecution ItemJudge::gold(const data::Question& q, const fs::path& db_
         reversed.reverse_scan_order = true;
         auto alt = executor_.run(db_path, q.gold_sql, reversed);
         if (exec_ms) *exec_ms += alt.elapsed_ms;
-        tie = alt.ok() && !bird_equal(alt.result, gold.result.result);
+        tie = alt.ok() && !db::bird_equal(alt.result, gold.result.result);
         break;
       }
     }
@@ -313,8 +314,8 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
   // Identical results (same values, types and order) are equal under every metric; the BIRD
   // rule still runs because of its UTF-8 quirk, which is cheap.
   const bool identical = both_ok && pr.rows == gr.rows;
-  if (want_bird) item.verdicts["bird"] = both_ok && bird_equal(pr, gr);
-  if (want_relaxed) item.verdicts["relaxed"] = identical || (both_ok && relaxed_equal(pr, gr));
+  if (want_bird) item.verdicts["bird"] = both_ok && db::bird_equal(pr, gr);
+  if (want_relaxed) item.verdicts["relaxed"] = identical || (both_ok && db::relaxed_equal(pr, gr));
   if (want_ts) {
     bool ok = false;
     if (both_ok) {
@@ -342,14 +343,14 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
       bool g_ok = true, p_ok = true;
       const db::ResultSet* g_use = variant(q.gold_sql, g_ts, gr, options_.gold_limits, g_alt, g_ok);
       const db::ResultSet* p_use = variant(p.sql, p_ts, pr, options_.pred_limits, p_alt, p_ok);
-      ok = g_ok && p_ok && (g_use->rows == p_use->rows || spider_ts_equal(*g_use, *p_use, order));
+      ok = g_ok && p_ok && (g_use->rows == p_use->rows || db::spider_ts_equal(*g_use, *p_use, order));
     }
     item.verdicts["spider_ts"] = ok;
   }
-  item.soft_f1 = identical ? 1.0 : both_ok ? soft_f1(pr, gr) : 0.0;
+  item.soft_f1 = identical ? 1.0 : both_ok ? db::soft_f1(pr, gr) : 0.0;
   bool primary_ok =
       item.verdicts.count(metric_name(primary_)) && item.verdicts[metric_name(primary_)];
-  bool contains = both_ok && !primary_ok && contains_gold(pr, gr);
+  bool contains = both_ok && !primary_ok && db::contains_gold(pr, gr);
   item.outcome = outcome_code(item, primary_ok, pred.result.ok() && pr.rows.empty(), contains);
   item.total_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

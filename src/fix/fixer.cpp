@@ -6,9 +6,10 @@
 #include <set>
 
 #include "nl2sql/context/schema_render.h"
-#include "nl2sql/context/text_match.h"
+#include "nl2sql/feedback/feedback.h"
 #include "nl2sql/core/hash.h"
-#include "nl2sql/generate/model_call.h"
+#include "nl2sql/generate/sim_tag.h"
+#include "nl2sql/llm/model_call.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/sql/parser.h"
@@ -17,36 +18,9 @@ namespace nl2sql::fix {
 namespace {
 
 using generate::Candidate;
-using generate::ExecutionSummary;
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using feedback::ExecutionSummary;
 
 
-// The name after "no such column: " etc., without quotes.
-std::string name_after(const std::string& error, const std::string& marker) {
-  auto p = lower(error).find(marker);
-  if (p == std::string::npos) return "";
-  std::string rest = error.substr(p + marker.size());
-  size_t e = rest.find_first_of(" \n\t");
-  if (e != std::string::npos) rest = rest.substr(0, e);
-  rest.erase(std::remove_if(rest.begin(), rest.end(), [](char c) { return c == '"' || c == '`' || c == '\'' || c == '[' || c == ']'; }),
-             rest.end());
-  return rest;
-}
-
-std::string cut(std::string s, size_t n) {
-  if (s.size() <= n) return s;
-  return s.substr(0, n) + "…";
-}
-
-std::string join_list(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
 
 // Whether `sql` is a statement that is not a query (INSERT, PRAGMA, …); parse failures are
 // left to the executor, which reports them as errors the fixer can work on.
@@ -100,28 +74,6 @@ Result<FixOptions> load_fix_options(const core::Config& config) {
   return o;
 }
 
-ExecutionSummary summarize_execution(const db::ExecutionResult& r, size_t preview_rows) {
-  ExecutionSummary s;
-  s.executed = r.status != db::ExecStatus::kRejected;
-  s.status = r.status;
-  s.error = r.error;
-  s.rows = r.result.rows.size();
-  s.columns = r.result.columns.size();
-  s.elapsed_ms = r.elapsed_ms;
-  if (r.ok()) {
-    std::string p = join_list(r.result.columns);
-    for (size_t i = 0; i < std::min(preview_rows, r.result.rows.size()); ++i) {
-      std::string line;
-      for (const auto& v : r.result.rows[i]) line += (line.empty() ? "" : " | ") + cut(v.to_display(), 60);
-      p += "\n" + line;
-    }
-    if (r.result.rows.size() > preview_rows)
-      p += "\n… (" + std::to_string(r.result.rows.size()) + " rows)";
-    s.preview = p;
-  }
-  return s;
-}
-
 void execute_candidate(Candidate& c, const db::Executor& executor, const std::filesystem::path& db_path,
                        size_t preview_rows) {
   c.execution = ExecutionSummary{};
@@ -132,134 +84,12 @@ void execute_candidate(Candidate& c, const db::Executor& executor, const std::fi
     return;
   }
   auto r = executor.run(db_path, c.sql);
-  c.execution = summarize_execution(r, preview_rows);
+  c.execution = feedback::summarize_execution(r, preview_rows);
   if (r.status == db::ExecStatus::kRejected) {
     // The executor's guardrails refused it before running (several statements, PRAGMA …).
     c.rejected = true;
     c.rejection = "rejected: not read-only (" + r.error + ")";
   }
-}
-
-std::string classify_failure(const ExecutionSummary& e) {
-  if (!e.executed) return "";
-  switch (e.status) {
-    case db::ExecStatus::kOk: return e.rows == 0 ? "empty_result" : "";
-    case db::ExecStatus::kTimeout: return "timeout";
-    case db::ExecStatus::kRowCap: return "other";
-    case db::ExecStatus::kRejected: return "";
-    case db::ExecStatus::kError: break;
-  }
-  const std::string m = lower(e.error);
-  if (m.find("no such column") != std::string::npos) return "no_such_column";
-  if (m.find("no such table") != std::string::npos) return "no_such_table";
-  if (m.find("ambiguous column") != std::string::npos) return "ambiguous_column";
-  if (m.find("datatype mismatch") != std::string::npos || m.find("type mismatch") != std::string::npos)
-    return "type_mismatch";
-  if (m.find("syntax error") != std::string::npos || m.find("incomplete input") != std::string::npos ||
-      m.find("unrecognized token") != std::string::npos || m.find("unterminated") != std::string::npos)
-    return "syntax_error";
-  return "other";
-}
-
-std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& names, size_t k) {
-  const std::u32string target = context::decode_utf8(lower(name));
-  std::vector<std::pair<size_t, std::string>> scored;
-  std::set<std::string> seen;
-  for (const auto& n : names) {
-    if (!seen.insert(n).second) continue;
-    scored.emplace_back(context::edit_distance(target, context::decode_utf8(lower(n))), n);
-  }
-  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> out;
-  for (size_t i = 0; i < std::min(k, scored.size()); ++i) out.push_back(scored[i].second);
-  return out;
-}
-
-std::string failure_hint(const std::string& cls, const ExecutionSummary& e, const std::string& sql_text,
-                         const FixInput& in, const FixOptions& o) {
-  const data::Schema* schema = in.schema;
-  if (cls == "no_such_column" && schema) {
-    std::string name = name_after(e.error, "no such column: ");
-    std::string bare = name.substr(name.find('.') == std::string::npos ? 0 : name.find('.') + 1);
-    std::vector<std::string> qualified, plain;
-    for (const auto& t : schema->tables)
-      for (const auto& c : t.columns) {
-        qualified.push_back(t.name + "." + c.name);
-        plain.push_back(c.name);
-      }
-    // Rank bare column names, then show each with its table(s).
-    std::vector<std::string> best = closest_names(bare, plain, o.hint_names);
-    std::vector<std::string> shown;
-    for (const auto& b : best)
-      for (const auto& q : qualified)
-        if (q.size() > b.size() && q.compare(q.size() - b.size(), b.size(), b) == 0 && q[q.size() - b.size() - 1] == '.')
-          shown.push_back(q);
-    return "Column \"" + name + "\" does not exist. Closest columns in the schema: " + join_list(shown) +
-           ". Check also that the table alias in front of the column names the table that has it.";
-  }
-  if (cls == "no_such_table" && schema) {
-    std::string name = name_after(e.error, "no such table: ");
-    std::vector<std::string> tables;
-    for (const auto& t : schema->tables) tables.push_back(t.name);
-    return "Table \"" + name + "\" does not exist. Closest tables in the schema: " +
-           join_list(closest_names(name, tables, o.hint_names)) + ".";
-  }
-  if (cls == "ambiguous_column" && schema) {
-    std::string name = name_after(e.error, "ambiguous column name: ");
-    std::string bare = name.substr(name.find('.') == std::string::npos ? 0 : name.find('.') + 1);
-    std::vector<std::string> owners;
-    for (const auto& t : schema->tables)
-      for (const auto& c : t.columns)
-        if (lower(c.name) == lower(bare)) owners.push_back(t.name);
-    return "Column \"" + name + "\" exists in several joined tables (" + join_list(owners) +
-           "). Qualify it with the alias of the table you mean (e.g. T1." + bare + ").";
-  }
-  if (cls == "type_mismatch")
-    return "A value is compared or combined with one of another type. Compare numbers with numbers and text with "
-           "text; CAST(column AS REAL) or CAST(column AS INTEGER) when numbers are stored as text; dates are text "
-           "in the format the schema comments show.";
-  if (cls == "syntax_error") {
-    std::string h = "SQLite could not parse the query.";
-    auto parsed = sql::parse(sql_text);
-    if (!parsed) h += " Our parser reports: " + parsed.status().message();
-    return h + "\nCheck keywords, commas between columns, balanced parentheses and quotes; use SQLite syntax "
-               "(LIMIT instead of TOP, || for concatenation, no ILIKE).";
-  }
-  if (cls == "timeout")
-    return "The query ran too long. Join tables on their key columns instead of producing a cross product, filter "
-           "before joining, and avoid correlated subqueries over large tables.";
-  if (cls == "empty_result") {
-    std::string h = "The query ran but returned no rows. Check that literal values are spelled exactly as stored, "
-                    "that conditions are not too strict, and that joins use the right keys.";
-    std::vector<std::string> lines;
-    if (in.index && schema) {
-      std::set<std::string> literals;
-      for (const auto& t : sql::tokenize(sql_text))
-        if (t.kind == sql::TokenKind::kString && !t.value.empty()) literals.insert(t.value);
-      context::RetrievalOptions ro;
-      ro.match_columns = false;
-      ro.max_values = 5;
-      ro.per_column = 3;
-      ro.min_similarity = 0.5;
-      for (const auto& lit : literals) {
-        auto r = context::retrieve(*in.index, *schema, lit, "", ro);
-        std::vector<std::string> vals;
-        for (const auto& v : r.values) {
-          std::string item = v.table + "." + v.column + " = '" + v.value + "'";
-          if (std::find(vals.begin(), vals.end(), item) == vals.end()) vals.push_back(item);
-        }
-        lines.push_back("'" + lit + "': " + (vals.empty() ? std::string("no similar stored value") : join_list(vals)));
-      }
-    }
-    if (!lines.empty()) {
-      h += "\nStored values resembling the query's literals:";
-      for (const auto& l : lines) h += "\n- " + l;
-    }
-    return h;
-  }
-  if (e.status == db::ExecStatus::kRowCap)
-    return "The query returned more rows than allowed; it probably misses a join condition or a filter.";
-  return "Read the error message and correct the part of the query it names.";
 }
 
 Result<Fixer> Fixer::create(const core::Config& config, llm::Client* client, const std::filesystem::path& prompts_dir) {
@@ -313,16 +143,16 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
   for (int k = 0; k < options_.max_rounds && needs_fix(c.execution); ++k) {
     generate::FixRound round;
     round.round = first + k;
-    round.failure_class = classify_failure(c.execution);
+    round.failure_class = feedback::classify_failure(c.execution);
     const std::string what = round.failure_class == "empty_result"
                                  ? std::string("The query executed successfully but returned no rows.")
                                  : (c.execution.status == db::ExecStatus::kTimeout ? "Timed out: " : "Error: ") +
                                        c.execution.error;
-    const std::string hint = failure_hint(round.failure_class, c.execution, c.sql, in, options_);
+    const std::string hint = feedback::failure_hint(round.failure_class, c.execution, c.sql, {in.schema, in.index, options_.hint_names});
     round.feedback = what + "\n" + hint;
     round.sql_before = c.sql;
 
-    generate::ModelCall call;
+    llm::ModelCall call;
     call.prompt = &prompt_;
     call.stage = "fix";
     call.role = options_.role;
@@ -342,7 +172,7 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
     call.sim.task = llm::SimTask::kFix;
     call.sim.failing_sql = c.sql;
     call.sim.failure = round.failure_class;
-    auto a = generate::call_model(*client_, call);
+    auto a = llm::call_model(*client_, call);
     if (!a) return a.status().with_context("fixer, question " + in.question->question_id + ", candidate " + c.id);
     round.call = a->trace;
     std::string next = c.sql;
@@ -354,7 +184,7 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
     round.sql_after = next;
     if (next != c.sql) {
       auto r = in.executor->run(in.db_path, next);
-      round.execution_after = summarize_execution(r, options_.preview_rows);
+      round.execution_after = feedback::summarize_execution(r, options_.preview_rows);
       if (r.status == db::ExecStatus::kRejected) {
         // A "fix" the guardrails refuse is not adopted; the round stays in the trace.
         round.sql_after = c.sql;

@@ -3,7 +3,8 @@
 
 #include <algorithm>
 
-#include "nl2sql/generate/model_call.h"
+#include "nl2sql/generate/sim_tag.h"
+#include "nl2sql/llm/model_call.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
@@ -43,13 +44,13 @@ class AgentGenerator : public Generator {
         &schema_note, &schema_calls);
 
     // Task ledger: compiled once per question, shared by every sample.
-    ModelCall lc = base_call(in, ledger_, "agent.ledger", 0);
+    llm::ModelCall lc = base_call(in, ledger_, "agent.ledger", 0);
     lc.sim.task = llm::SimTask::kLedger;
     lc.values = {{"schema", schema},
                  {"evidence", evidence_text(q)},
                  {"rules", load_business_rules(o_.rules_dir, q.db_id)},
                  {"question", q.question}};
-    auto ledger = call_model(*client_, lc);
+    auto ledger = llm::call_model(*client_, lc);
     if (!ledger) return ledger.status().with_context(where);
     std::string fact_sheet;
     std::string ledger_log;
@@ -84,9 +85,9 @@ class AgentGenerator : public Generator {
   }
 
  private:
-  ModelCall base_call(const GenerationInput& in, const llm::PromptTemplate& t, const std::string& stage,
+  llm::ModelCall base_call(const GenerationInput& in, const llm::PromptTemplate& t, const std::string& stage,
                       int64_t sample) const {
-    ModelCall call;
+    llm::ModelCall call;
     call.prompt = &t;
     call.stage = stage;
     call.role = spec_.role;
@@ -117,7 +118,7 @@ class AgentGenerator : public Generator {
         log += step_line(attempt, "escalate", "the fast loop failed " + std::to_string(o_.fast_attempts) +
                                                   " time(s); slow loop with the full schema and a scratchpad");
       const std::string hist = history.empty() ? "(no previous attempts)" : compress_history(q.question, history);
-      ModelCall call = base_call(in, slow ? slow_ : fast_, slow ? "agent.slow" : "agent.fast", s);
+      llm::ModelCall call = base_call(in, slow ? slow_ : fast_, slow ? "agent.slow" : "agent.fast", s);
       // The sim writer: the first attempt is a generation, later ones repair the latest SQL
       // with the latest outcome as the failure (a distinct draw per attempt).
       call.sim.sample_index = s * 64 + attempt;
@@ -134,7 +135,7 @@ class AgentGenerator : public Generator {
         call.values["evidence"] = evidence_text(q);
         call.values["scratchpad"] = pad;
       }
-      auto a = call_model(*client_, call);
+      auto a = llm::call_model(*client_, call);
       if (!a) return a.status();
       c.calls.push_back(a->trace);
       if (c.profile.empty()) c.profile = a->trace.profile;

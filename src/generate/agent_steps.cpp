@@ -8,7 +8,7 @@
 
 #include "nl2sql/context/embedding_rerank.h"
 #include "nl2sql/core/files.h"
-#include "nl2sql/eval/compare.h"
+#include "nl2sql/db/result_compare.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/sql/parser.h"
@@ -206,7 +206,7 @@ SimGoldCheck::SimGoldCheck(llm::Client& client, const std::string& role, const s
 bool SimGoldCheck::matches(const db::ExecutionResult& result) {
   if (!active_ || !result.ok()) return false;
   if (!gold_) gold_ = executor_->run(in_->db_path, in_->question->gold_sql);
-  return gold_->ok() && eval::bird_equal(result.result, gold_->result);
+  return gold_->ok() && db::bird_equal(result.result, gold_->result);
 }
 
 std::string step_line(int64_t step, const std::string& what, const std::string& detail) {

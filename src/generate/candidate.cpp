@@ -3,24 +3,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nl2sql/core/json_read.h"
+#include "nl2sql/generate/sim_tag.h"
+
 namespace nl2sql::generate {
 namespace {
 
 using nlohmann::json;
-
-// Reads `key` into `out` when present with a compatible type; a wrong type is an error naming
-// the key (a trace file edited by hand should not silently lose fields).
-template <typename T>
-Status read(const json& j, const char* key, T& out, const std::string& where) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::ok();
-  try {
-    out = it->get<T>();
-  } catch (const json::exception& e) {
-    return invalid_input(where + ": key \"" + key + "\": " + e.what());
-  }
-  return Status::ok();
-}
+using core::read_key;
+using llm::to_json;
 
 Result<db::ExecStatus> exec_status_from_name(const std::string& name) {
   for (auto s : {db::ExecStatus::kOk, db::ExecStatus::kError, db::ExecStatus::kTimeout,
@@ -29,46 +20,20 @@ Result<db::ExecStatus> exec_status_from_name(const std::string& name) {
   return invalid_input("unknown execution status \"" + name + "\"");
 }
 
-Result<LlmCallTrace> call_from_json(const json& j, const std::string& where) {
-  if (!j.is_object()) return invalid_input(where + ": a model call must be an object");
-  LlmCallTrace c;
-  NL2SQL_RETURN_IF_ERROR(read(j, "stage", c.stage, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "template", c.template_name, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "template_hash", c.template_hash, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "profile", c.profile, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "model", c.model, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "provider", c.provider, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "prompt", c.prompt, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "system", c.system, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "response", c.response, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "reasoning", c.reasoning, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "answer_from_reasoning", c.answer_from_reasoning, where));
-  int64_t rung = 0;
-  NL2SQL_RETURN_IF_ERROR(read(j, "prompt_rung", rung, where));
-  c.prompt_rung = static_cast<int>(rung);
-  NL2SQL_RETURN_IF_ERROR(read(j, "error", c.error, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "prompt_tokens", c.prompt_tokens, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "completion_tokens", c.completion_tokens, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "cost_usd", c.cost_usd, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "latency_s", c.latency_s, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "from_cache", c.from_cache, where));
-  return c;
-}
-
 Result<ExecutionSummary> execution_from_json(const json& j, const std::string& where) {
   if (!j.is_object()) return invalid_input(where + ": an execution must be an object");
   ExecutionSummary e;
-  NL2SQL_RETURN_IF_ERROR(read(j, "executed", e.executed, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "executed", e.executed, where));
   std::string status = db::exec_status_name(db::ExecStatus::kOk);
-  NL2SQL_RETURN_IF_ERROR(read(j, "status", status, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "status", status, where));
   auto s = exec_status_from_name(status);
   if (!s) return s.status().with_context(where);
   e.status = *s;
-  NL2SQL_RETURN_IF_ERROR(read(j, "error", e.error, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "rows", e.rows, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "columns", e.columns, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "preview", e.preview, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "elapsed_ms", e.elapsed_ms, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "error", e.error, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "rows", e.rows, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "columns", e.columns, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "preview", e.preview, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "elapsed_ms", e.elapsed_ms, where));
   return e;
 }
 
@@ -93,29 +58,6 @@ double Candidate::llm_latency_s() const {
   for (const auto& c : calls) t += c.latency_s;
   for (const auto& r : fix_rounds) t += r.call.latency_s;
   return t;
-}
-
-json to_json(const LlmCallTrace& c) {
-  json j = {{"stage", c.stage},
-            {"template", c.template_name},
-            {"template_hash", c.template_hash},
-            {"profile", c.profile},
-            {"model", c.model},
-            {"provider", c.provider},
-            {"system", c.system},
-            {"prompt", c.prompt},
-            {"response", c.response},
-            {"error", c.error},
-            {"prompt_tokens", c.prompt_tokens},
-            {"completion_tokens", c.completion_tokens},
-            {"cost_usd", c.cost_usd},
-            {"latency_s", c.latency_s},
-            {"from_cache", c.from_cache}};
-  // Omitted when empty, so traces of models that do not reason read as before.
-  if (!c.reasoning.empty()) j["reasoning"] = c.reasoning;
-  if (c.answer_from_reasoning) j["answer_from_reasoning"] = true;
-  if (c.prompt_rung > 0) j["prompt_rung"] = c.prompt_rung;
-  return j;
 }
 
 json to_json(const ExecutionSummary& e) {
@@ -165,21 +107,21 @@ json to_json(const Candidate& c) {
 Result<Candidate> candidate_from_json(const json& j) {
   if (!j.is_object()) return invalid_input("candidate trace: expected an object");
   Candidate c;
-  NL2SQL_RETURN_IF_ERROR(read(j, "id", c.id, "candidate trace"));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "id", c.id, "candidate trace"));
   const std::string where = "candidate " + (c.id.empty() ? std::string("?") : c.id);
-  NL2SQL_RETURN_IF_ERROR(read(j, "generator", c.generator, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "profile", c.profile, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "sample_index", c.sample_index, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "reasoning", c.reasoning, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "raw_response", c.raw_response, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "sql", c.sql, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "original_sql", c.original_sql, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "extraction_ok", c.extraction_ok, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "extraction_error", c.extraction_error, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "sql_trailing", c.sql_trailing, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "rejected", c.rejected, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "rejection", c.rejection, where));
-  NL2SQL_RETURN_IF_ERROR(read(j, "still_failing", c.still_failing, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "generator", c.generator, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "profile", c.profile, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "sample_index", c.sample_index, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "reasoning", c.reasoning, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "raw_response", c.raw_response, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "sql", c.sql, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "original_sql", c.original_sql, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "extraction_ok", c.extraction_ok, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "extraction_error", c.extraction_error, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "sql_trailing", c.sql_trailing, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "rejected", c.rejected, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "rejection", c.rejection, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "still_failing", c.still_failing, where));
   if (auto it = j.find("execution"); it != j.end() && !it->is_null()) {
     auto e = execution_from_json(*it, where);
     if (!e) return e.status();
@@ -187,7 +129,7 @@ Result<Candidate> candidate_from_json(const json& j) {
   }
   if (auto it = j.find("calls"); it != j.end() && it->is_array()) {
     for (const auto& cj : *it) {
-      auto call = call_from_json(cj, where);
+      auto call = llm::call_trace_from_json(cj, where);
       if (!call) return call.status();
       c.calls.push_back(std::move(*call));
     }
@@ -197,18 +139,18 @@ Result<Candidate> candidate_from_json(const json& j) {
       if (!rj.is_object()) return invalid_input(where + ": a fix round must be an object");
       FixRound r;
       const std::string rw = where + " fix round";
-      NL2SQL_RETURN_IF_ERROR(read(rj, "round", r.round, rw));
-      NL2SQL_RETURN_IF_ERROR(read(rj, "failure_class", r.failure_class, rw));
-      NL2SQL_RETURN_IF_ERROR(read(rj, "feedback", r.feedback, rw));
-      NL2SQL_RETURN_IF_ERROR(read(rj, "sql_before", r.sql_before, rw));
-      NL2SQL_RETURN_IF_ERROR(read(rj, "sql_after", r.sql_after, rw));
+      NL2SQL_RETURN_IF_ERROR(read_key(rj, "round", r.round, rw));
+      NL2SQL_RETURN_IF_ERROR(read_key(rj, "failure_class", r.failure_class, rw));
+      NL2SQL_RETURN_IF_ERROR(read_key(rj, "feedback", r.feedback, rw));
+      NL2SQL_RETURN_IF_ERROR(read_key(rj, "sql_before", r.sql_before, rw));
+      NL2SQL_RETURN_IF_ERROR(read_key(rj, "sql_after", r.sql_after, rw));
       if (auto e = rj.find("execution_after"); e != rj.end() && !e->is_null()) {
         auto ex = execution_from_json(*e, rw);
         if (!ex) return ex.status();
         r.execution_after = *ex;
       }
       if (auto cl = rj.find("call"); cl != rj.end() && !cl->is_null()) {
-        auto call = call_from_json(*cl, rw);
+        auto call = llm::call_trace_from_json(*cl, rw);
         if (!call) return call.status();
         r.call = std::move(*call);
       }
@@ -216,6 +158,21 @@ Result<Candidate> candidate_from_json(const json& j) {
     }
   }
   return c;
+}
+
+llm::SimContext sim_generate_context(const data::Question& q, const std::string& generator,
+                                     int64_t sample_index) {
+  llm::SimContext s;
+  s.task = llm::SimTask::kGenerate;
+  s.question_id = q.question_id;
+  s.question = q.question;
+  s.evidence = q.evidence;
+  s.gold_sql = q.gold_sql;
+  s.db_id = q.db_id;
+  s.difficulty = q.difficulty;
+  s.generator = generator;
+  s.sample_index = sample_index;
+  return s;
 }
 
 }  // namespace nl2sql::generate

@@ -10,7 +10,8 @@
 #include "nl2sql/core/hash.h"
 #include "nl2sql/generate/agent.h"
 #include "nl2sql/generate/agent_steps.h"
-#include "nl2sql/generate/model_call.h"
+#include "nl2sql/generate/sim_tag.h"
+#include "nl2sql/llm/model_call.h"
 #include "nl2sql/generate/qp_demos.h"
 #include "nl2sql/generate/recap.h"
 #include "nl2sql/generate/schema_linking.h"
@@ -62,7 +63,7 @@ Status check_input(const GenerationInput& in, const std::string& who) {
 // A candidate from one answer: extraction recorded, failures kept (an answer without SQL is
 // counted as a parse failure of the call's stage).
 Candidate make_candidate(llm::Client& client, const std::string& question_id, const std::string& label,
-                         const std::string& generator, int64_t sample, const ModelAnswer& answer) {
+                         const std::string& generator, int64_t sample, const llm::ModelAnswer& answer) {
   Candidate c;
   c.id = label + "#" + std::to_string(sample);
   c.generator = generator;
@@ -107,7 +108,7 @@ class GeneratorBase : public Generator {
   std::string schema_text(const GenerationInput& in, const context::RenderOptions& r) const {
     return context::render_schema(*in.schema, r, in.index, in.retrieval ? &in.retrieval->values : nullptr);
   }
-  // The schema by rung of the prompt-budget ladder (ModelCall::schema_at): lighter renderings,
+  // The schema by rung of the prompt-budget ladder (llm::ModelCall::schema_at): lighter renderings,
   // then the columns that best match the question within the token budget.
   std::function<std::string(int, int64_t)> schema_ladder(const GenerationInput& in,
                                                          const context::RenderOptions& r) const {
@@ -119,9 +120,9 @@ class GeneratorBase : public Generator {
       return render_schema_within(in, o, budget, nullptr, nullptr);
     };
   }
-  ModelCall base_call(const GenerationInput& in, const llm::PromptTemplate& t, const std::string& stage,
+  llm::ModelCall base_call(const GenerationInput& in, const llm::PromptTemplate& t, const std::string& stage,
                       int64_t sample) const {
-    ModelCall call;
+    llm::ModelCall call;
     call.prompt = &t;
     call.stage = stage;
     call.role = o_.role;
@@ -148,12 +149,12 @@ class SingleCallGenerator : public GeneratorBase {
     NL2SQL_RETURN_IF_ERROR(check_input(in, "generator " + o_.label));
     std::vector<Candidate> out;
     for (int64_t s = 0; s < o_.samples; ++s) {
-      ModelCall call = base_call(in, template_, "generate", s);
+      llm::ModelCall call = base_call(in, template_, "generate", s);
       call.schema_at = schema_ladder(in, render_options(in, s));
       call.values = {{"question", in.question->question},
                      {"evidence", evidence_text(*in.question)}};
       add_values(call.values);
-      auto a = call_model(*client_, call);
+      auto a = llm::call_model(*client_, call);
       if (!a) return a.status().with_context("generator " + o_.label + ", question " + in.question->question_id);
       out.push_back(make_candidate(*client_, in.question->question_id, o_.label, o_.kind, s, *a));
     }
@@ -209,12 +210,12 @@ class OnlineSyntheticGenerator : public GeneratorBase {
                            {&filtered_, &narrow, filtered_count_, "os_examples_filtered"}};
     for (int k = 0; k < 2; ++k) {
       if (steps[k].count <= 0) continue;
-      ModelCall call = base_call(in, *steps[k].t, steps[k].stage, 0);
+      llm::ModelCall call = base_call(in, *steps[k].t, steps[k].stage, 0);
       call.profile = profile_for(0);
       call.sim.generator = std::string("os_examples_") + (k == 0 ? "general" : "filtered");
       call.schema_at = schema_ladder(in, *steps[k].r);
       call.values = {{"count", std::to_string(steps[k].count)}};
-      auto a = call_model(*client_, call);
+      auto a = llm::call_model(*client_, call);
       if (!a) return a.status().with_context(where);
       step_calls.push_back(a->trace);
       if (!a->ok) continue;
@@ -248,12 +249,12 @@ class OnlineSyntheticGenerator : public GeneratorBase {
         demos += "Example " + std::to_string(i + 1) + "\nQuestion: " + mixed[i].question + "\nSQL: " +
                  mixed[i].sql + "\n\n";
       if (demos.empty()) demos = "(no examples could be made for this database)\n";
-      ModelCall call = base_call(in, final_, "generate", s);
+      llm::ModelCall call = base_call(in, final_, "generate", s);
       call.schema_at = schema_ladder(in, render_options(in, s));
       call.values = {{"question", in.question->question},
                      {"evidence", evidence_text(*in.question)},
                      {"examples", demos}};
-      auto a = call_model(*client_, call);
+      auto a = llm::call_model(*client_, call);
       if (!a) return a.status().with_context(where);
       Candidate c = make_candidate(*client_, in.question->question_id, o_.label, o_.kind, s, *a);
       // How many demonstrations the candidate was written with: a run whose example calls
@@ -296,13 +297,13 @@ class SsevGenerator : public GeneratorBase {
       for (size_t e = 0; e < experts.size(); ++e)
         for (int64_t s = 0; s < per_expert; ++s) {
           const int64_t index = static_cast<int64_t>(e) * per_expert + s;
-          ModelCall call = base_call(in, template_, kind, index);
+          llm::ModelCall call = base_call(in, template_, kind, index);
           call.profile = experts[e];
           call.sim.generator = kind;
           call.values = {{"schema", schema},
                          {"question", in.question->question},
                          {"evidence", evidence_text(*in.question)}};
-          auto a = call_model(*client_, call);
+          auto a = llm::call_model(*client_, call);
           if (!a) return a.status().with_context(where);
           into.push_back(make_candidate(*client_, in.question->question_id, o_.label + "." + kind, kind, index, *a));
         }

@@ -5,8 +5,9 @@
 #include <cctype>
 #include <set>
 
-#include "nl2sql/fix/fixer.h"
-#include "nl2sql/generate/model_call.h"
+#include "nl2sql/feedback/feedback.h"
+#include "nl2sql/generate/sim_tag.h"
+#include "nl2sql/llm/model_call.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
 
@@ -122,13 +123,13 @@ class RecapGenerator : public Generator {
   };
 
   // An answer of a successful call that none of the readers could use is a parse failure.
-  void count_unread(const ModelAnswer& a, bool read, const GenerationInput& in) const {
+  void count_unread(const llm::ModelAnswer& a, bool read, const GenerationInput& in) const {
     if (a.ok && !read) client_->accounting().record_parse_failure(a.trace.stage, in.question->question_id);
   }
 
-  Result<ModelAnswer> call(Loop& l, const GenerationInput& in, const llm::PromptTemplate& t, const std::string& stage,
+  Result<llm::ModelAnswer> call(Loop& l, const GenerationInput& in, const llm::PromptTemplate& t, const std::string& stage,
                            int64_t sample, std::map<std::string, std::string> values, llm::SimContext sim) const {
-    ModelCall mc;
+    llm::ModelCall mc;
     mc.prompt = &t;
     mc.stage = stage;
     mc.role = spec_.role;
@@ -138,7 +139,7 @@ class RecapGenerator : public Generator {
     mc.question_id = in.question->question_id;
     mc.values = std::move(values);
     mc.sim = std::move(sim);
-    auto a = call_model(*client_, mc);
+    auto a = llm::call_model(*client_, mc);
     if (!a) return a.status();
     ++l.steps;
     l.c.calls.push_back(a->trace);
@@ -171,10 +172,10 @@ class RecapGenerator : public Generator {
     name = name.substr(0, name.find('\n'));
     if (name.find('.') != std::string::npos) name = name.substr(name.find('.') + 1);
     if (!name.empty() && cls == "no_such_table") {
-      for (const auto& t : fix::closest_names(name, table_names, 1)) tables.insert(t);
+      for (const auto& t : feedback::closest_names(name, table_names, 1)) tables.insert(t);
     } else if (!name.empty()) {
       // The closest column name (every table holding it): an ambiguous name links all its owners.
-      for (const auto& c : fix::closest_names(name, column_names, 1))
+      for (const auto& c : feedback::closest_names(name, column_names, 1))
         for (size_t i = 0; i < column_names.size(); ++i)
           if (lower(column_names[i]) == lower(c)) tables.insert(column_owners[i]);
     }
@@ -269,18 +270,11 @@ class RecapGenerator : public Generator {
         cur = std::move(*r);
         continue;
       }
-      const ExecutionSummary es = fix::summarize_execution(cur.result, o_.limits.preview_rows);
-      std::string cls = cur.result.status == db::ExecStatus::kRejected ? "other" : fix::classify_failure(es);
+      const ExecutionSummary es = feedback::summarize_execution(cur.result, o_.limits.preview_rows);
+      std::string cls = cur.result.status == db::ExecStatus::kRejected ? "other" : feedback::classify_failure(es);
       if (cur.result.status == db::ExecStatus::kRejected) cls = "rejected";
       if (!cls.empty()) {
-        fix::FixInput fi;
-        fi.question = &q;
-        fi.schema = in.schema;
-        fi.db_path = in.db_path;
-        fi.index = in.index;
-        fi.retrieval = in.retrieval;
-        fi.executor = executor_;
-        std::string hint = fix::failure_hint(cls, es, cur.sql, fi, fix::FixOptions{});
+        std::string hint = feedback::failure_hint(cls, es, cur.sql, {in.schema, in.index, 3});
         std::string refine_schema = schema;
         if (schema_error(cls)) {
           refine_schema = linked_schema(in, cur.sql, cls, cur.result.error, schema);

@@ -1,11 +1,10 @@
 // Traced model calls (see model_call.h).
-#include "nl2sql/generate/model_call.h"
+#include "nl2sql/llm/model_call.h"
 
-#include "nl2sql/context/schema_render.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 
-namespace nl2sql::generate {
+namespace nl2sql::llm {
 namespace {
 
 // Characters / 4, as the client estimates: what decides whether a prompt fits.
@@ -15,7 +14,7 @@ int64_t approx_prompt_tokens(const std::string& user, const std::string& system)
 
 }  // namespace
 
-Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
+Result<ModelAnswer> call_model(Client& client, const ModelCall& call) {
   ModelAnswer out;
   out.trace.stage = call.stage;
   if (call.prompt == nullptr) return internal_error("call_model: no prompt template");
@@ -23,7 +22,7 @@ Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
   out.trace.template_hash = call.prompt->hash();
   // The schema, as light as the model's context requires (see ModelCall::schema_at).
   std::map<std::string, std::string> values = call.values;
-  const int last_rung = context::kSchemaLadderRungs;
+  const int last_rung = kLastPromptRung;
   int rung = 0;
   int64_t schema_tokens = 0;
   // Tokens the prompt may take; 0 when the profile's context window is unknown.
@@ -53,7 +52,7 @@ Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
   out.trace.prompt_rung = rung;
   out.trace.system = call.system;
 
-  llm::ChatRequest req;
+  ChatRequest req;
   req.role = call.role;
   req.profile = call.profile;
   if (!call.system.empty()) req.messages.push_back({"system", call.system});
@@ -71,7 +70,7 @@ Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
   }
   auto r = client.chat(req);
   if (!r && call.schema_at && rung < last_rung &&
-      llm::call_error_kind(r.status()) == llm::CallErrorKind::kContextLength) {
+      call_error_kind(r.status()) == CallErrorKind::kContextLength) {
     // The server counts tokens its own way: one more try, a rung lighter (with no configured
     // window, the last rung halves the schema).
     schema_tokens = budget > 0 ? std::max<int64_t>(64, schema_tokens * 2 / 3)
@@ -85,8 +84,8 @@ Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
     r = client.chat(req);
   }
   if (!r) {
-    auto kind = llm::call_error_kind(r.status());
-    if (kind == llm::CallErrorKind::kCancelled || kind == llm::CallErrorKind::kConfig ||
+    auto kind = call_error_kind(r.status());
+    if (kind == CallErrorKind::kCancelled || kind == CallErrorKind::kConfig ||
         r.status().code() == ErrorCode::kCancelled)
       return r.status();
     out.trace.error = r.status().message();
@@ -95,7 +94,7 @@ Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
   out.ok = true;
   out.text = r->text();
   out.trace.response = out.text;
-  out.trace.reasoning = llm::answer_reasoning(r->reasoning.empty() ? "" : r->reasoning.front(), out.text);
+  out.trace.reasoning = answer_reasoning(r->reasoning.empty() ? "" : r->reasoning.front(), out.text);
   out.trace.answer_from_reasoning = !r->answer_from_reasoning.empty() && r->answer_from_reasoning.front();
   out.trace.profile = r->profile.empty() ? out.trace.profile : r->profile;
   out.trace.model = r->model.empty() ? out.trace.model : r->model;
@@ -108,19 +107,4 @@ Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call) {
   return out;
 }
 
-llm::SimContext sim_generate_context(const data::Question& q, const std::string& generator,
-                                     int64_t sample_index) {
-  llm::SimContext s;
-  s.task = llm::SimTask::kGenerate;
-  s.question_id = q.question_id;
-  s.question = q.question;
-  s.evidence = q.evidence;
-  s.gold_sql = q.gold_sql;
-  s.db_id = q.db_id;
-  s.difficulty = q.difficulty;
-  s.generator = generator;
-  s.sample_index = sample_index;
-  return s;
-}
-
-}  // namespace nl2sql::generate
+}  // namespace nl2sql::llm

@@ -1,6 +1,6 @@
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/pipeline/model_use.h"
-#include "nl2sql/pipeline/run_lock.h"
+#include "nl2sql/run/run_lock.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -28,9 +28,8 @@
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
 #include "nl2sql/pipeline/progress.h"
-#include "nl2sql/pipeline/run_store.h"
-#include "nl2sql/report/run_data.h"
-#include "nl2sql/report/run_report.h"
+#include "nl2sql/run/run_data.h"
+#include "nl2sql/run/run_store.h"
 #include "nl2sql/select/clusters.h"
 #include "nl2sql/select/selector.h"
 #include "nl2sql/select/weights.h"
@@ -300,7 +299,7 @@ struct Shared {
   std::map<std::string, std::unique_ptr<select::Selector>> selectors;
   std::shared_ptr<select::WeightStore> weights;  // null unless a voting selector runs
   std::map<std::string, std::string> fingerprints;  // db_id → database fingerprint
-  RunStore* store = nullptr;
+  run::RunStore* store = nullptr;
   Progress* progress = nullptr;
 
   // Sequencing of the select stage for weighted voting (question t waits for t−1).
@@ -360,7 +359,7 @@ class QuestionRun {
     if (cancelled()) return Status(ErrorCode::kCancelled, "run stopping: stage " + stage + " not stored");
     payload["llm_faults"] = llm_faults_between(before, usage_now());
     faults_[stage] = payload["llm_faults"];
-    return s_.store->put_stage(q_.question_id, static_cast<int64_t>(q_.index), stage, kStageDone,
+    return s_.store->put_stage(q_.question_id, static_cast<int64_t>(q_.index), stage, run::kStageDone,
                                payload);
   }
   std::optional<json> stored(const std::string& stage) {
@@ -959,7 +958,7 @@ Result<RunSummary> run(const RunOptions& options) {
   fs::create_directories(options.out_dir, ec);
   if (ec) return io_error("cannot create run folder " + options.out_dir.string() + ": " + ec.message());
   // One run per folder, held until run() returns; taken before --force-new deletes anything.
-  auto folder_lock = RunFolderLock::acquire(options.out_dir);
+  auto folder_lock = run::RunFolderLock::acquire(options.out_dir);
   if (!folder_lock) return folder_lock.status();
   if (options.force_new) {
     for (const char* f : {"run.sqlite", "run.sqlite-wal", "run.sqlite-shm", "manifest.json",
@@ -1018,7 +1017,7 @@ Result<RunSummary> run(const RunOptions& options) {
   auto prompts = prompt_hashes(s.prompts_dir);
   if (!prompts) return prompts.status();
   json manifest = make_manifest(s, *ds, *fingerprint, *picked, *prompts, summary.simulated, used_profiles);
-  auto store = RunStore::open(options.out_dir, true);
+  auto store = run::RunStore::open(options.out_dir, true);
   if (!store) return store.status();
   s.store = store->get();
   if (auto old = (*store)->get_meta("manifest"); old && old->has_value()) {
@@ -1112,7 +1111,7 @@ Result<RunSummary> run(const RunOptions& options) {
   popts.interval_s = options.progress_interval_s;
   popts.total = summary.questions;
   Progress progress(popts, s.client.get());
-  for (const auto& [id, r] : finals) progress.add_resumed(report::record_correct(r, manifest["primary_metric"]));
+  for (const auto& [id, r] : finals) progress.add_resumed(run::record_correct(r, manifest["primary_metric"]));
   s.progress = &progress;
   progress.start();
 
@@ -1171,8 +1170,8 @@ Result<RunSummary> run(const RunOptions& options) {
           interrupted = rec.value("status", "") == "error" || grew("cancelled") || grew("auth");
         }
         if (!interrupted) {
-          if (auto st = s.store->put_stage(q.question_id, static_cast<int64_t>(q.index), kFinalStage,
-                                           rec.value("status", "ok") == "ok" ? kStageDone : kStageError,
+          if (auto st = s.store->put_stage(q.question_id, static_cast<int64_t>(q.index), run::kFinalStage,
+                                           rec.value("status", "ok") == "ok" ? run::kStageDone : run::kStageError,
                                            rec);
               !st) {
             spdlog::error("question {}: cannot record its result: {}", q.question_id, st.message());
@@ -1191,7 +1190,7 @@ Result<RunSummary> run(const RunOptions& options) {
           }
         }
         if (interrupted) ++not_started;
-        else progress.question_finished(report::record_correct(rec, primary_metric),
+        else progress.question_finished(run::record_correct(rec, primary_metric),
                                         rec.value("status", "") == "error");
       });
     }
@@ -1212,7 +1211,7 @@ Result<RunSummary> run(const RunOptions& options) {
     if (!wanted.count(r.value("question_id", ""))) continue;
     ++summary.finished;
     if (r.value("status", "") == "error") ++summary.failed;
-    if (report::record_correct(r, primary_metric)) ++summary.correct;
+    if (run::record_correct(r, primary_metric)) ++summary.correct;
   }
   summary.not_started = not_started;
   summary.unrecorded = unrecorded;
@@ -1239,13 +1238,6 @@ Result<RunSummary> run(const RunOptions& options) {
     spdlog::warn("budget: stopped scheduling at ${:.4f} spent (cap ${:.4f}); {} questions not started",
                  summary.cost_usd, *cap, summary.not_started);
 
-  if (options.write_reports) {
-    auto data = report::load_run(options.out_dir);
-    if (!data) return data.status();
-    auto ropts = report::ReportOptions::from_config(s.config.json());
-    if (!ropts) return ropts.status();
-    NL2SQL_RETURN_IF_ERROR(report::write_reports(*data, options.out_dir, *ropts));
-  }
   summary.wall_s = seconds_since(started);
   return summary;
 }

@@ -1,4 +1,5 @@
 #include "nl2sql/report/compare.h"
+#include "nl2sql/run/run_data.h"
 
 #include <algorithm>
 #include <cmath>
@@ -63,7 +64,7 @@ eval::Interval paired_bootstrap_diff(const std::vector<int>& a, const std::vecto
   return {at(0.025), at(0.975)};
 }
 
-json compare_runs(const std::vector<RunData>& runs, const CompareOptions& o) {
+json compare_runs(const std::vector<run::RunData>& runs, const CompareOptions& o) {
   json out;
   out["runs"] = json::array();
   out["comparisons"] = json::array();
@@ -72,11 +73,11 @@ json compare_runs(const std::vector<RunData>& runs, const CompareOptions& o) {
   std::vector<std::map<std::string, int>> correct(runs.size());
   std::map<std::string, std::pair<int64_t, std::string>> info;  // index, db_id (from the baseline)
   for (size_t r = 0; r < runs.size(); ++r) {
-    std::string metric = primary_metric(runs[r].manifest);
+    std::string metric = run::primary_metric(runs[r].manifest);
     for (const auto& rec : runs[r].records) {
       std::string id = rec["question_id"].get<std::string>();
-      correct[r][id] = record_correct(rec, metric) ? 1 : 0;
-      if (!info.count(id)) info[id] = {rec["index"].get<int64_t>(), string_field(rec, "db_id")};
+      correct[r][id] = run::record_correct(rec, metric) ? 1 : 0;
+      if (!info.count(id)) info[id] = {rec["index"].get<int64_t>(), run::string_field(rec, "db_id")};
     }
   }
   std::vector<std::string> common;
@@ -103,7 +104,7 @@ json compare_runs(const std::vector<RunData>& runs, const CompareOptions& o) {
                            {"correct_common", k},
                            {"ex_common", pct(k, common.size())},
                            {"ci95", {ci.low, ci.high}},
-                           {"simulated", tri_bool(field(runs[r].manifest, "simulated")) == 1}});
+                           {"simulated", run::tri_bool(run::field(runs[r].manifest, "simulated")) == 1}});
   }
   for (size_t r = 1; r < runs.size(); ++r) {
     size_t b = 0, c = 0;

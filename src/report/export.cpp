@@ -1,4 +1,5 @@
 #include "nl2sql/report/export.h"
+#include "nl2sql/run/run_data.h"
 
 #include <map>
 
@@ -31,18 +32,18 @@ std::string one_line(const std::string& sql) {
 
 }  // namespace
 
-std::string export_predictions(const RunData& run, ExportFormat format, ExportStats* stats) {
+std::string export_predictions(const run::RunData& run, ExportFormat format, ExportStats* stats) {
   ExportStats st;
   std::map<int64_t, const json*> by_pos;
   for (const auto& r : run.records) by_pos[r["index"].get<int64_t>()] = &r;
   auto sql_of = [&](const json* r) -> std::string {
-    if (!r || string_field(*r, "status", "ok") != "ok") return "";
-    return one_line(string_field(*r, "prediction"));
+    if (!r || run::string_field(*r, "status", "ok") != "ok") return "";
+    return one_line(run::string_field(*r, "prediction"));
   };
   std::string out;
   if (format == ExportFormat::kJsonl) {
     for (const auto& r : run.records) {
-      json line = {{"question_id", r["question_id"]}, {"db_id", string_field(r, "db_id")}, {"sql", sql_of(&r)}};
+      json line = {{"question_id", r["question_id"]}, {"db_id", run::string_field(r, "db_id")}, {"sql", sql_of(&r)}};
       out += line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
       ++st.written;
     }
@@ -62,7 +63,7 @@ std::string export_predictions(const RunData& run, ExportFormat format, ExportSt
       if (format == ExportFormat::kSpider) {
         out += sql + "\n";
       } else {
-        bird[std::to_string(pos)] = sql + "\t----- bird -----\t" + (r ? string_field(*r, "db_id") : std::string());
+        bird[std::to_string(pos)] = sql + "\t----- bird -----\t" + (r ? run::string_field(*r, "db_id") : std::string());
       }
     }
     // Keys in position order, as the official file lists them (nlohmann sorts keys as strings).

@@ -8,8 +8,8 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include "nl2sql/pipeline/run_store.h"
-#include "nl2sql/report/run_data.h"
+#include "nl2sql/run/run_store.h"
+#include "nl2sql/run/run_data.h"
 
 namespace nl2sql::report {
 namespace fs = std::filesystem;
@@ -20,21 +20,21 @@ namespace {
 // What two records of the same question must share to be the same answer (timings and
 // traces may differ between machines).
 json answer_of(const json& r) {
-  const json& v = field(r, "verdict");
-  return {{"status", string_field(r, "status", "ok")},
-          {"prediction", string_field(r, "prediction")},
-          {"verdicts", field(v, "verdicts")},
-          {"outcome", field(v, "outcome")}};
+  const json& v = run::field(r, "verdict");
+  return {{"status", run::string_field(r, "status", "ok")},
+          {"prediction", run::string_field(r, "prediction")},
+          {"verdicts", run::field(v, "verdicts")},
+          {"outcome", run::field(v, "outcome")}};
 }
 
 }  // namespace
 
 Result<MergeSummary> merge_runs(const std::vector<fs::path>& inputs, const fs::path& out_dir) {
   if (inputs.size() < 2) return invalid_input("merge needs at least two run folders");
-  std::vector<std::unique_ptr<pipeline::RunStore>> stores;
+  std::vector<std::unique_ptr<run::RunStore>> stores;
   std::vector<json> manifests;
   for (const auto& dir : inputs) {
-    auto s = pipeline::RunStore::open(dir, false);
+    auto s = run::RunStore::open(dir, false);
     if (!s) return s.status();
     auto m = (*s)->manifest();
     if (!m) return m.status();
@@ -43,14 +43,14 @@ Result<MergeSummary> merge_runs(const std::vector<fs::path>& inputs, const fs::p
   }
   for (size_t i = 1; i < inputs.size(); ++i)
     for (const char* key : {"config_hash", "dataset_fingerprint", "benchmark", "split"}) {
-      const json& a = field(manifests[0], key);
-      const json& b = field(manifests[i], key);
+      const json& a = run::field(manifests[0], key);
+      const json& b = run::field(manifests[i], key);
       if (a != b)
         return invalid_input(fmt::format("cannot merge {} into {}: {} differs ({} vs {})", inputs[i].string(),
                                          inputs[0].string(), key, b.dump(), a.dump()));
     }
 
-  std::vector<pipeline::StageRow> rows;
+  std::vector<run::StageRow> rows;
   std::map<std::string, std::pair<size_t, json>> finals;  // question -> (input, answer)
   std::set<std::string> taken;                           // (question, stage) rows already kept
   std::set<std::string> questions;
@@ -61,7 +61,7 @@ Result<MergeSummary> merge_runs(const std::vector<fs::path>& inputs, const fs::p
     if (!all) return all.status();
     for (const auto& r : *all) {
       index_of[r.question_id] = r.index;
-      if (r.stage == pipeline::kFinalStage) {
+      if (r.stage == run::kFinalStage) {
         json ans = answer_of(r.payload);
         auto it = finals.find(r.question_id);
         if (it != finals.end() && it->second.second != ans)
@@ -87,7 +87,7 @@ Result<MergeSummary> merge_runs(const std::vector<fs::path>& inputs, const fs::p
     for (const auto& [q, n] : seen) overlapping += n > 1 ? 1 : 0;
   }
 
-  auto out = pipeline::RunStore::open(out_dir, true);
+  auto out = run::RunStore::open(out_dir, true);
   if (!out) return out.status();
   auto existing = (*out)->question_ids();
   if (!existing) return existing.status();
@@ -100,7 +100,7 @@ Result<MergeSummary> merge_runs(const std::vector<fs::path>& inputs, const fs::p
   std::vector<std::string> ids;
   std::set<std::string> seen_ids;
   for (const auto& m : manifests)
-    if (field(m, "question_ids").is_array())
+    if (run::field(m, "question_ids").is_array())
       for (const auto& q : m["question_ids"])
         if (q.is_string() && seen_ids.insert(q.get<std::string>()).second) ids.push_back(q.get<std::string>());
   for (const auto& [q, _] : index_of)
@@ -115,8 +115,8 @@ Result<MergeSummary> merge_runs(const std::vector<fs::path>& inputs, const fs::p
   json from = json::array();
   for (size_t i = 0; i < inputs.size(); ++i)
     from.push_back({{"run", inputs[i].filename().string().empty() ? inputs[i].parent_path().filename().string() : inputs[i].filename().string()},
-                    {"shard", field(manifests[i], "shard")},
-                    {"created_at", field(manifests[i], "created_at")}});
+                    {"shard", run::field(manifests[i], "shard")},
+                    {"created_at", run::field(manifests[i], "created_at")}});
   manifest["merged_from"] = from;
   manifest["created_at"] = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
   NL2SQL_RETURN_IF_ERROR((*out)->save_manifest(manifest));

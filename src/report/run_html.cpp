@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "nl2sql/report/run_report.h"
+#include "nl2sql/run/run_data.h"
 
 namespace nl2sql::report {
 using nlohmann::json;
@@ -191,7 +192,7 @@ std::vector<Bar> group_bars(const json& groups) {
 }
 
 string yesno(const json& v) {
-  int t = tri_bool(v);
+  int t = run::tri_bool(v);
   return t == 1 ? "<span class=\"ok\">✓</span>" : t == 0 ? "<span class=\"bad\">✗</span>" : "<span class=\"na\">–</span>";
 }
 
@@ -200,16 +201,16 @@ string pre(const string& text, size_t limit) { return "<pre>" + esc(cut(text, li
 // A separating-instance duel as evidence: the two candidates, the outcome, D′ as small tables,
 // and the answers on D′ — each candidate's, the model's (majority and every ask) and gold's.
 string duels_view(const json& expl, size_t limit) {
-  const json& duels = field(expl, "duels");
+  const json& duels = run::field(expl, "duels");
   if (!duels.is_array() || duels.empty()) return "";
   string d = "<table class=\"small duels\"><tr><th>duel</th><th>outcome</th><th>D′ (separating instance)</th><th>answers on D′</th></tr>";
   for (const auto& du : duels) {
-    const string a = string_field(du, "a"), b = string_field(du, "b"), outcome = string_field(du, "outcome");
+    const string a = run::string_field(du, "a"), b = run::string_field(du, "b"), outcome = run::string_field(du, "outcome");
     string out = outcome == "a" ? esc(a) + " wins" : outcome == "b" ? esc(b) + " wins" : "draw";
-    if (string_field(du, "why") != "") out += " (" + esc(string_field(du, "why")) + ")";
+    if (run::string_field(du, "why") != "") out += " (" + esc(run::string_field(du, "why")) + ")";
     d += fmt::format("<tr><td>{} vs {}</td><td>{}</td><td>", esc(a), esc(b), out);
-    const json& inst = field(du, "instance");
-    const json& tables = field(inst, "instance");
+    const json& inst = run::field(du, "instance");
+    const json& tables = run::field(inst, "instance");
     if (tables.is_object()) {
       for (const auto& [name, rows] : tables.items()) {
         if (!rows.is_array() || rows.empty()) continue;
@@ -221,33 +222,33 @@ string duels_view(const json& expl, size_t limit) {
         for (const auto& row : rows) {
           d += "<tr>";
           for (const auto& c : cols) {
-            const json& v = field(row, c.c_str());
+            const json& v = run::field(row, c.c_str());
             d += "<td>" + esc(cut(v.is_string() ? v.get<string>() : v.dump(), 80)) + "</td>";
           }
           d += "</tr>";
         }
         d += "</table>";
       }
-    } else if (string_field(inst, "failure") != "") {
-      d += esc(string_field(inst, "failure"));
+    } else if (run::string_field(inst, "failure") != "") {
+      d += esc(run::string_field(inst, "failure"));
     }
     d += "</td><td>";
     auto answer = [&](const string& label, const string& text, const string& cls) {
       if (text.empty()) return;
       d += "<p class=\"cap " + cls + "\">" + esc(label) + "</p>" + pre(text, limit);
     };
-    answer(a, string_field(inst, "answer_a"), "");
-    answer(b, string_field(inst, "answer_b"), "");
-    answer("model (majority)", string_field(du, "majority"), "");
-    const json& asks = field(du, "model_answers");
+    answer(a, run::string_field(inst, "answer_a"), "");
+    answer(b, run::string_field(inst, "answer_b"), "");
+    answer("model (majority)", run::string_field(du, "majority"), "");
+    const json& asks = run::field(du, "model_answers");
     if (asks.is_array() && !asks.empty()) {
       string all;
       for (const auto& x : asks) all += (all.empty() ? "" : "\n---\n") + (x.is_string() ? x.get<string>() : x.dump());
       d += fmt::format("<details><summary>{} model answer(s)</summary>{}</details>", asks.size(), pre(all, limit));
     }
-    const int agrees = tri_bool(field(du, "model_agrees_with_gold"));
+    const int agrees = run::tri_bool(run::field(du, "model_agrees_with_gold"));
     answer(agrees == 0 ? "gold — the model's answer disagrees: evidence against the gold SQL" : "gold",
-           string_field(du, "gold_answer"), agrees == 0 ? "bad" : "");
+           run::string_field(du, "gold_answer"), agrees == 0 ? "bad" : "");
     d += "</td></tr>";
   }
   return d + "</table>";
@@ -255,78 +256,78 @@ string duels_view(const json& expl, size_t limit) {
 
 string question_details(const json& r, const json& rep, size_t limit) {
   const string metric = rep["primary_metric"].get<string>();
-  bool correct = record_correct(r, metric);
-  string qid = string_field(r, "question_id");
+  bool correct = run::record_correct(r, metric);
+  string qid = run::string_field(r, "question_id");
   string d = fmt::format("<details class=\"q\" data-qid=\"{}\" data-correct=\"{}\"><summary>{} <b>{}</b> · {} · {} · {}</summary>",
                          esc(qid), correct ? 1 : 0, correct ? "<span class=\"ok\">✓</span>" : "<span class=\"bad\">✗</span>", esc(qid),
-                         esc(string_field(r, "db_id")), esc(string_field(r, "difficulty")), esc(cut(string_field(r, "question"), 200)));
+                         esc(run::string_field(r, "db_id")), esc(run::string_field(r, "difficulty")), esc(cut(run::string_field(r, "question"), 200)));
   d += "<div class=\"qbody\">";
-  d += fmt::format("<p><b>Question.</b> {}</p><p><b>Evidence.</b> {}</p>", esc(string_field(r, "question")), esc(string_field(r, "evidence")));
-  if (string_field(r, "status", "ok") != "ok") d += "<p class=\"bad\"><b>Failed:</b> " + esc(string_field(r, "error")) + "</p>";
-  d += "<p><b>Gold SQL</b></p>" + pre(string_field(r, "gold_sql"), limit);
-  d += "<p><b>Prediction</b> (" + esc(string_field(r, "primary_selector", rep["primary_selector"].get<string>())) + ")</p>" + pre(string_field(r, "prediction"), limit);
-  const json& v = field(r, "verdict");
+  d += fmt::format("<p><b>Question.</b> {}</p><p><b>Evidence.</b> {}</p>", esc(run::string_field(r, "question")), esc(run::string_field(r, "evidence")));
+  if (run::string_field(r, "status", "ok") != "ok") d += "<p class=\"bad\"><b>Failed:</b> " + esc(run::string_field(r, "error")) + "</p>";
+  d += "<p><b>Gold SQL</b></p>" + pre(run::string_field(r, "gold_sql"), limit);
+  d += "<p><b>Prediction</b> (" + esc(run::string_field(r, "primary_selector", rep["primary_selector"].get<string>())) + ")</p>" + pre(run::string_field(r, "prediction"), limit);
+  const json& v = run::field(r, "verdict");
   if (!v.is_null()) {
-    d += "<p><b>Verdict:</b> " + esc(string_field(v, "outcome")) + " · prediction " + esc(string_field(v, "pred_status"));
-    if (field(v, "verdicts").is_object())
+    d += "<p><b>Verdict:</b> " + esc(run::string_field(v, "outcome")) + " · prediction " + esc(run::string_field(v, "pred_status"));
+    if (run::field(v, "verdicts").is_object())
       for (const auto& [k, b] : v["verdicts"].items()) d += " · " + esc(k) + " " + yesno(b);
-    if (tri_bool(field(v, "gold_unusable")) == 1) d += " · <span class=\"bad\">gold unusable</span>";
-    if (tri_bool(field(v, "gold_tie_dependent")) == 1) d += " · gold tie-dependent";
+    if (run::tri_bool(run::field(v, "gold_unusable")) == 1) d += " · <span class=\"bad\">gold unusable</span>";
+    if (run::tri_bool(run::field(v, "gold_tie_dependent")) == 1) d += " · gold tie-dependent";
     d += "</p>";
   }
-  const json& ctx = field(r, "context");
+  const json& ctx = run::field(r, "context");
   if (ctx.is_object()) {
     string kw;
-    if (field(ctx, "keywords").is_array())
+    if (run::field(ctx, "keywords").is_array())
       for (const auto& k : ctx["keywords"]) kw += (kw.empty() ? "" : ", ") + (k.is_string() ? k.get<string>() : k.dump());
     d += "<p><b>Keywords:</b> " + esc(cut(kw, limit)) + "</p>";
-    if (field(ctx, "values").is_array() && !ctx["values"].empty()) {
+    if (run::field(ctx, "values").is_array() && !ctx["values"].empty()) {
       d += "<table class=\"small\"><tr><th>table</th><th>column</th><th>value</th><th>score</th></tr>";
       for (const auto& val : ctx["values"])
-        d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(string_field(val, "table")),
-                         esc(string_field(val, "column")), esc(cut(string_field(val, "value"), 200)), num(number_field(val, "score"), 3));
+        d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(run::string_field(val, "table")),
+                         esc(run::string_field(val, "column")), esc(cut(run::string_field(val, "value"), 200)), num(run::number_field(val, "score"), 3));
       d += "</table>";
     }
   }
-  const json& cands = field(r, "candidates");
+  const json& cands = run::field(r, "candidates");
   if (cands.is_array() && !cands.empty()) {
     d += "<table class=\"cands\"><tr><th>candidate</th><th>generator</th><th>correct</th><th>cluster</th><th>exec before fix</th><th>exec after fix</th><th>SQL</th></tr>";
     for (const auto& c : cands) {
-      d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>", esc(string_field(c, "id")),
-                       esc(string_field(c, "generator")), yesno(field(c, "correct")), esc(string_field(c, "cluster")),
-                       yesno(field(c, "executable_before_fix")), yesno(field(c, "executable_after_fix")));
-      d += pre(string_field(c, "sql"), limit);
-      if (string_field(c, "extraction_error") != "") d += "<p class=\"bad\">extraction: " + esc(string_field(c, "extraction_error")) + "</p>";
-      const json& ex = field(c, "execution");
-      if (ex.is_object() && string_field(ex, "error") != "") d += "<p class=\"bad\">" + esc(cut(string_field(ex, "error"), limit)) + "</p>";
-      if (ex.is_object() && string_field(ex, "preview") != "") d += "<details><summary>result preview</summary>" + pre(string_field(ex, "preview"), limit) + "</details>";
-      const json& rounds = field(c, "fix_rounds");
+      d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>", esc(run::string_field(c, "id")),
+                       esc(run::string_field(c, "generator")), yesno(run::field(c, "correct")), esc(run::string_field(c, "cluster")),
+                       yesno(run::field(c, "executable_before_fix")), yesno(run::field(c, "executable_after_fix")));
+      d += pre(run::string_field(c, "sql"), limit);
+      if (run::string_field(c, "extraction_error") != "") d += "<p class=\"bad\">extraction: " + esc(run::string_field(c, "extraction_error")) + "</p>";
+      const json& ex = run::field(c, "execution");
+      if (ex.is_object() && run::string_field(ex, "error") != "") d += "<p class=\"bad\">" + esc(cut(run::string_field(ex, "error"), limit)) + "</p>";
+      if (ex.is_object() && run::string_field(ex, "preview") != "") d += "<details><summary>result preview</summary>" + pre(run::string_field(ex, "preview"), limit) + "</details>";
+      const json& rounds = run::field(c, "fix_rounds");
       if (rounds.is_array() && !rounds.empty()) {
         d += fmt::format("<details><summary>{} fixer round(s)</summary>", rounds.size());
         for (const auto& fr : rounds) {
-          d += fmt::format("<p>round {} · {}</p>", esc(string_field(fr, "round")), esc(string_field(fr, "failure_class")));
-          d += "<p>feedback</p>" + pre(string_field(fr, "feedback"), limit) + "<p>before</p>" + pre(string_field(fr, "sql_before"), limit) +
-               "<p>after</p>" + pre(string_field(fr, "sql_after"), limit);
+          d += fmt::format("<p>round {} · {}</p>", esc(run::string_field(fr, "round")), esc(run::string_field(fr, "failure_class")));
+          d += "<p>feedback</p>" + pre(run::string_field(fr, "feedback"), limit) + "<p>before</p>" + pre(run::string_field(fr, "sql_before"), limit) +
+               "<p>after</p>" + pre(run::string_field(fr, "sql_after"), limit);
         }
         d += "</details>";
       }
-      if (string_field(c, "reasoning") != "") d += "<details><summary>reasoning</summary>" + pre(string_field(c, "reasoning"), limit) + "</details>";
+      if (run::string_field(c, "reasoning") != "") d += "<details><summary>reasoning</summary>" + pre(run::string_field(c, "reasoning"), limit) + "</details>";
       d += "</td></tr>";
     }
     d += "</table>";
   }
-  const json& sels = field(r, "selections");
+  const json& sels = run::field(r, "selections");
   if (sels.is_object() && !sels.empty()) {
     d += "<table class=\"sels\"><tr><th>selector</th><th>chosen</th><th>correct</th><th>LLM calls</th><th>cost USD</th><th>explanation</th></tr>";
     string duels;  // separating-instance duels, drawn below the table at full width
     for (const auto& [name, s] : sels.items()) {
-      string expl = field(s, "explanation").is_null() ? "" : field(s, "explanation").dump(1, ' ', false, json::error_handler_t::replace);
-      string view = field(s, "explanation").is_object() ? duels_view(s["explanation"], limit) : "";
+      string expl = run::field(s, "explanation").is_null() ? "" : run::field(s, "explanation").dump(1, ' ', false, json::error_handler_t::replace);
+      string view = run::field(s, "explanation").is_object() ? duels_view(s["explanation"], limit) : "";
       if (!view.empty())
         duels += "<p class=\"cap\">Duels of " + esc(name) + "</p><div class=\"wide\">" + view + "</div>";
       d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>", esc(name),
-                       esc(string_field(s, "candidate_id")), yesno(field(s, "correct")), num(number_field(s, "llm_calls"), 0),
-                       num(number_field(s, "cost_usd"), 4), view.empty() ? "" : "duels below · ",
+                       esc(run::string_field(s, "candidate_id")), yesno(run::field(s, "correct")), num(run::number_field(s, "llm_calls"), 0),
+                       num(run::number_field(s, "cost_usd"), 4), view.empty() ? "" : "duels below · ",
                        expl.empty() ? "" : "<details><summary>explanation (JSON)</summary>" + pre(expl, limit) + "</details>");
     }
     d += "</table>" + duels;
@@ -380,7 +381,7 @@ window.addEventListener('load', function () {
 
 }  // namespace
 
-string render_html(const json& rep, const RunData& run, const ReportOptions& o) {
+string render_html(const json& rep, const run::RunData& run, const ReportOptions& o) {
   const json& man = rep["run"]["manifest"];
   string title = rep["run"]["title"].get<string>();
   string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">";
@@ -391,10 +392,10 @@ string render_html(const json& rep, const RunData& run, const ReportOptions& o) 
   h += "<h1>" + esc("nl2sql run report: " + title) + "</h1>\n";
   h += fmt::format("<p>Benchmark <b>{}</b> split <b>{}</b> · {} of {} questions recorded · primary metric <b>{}</b> · primary selector <b>{}</b><br>"
                    "dataset fingerprint <code>{}</code> · config hash <code>{}</code> · seed {} · tool {} · created {}</p>\n",
-                   esc(string_field(man, "benchmark", "?")), esc(string_field(man, "split", "?")), rep["n_questions"].get<size_t>(),
+                   esc(run::string_field(man, "benchmark", "?")), esc(run::string_field(man, "split", "?")), rep["n_questions"].get<size_t>(),
                    rep["n_expected"].get<size_t>(), esc(rep["primary_metric"].get<string>()), esc(rep["primary_selector"].get<string>()),
-                   esc(string_field(man, "dataset_fingerprint")), esc(string_field(man, "config_hash")), esc(string_field(man, "seed")),
-                   esc(string_field(man, "tool_version")), esc(string_field(man, "created_at")));
+                   esc(run::string_field(man, "dataset_fingerprint")), esc(run::string_field(man, "config_hash")), esc(run::string_field(man, "seed")),
+                   esc(run::string_field(man, "tool_version")), esc(run::string_field(man, "created_at")));
   const json& ov = rep["ex"]["overall"];
   h += fmt::format("<p class=\"headline\">EX <b id=\"ex\">{}%</b> (95% CI {}–{}), {} / {} correct; {} failed questions</p>\n",
                    num(ov["ex"].get<double>()), num(ov["ci95"][0].get<double>()), num(ov["ci95"][1].get<double>()),
@@ -427,9 +428,9 @@ string render_html(const json& rep, const RunData& run, const ReportOptions& o) 
                         v["ci95"][0].get<double>(), v["ci95"][1].get<double>(), ""});
   }
   h += bar_chart("selectors", "EX per selector with the oracle and adversarial bounds", sel_bars);
-  if (field(rep, "gold_disputes").is_array() && !rep["gold_disputes"].empty()) {
+  if (run::field(rep, "gold_disputes").is_array() && !rep["gold_disputes"].empty()) {
     string ids;
-    for (const auto& g : rep["gold_disputes"]) ids += (ids.empty() ? "" : ", ") + esc(string_field(g, "question_id"));
+    for (const auto& g : rep["gold_disputes"]) ids += (ids.empty() ? "" : ", ") + esc(run::string_field(g, "question_id"));
     h += fmt::format("<p class=\"bad\">Separating-instance duels where the model's answer on D′ disagrees with gold's "
                      "(evidence against the gold SQL; see each question's duels): {} question(s): {}</p>",
                      rep["gold_disputes"].size(), ids);

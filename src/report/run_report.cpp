@@ -1,4 +1,5 @@
 #include "nl2sql/report/run_report.h"
+#include "nl2sql/run/run_data.h"
 
 #include <algorithm>
 #include <array>
@@ -13,6 +14,7 @@
 #include "nl2sql/core/hash.h"
 #include "nl2sql/eval/evaluator.h"
 #include "nl2sql/eval/report.h"
+#include "nl2sql/run/run_lock.h"
 
 namespace nl2sql::report {
 using nlohmann::json;
@@ -68,11 +70,11 @@ double percentile(std::vector<double> v, double q) {
 
 Result<ReportOptions> ReportOptions::from_config(const json& config) {
   ReportOptions o;
-  const json& r = field(config, "report");
+  const json& r = run::field(config, "report");
   if (r.is_null()) return o;
   if (!r.is_object()) return invalid_input("config key \"report\" must be an object");
   auto get_int = [&](const char* key, auto& out, long min) -> Status {
-    const json& v = field(r, key);
+    const json& v = run::field(r, key);
     if (v.is_null()) return Status::ok();
     if (!v.is_number_integer() || v.get<long>() < min)
       return invalid_input(fmt::format("config key \"report.{}\" must be an integer >= {}", key, min));
@@ -83,33 +85,33 @@ Result<ReportOptions> ReportOptions::from_config(const json& config) {
   NL2SQL_RETURN_IF_ERROR(get_int("bootstrap_seed", o.bootstrap_seed, 0));
   NL2SQL_RETURN_IF_ERROR(get_int("drilldown_limit", o.drilldown_limit, 0));
   NL2SQL_RETURN_IF_ERROR(get_int("preview_chars", o.preview_chars, 0));
-  if (const json& h = field(r, "html"); !h.is_null()) {
+  if (const json& h = run::field(r, "html"); !h.is_null()) {
     if (!h.is_boolean()) return invalid_input("config key \"report.html\" must be true or false");
     o.html = h.get<bool>();
   }
-  if (const json& t = field(r, "title"); !t.is_null()) {
+  if (const json& t = run::field(r, "title"); !t.is_null()) {
     if (!t.is_string()) return invalid_input("config key \"report.title\" must be a string");
     o.title = t.get<std::string>();
   }
   return o;
 }
 
-json build_report(const RunData& run, const ReportOptions& o) {
+json build_report(const run::RunData& run, const ReportOptions& o) {
   const json& m = run.manifest;
-  const std::string metric = primary_metric(m);
-  std::string primary_sel = string_field(m, "primary_selector");
+  const std::string metric = run::primary_metric(m);
+  std::string primary_sel = run::string_field(m, "primary_selector");
   const size_t n = run.records.size();
 
   json rep;
   rep["tool"] = {{"name", "nl2sql"}, {"version", NL2SQL_VERSION}};
   rep["run"] = {{"name", run.name},           {"title", o.title.empty() ? run.name : o.title},
-                {"manifest", m},              {"simulated", tri_bool(field(m, "simulated")) == 1}};
-  rep["simulated"] = tri_bool(field(m, "simulated")) == 1;
+                {"manifest", m},              {"simulated", run::tri_bool(run::field(m, "simulated")) == 1}};
+  rep["simulated"] = run::tri_bool(run::field(m, "simulated")) == 1;
   rep["primary_metric"] = metric;
   rep["n_questions"] = n;
-  rep["n_expected"] = field(m, "question_ids").is_array() ? field(m, "question_ids").size() : n;
+  rep["n_expected"] = run::field(m, "question_ids").is_array() ? run::field(m, "question_ids").size() : n;
   // Questions the selection named whose database was missing: listed, never silently dropped.
-  rep["skipped"] = field(m, "skipped").is_array() ? field(m, "skipped") : json::array();
+  rep["skipped"] = run::field(m, "skipped").is_array() ? run::field(m, "skipped") : json::array();
 
   // --- EX under the primary metric and per evaluator metric.
   std::vector<int> overall;
@@ -120,30 +122,30 @@ json build_report(const RunData& run, const ReportOptions& o) {
   double soft_f1 = 0;
   size_t soft_n = 0;
   for (const auto& r : run.records) {
-    int c = record_correct(r, metric) ? 1 : 0;
+    int c = run::record_correct(r, metric) ? 1 : 0;
     overall.push_back(c);
-    by_diff[string_field(r, "difficulty", "unknown")].push_back(c);
-    by_db[string_field(r, "db_id", "unknown")].push_back(c);
-    const json& feats = field(r, "features");
+    by_diff[run::string_field(r, "difficulty", "unknown")].push_back(c);
+    by_db[run::string_field(r, "db_id", "unknown")].push_back(c);
+    const json& feats = run::field(r, "features");
     if (feats.is_array() && !feats.empty()) {
       for (const auto& f : feats)
         if (f.is_string()) by_feature[f.get<std::string>()].push_back(c);
     } else {
       by_feature["simple"].push_back(c);
     }
-    const json& v = field(r, "verdict");
-    if (const json& vv = field(v, "verdicts"); vv.is_object())
+    const json& v = run::field(r, "verdict");
+    if (const json& vv = run::field(v, "verdicts"); vv.is_object())
       for (auto it = vv.begin(); it != vv.end(); ++it) metrics.insert(it.key());
-    if (string_field(r, "status", "ok") != "ok")
-      errors.push_back({{"question_id", r["question_id"]}, {"error", string_field(r, "error")}});
+    if (run::string_field(r, "status", "ok") != "ok")
+      errors.push_back({{"question_id", r["question_id"]}, {"error", run::string_field(r, "error")}});
     if (!v.is_null()) {
-      outcomes[string_field(v, "outcome", "none")]++;
-      if (field(v, "soft_f1").is_number()) {
+      outcomes[run::string_field(v, "outcome", "none")]++;
+      if (run::field(v, "soft_f1").is_number()) {
         soft_f1 += v["soft_f1"].get<double>();
         ++soft_n;
       }
-      if (tri_bool(field(v, "gold_unusable")) == 1) unusable.push_back(r["question_id"]);
-      if (tri_bool(field(v, "gold_tie_dependent")) == 1) ties.push_back(r["question_id"]);
+      if (run::tri_bool(run::field(v, "gold_unusable")) == 1) unusable.push_back(r["question_id"]);
+      if (run::tri_bool(run::field(v, "gold_tie_dependent")) == 1) ties.push_back(r["question_id"]);
     } else {
       outcomes["not_evaluated"]++;
     }
@@ -156,9 +158,9 @@ json build_report(const RunData& run, const ReportOptions& o) {
   for (const auto& mt : metrics) {
     std::vector<int> xs, usable;
     for (const auto& r : run.records) {
-      int c = record_correct(r, mt) ? 1 : 0;
+      int c = run::record_correct(r, mt) ? 1 : 0;
       xs.push_back(c);
-      if (tri_bool(field(field(r, "verdict"), "gold_unusable")) != 1) usable.push_back(c);
+      if (run::tri_bool(run::field(run::field(r, "verdict"), "gold_unusable")) != 1) usable.push_back(c);
     }
     json g = group_stats(xs, o, "metric:" + mt);
     g["n_usable_gold"] = usable.size();
@@ -174,10 +176,10 @@ json build_report(const RunData& run, const ReportOptions& o) {
 
   // --- Selectors side by side, with the bounds every selector lives between.
   std::set<std::string> sel_names;
-  if (field(m, "selectors").is_array())
+  if (run::field(m, "selectors").is_array())
     for (const auto& s : m["selectors"]) if (s.is_string()) sel_names.insert(s.get<std::string>());
   for (const auto& r : run.records)
-    if (field(r, "selections").is_object())
+    if (run::field(r, "selections").is_object())
       for (const auto& [k, _] : r["selections"].items()) sel_names.insert(k);
   if (primary_sel.empty() && !sel_names.empty()) primary_sel = *sel_names.begin();
   rep["primary_selector"] = primary_sel;
@@ -187,11 +189,11 @@ json build_report(const RunData& run, const ReportOptions& o) {
     double calls = 0, cost = 0;
     std::vector<double> lat;
     for (const auto& r : run.records) {
-      const json& sel = field(field(r, "selections"), s.c_str());
-      xs.push_back(string_field(r, "status", "ok") == "ok" && tri_bool(field(sel, "correct")) == 1 ? 1 : 0);
-      calls += number_field(sel, "llm_calls");
-      cost += number_field(sel, "cost_usd");
-      if (field(sel, "latency_s").is_number()) lat.push_back(sel["latency_s"].get<double>());
+      const json& sel = run::field(run::field(r, "selections"), s.c_str());
+      xs.push_back(run::string_field(r, "status", "ok") == "ok" && run::tri_bool(run::field(sel, "correct")) == 1 ? 1 : 0);
+      calls += run::number_field(sel, "llm_calls");
+      cost += run::number_field(sel, "cost_usd");
+      if (run::field(sel, "latency_s").is_number()) lat.push_back(sel["latency_s"].get<double>());
     }
     json g = group_stats(xs, o, "selector:" + s);
     g["primary"] = s == primary_sel;
@@ -205,20 +207,20 @@ json build_report(const RunData& run, const ReportOptions& o) {
   // evidence against the gold SQL, worth a look before trusting that question's verdict.
   json disputes = json::array();
   for (const auto& r : run.records) {
-    if (!field(r, "selections").is_object()) continue;
+    if (!run::field(r, "selections").is_object()) continue;
     size_t n = 0;
     for (const auto& [k, sel] : r["selections"].items()) {
-      const json& duels = field(field(sel, "explanation"), "duels");
+      const json& duels = run::field(run::field(sel, "explanation"), "duels");
       if (duels.is_array())
-        for (const auto& d : duels) n += tri_bool(field(d, "model_agrees_with_gold")) == 0 ? 1 : 0;
+        for (const auto& d : duels) n += run::tri_bool(run::field(d, "model_agrees_with_gold")) == 0 ? 1 : 0;
     }
-    if (n > 0) disputes.push_back({{"question_id", string_field(r, "question_id")}, {"duels", n}});
+    if (n > 0) disputes.push_back({{"question_id", run::string_field(r, "question_id")}, {"duels", n}});
   }
   rep["gold_disputes"] = disputes;
   std::vector<int> oracle, adversarial;
   for (const auto& r : run.records) {
-    oracle.push_back(tri_bool(field(field(r, "bounds"), "oracle")) == 1 ? 1 : 0);
-    adversarial.push_back(tri_bool(field(field(r, "bounds"), "adversarial")) == 1 ? 1 : 0);
+    oracle.push_back(run::tri_bool(run::field(run::field(r, "bounds"), "oracle")) == 1 ? 1 : 0);
+    adversarial.push_back(run::tri_bool(run::field(run::field(r, "bounds"), "adversarial")) == 1 ? 1 : 0);
   }
   rep["bounds"] = {{"oracle", group_stats(oracle, o, "oracle")}, {"adversarial", group_stats(adversarial, o, "adversarial")}};
 
@@ -232,19 +234,19 @@ json build_report(const RunData& run, const ReportOptions& o) {
   for (const auto& r : run.records) {
     std::string qid = r["question_id"].get<std::string>();
     std::set<std::string> found;
-    const json& cands = field(r, "candidates");
+    const json& cands = run::field(r, "candidates");
     if (cands.is_array())
       for (const auto& c : cands) {
-        Gen& g = gens[string_field(c, "generator", "unknown")];
+        Gen& g = gens[run::string_field(c, "generator", "unknown")];
         ++g.candidates;
         g.questions.insert(qid);
-        if (tri_bool(field(c, "executable_before_fix")) == 1) ++g.exec_before;
-        if (tri_bool(field(c, "executable_after_fix")) == 1) ++g.exec_after;
-        if (field(c, "fix_rounds").is_array()) g.fixed_rounds += c["fix_rounds"].size();
-        if (tri_bool(field(c, "correct")) == 1) {
+        if (run::tri_bool(run::field(c, "executable_before_fix")) == 1) ++g.exec_before;
+        if (run::tri_bool(run::field(c, "executable_after_fix")) == 1) ++g.exec_after;
+        if (run::field(c, "fix_rounds").is_array()) g.fixed_rounds += c["fix_rounds"].size();
+        if (run::tri_bool(run::field(c, "correct")) == 1) {
           ++g.correct;
           g.questions_correct.insert(qid);
-          found.insert(string_field(c, "generator", "unknown"));
+          found.insert(run::string_field(c, "generator", "unknown"));
         }
       }
     if (found.size() == 1) gens[*found.begin()].unique.insert(qid);
@@ -286,14 +288,14 @@ json build_report(const RunData& run, const ReportOptions& o) {
   std::map<long, std::array<std::pair<size_t, size_t>, 4>> curves;  // k -> (hits, n) per series
   static const char* kSeries[] = {"upper", "lower", "self_consistency", "selector"};
   for (const auto& r : run.records) {
-    const json& cs = field(r, "curves");
+    const json& cs = run::field(r, "curves");
     if (!cs.is_object()) continue;
     for (const auto& [k, v] : cs.items()) {
       long kk = std::atol(k.c_str());
       if (kk <= 0) continue;
       auto& acc = curves[kk];
       for (int i = 0; i < 4; ++i) {
-        int b = tri_bool(field(v, kSeries[i]));
+        int b = run::tri_bool(run::field(v, kSeries[i]));
         if (b < 0) continue;
         acc[i].first += static_cast<size_t>(b);
         acc[i].second += 1;
@@ -315,14 +317,14 @@ json build_report(const RunData& run, const ReportOptions& o) {
   for (const auto& r : run.records) {
     std::string qid = r["question_id"].get<std::string>();
     std::string cat;
-    if (string_field(r, "status", "ok") != "ok") cat = "failed";
-    else if (tri_bool(field(field(r, "verdict"), "gold_unusable")) == 1) cat = "gold_unusable";
-    else if (record_correct(r, metric)) cat = "correct";
+    if (run::string_field(r, "status", "ok") != "ok") cat = "failed";
+    else if (run::tri_bool(run::field(run::field(r, "verdict"), "gold_unusable")) == 1) cat = "gold_unusable";
+    else if (run::record_correct(r, metric)) cat = "correct";
     else {
       bool any = false;
-      if (field(r, "candidates").is_array())
-        for (const auto& c : r["candidates"]) any = any || tri_bool(field(c, "correct")) == 1;
-      if (!any && tri_bool(field(field(r, "bounds"), "oracle")) == 1) any = true;
+      if (run::field(r, "candidates").is_array())
+        for (const auto& c : r["candidates"]) any = any || run::tri_bool(run::field(c, "correct")) == 1;
+      if (!any && run::tri_bool(run::field(run::field(r, "bounds"), "oracle")) == 1) any = true;
       cat = any ? "wrong_selection" : "no_correct_candidate";
     }
     cats[cat].push_back(qid);
@@ -335,17 +337,17 @@ json build_report(const RunData& run, const ReportOptions& o) {
   std::map<std::string, json> usage;
   json total = {{"calls", 0.0}, {"prompt_tokens", 0.0}, {"completion_tokens", 0.0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
   for (const auto& r : run.records) {
-    const json& u = field(r, "usage");
+    const json& u = run::field(r, "usage");
     if (!u.is_object()) continue;
     for (const auto& [stage, v] : u.items()) {
       json& acc = usage[stage];
       if (acc.is_null()) acc = {{"calls", 0.0}, {"prompt_tokens", 0.0}, {"completion_tokens", 0.0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
       for (const char* f : {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s"}) {
-        acc[f] = acc[f].get<double>() + number_field(v, f);
-        total[f] = total[f].get<double>() + number_field(v, f);
+        acc[f] = acc[f].get<double>() + run::number_field(v, f);
+        total[f] = total[f].get<double>() + run::number_field(v, f);
       }
       // Prompts cut to fit the model's context: shown only when there were any.
-      if (const double d = number_field(v, "degraded_prompts"); d > 0) {
+      if (const double d = run::number_field(v, "degraded_prompts"); d > 0) {
         acc["degraded_prompts"] = acc.value("degraded_prompts", 0.0) + d;
         total["degraded_prompts"] = total.value("degraded_prompts", 0.0) + d;
       }
@@ -360,7 +362,7 @@ json build_report(const RunData& run, const ReportOptions& o) {
     int64_t failed = 0, retries = 0, questions_hit = 0, unread = 0, questions_unread = 0;
     std::map<std::string, int64_t> by_kind, unread_by_stage;
     for (const auto& r : run.records) {
-      const json& f = field(r, "llm_faults");
+      const json& f = run::field(r, "llm_faults");
       if (!f.is_object()) continue;
       int64_t qf = f.value("failed_calls", int64_t{0}), qr = f.value("retries", int64_t{0});
       failed += qf;
@@ -385,12 +387,12 @@ json build_report(const RunData& run, const ReportOptions& o) {
   json lat = json::object();
   std::set<std::string> lat_stages(kStages.begin(), kStages.end());
   for (const auto& r : run.records)
-    if (field(r, "latency_s").is_object())
+    if (run::field(r, "latency_s").is_object())
       for (const auto& [k, _] : r["latency_s"].items()) lat_stages.insert(k);
   for (const auto& s : lat_stages) {
     std::vector<double> xs;
     for (const auto& r : run.records) {
-      const json& v = field(field(r, "latency_s"), s.c_str());
+      const json& v = run::field(run::field(r, "latency_s"), s.c_str());
       if (v.is_number()) xs.push_back(v.get<double>());
     }
     if (xs.empty()) continue;
@@ -404,7 +406,7 @@ json build_report(const RunData& run, const ReportOptions& o) {
   // --- WMA weights after each question.
   json weights = json::object();
   for (const auto& r : run.records) {
-    const json& w = field(r, "weights");
+    const json& w = run::field(r, "weights");
     if (!w.is_object()) continue;
     for (const auto& [expert, v] : w.items())
       if (v.is_number()) weights[expert].push_back({r["index"], v});
@@ -424,12 +426,12 @@ std::string render_markdown(const json& rep) {
           "which derives them from the gold SQL.\n\n";
   const json& man = run["manifest"];
   md += fmt::format("Benchmark `{}` split `{}`, {} of {} questions recorded, primary metric `{}`, primary selector `{}`.\n",
-                    md_cell(string_field(man, "benchmark", "?")), md_cell(string_field(man, "split", "?")),
+                    md_cell(run::string_field(man, "benchmark", "?")), md_cell(run::string_field(man, "split", "?")),
                     rep["n_questions"].get<size_t>(), rep["n_expected"].get<size_t>(),
                     rep["primary_metric"].get<std::string>(), md_cell(rep["primary_selector"].get<std::string>()));
   md += fmt::format("Dataset fingerprint `{}`, config hash `{}`, seed {}, tool {}.\n\n",
-                    md_cell(string_field(man, "dataset_fingerprint")), md_cell(string_field(man, "config_hash")),
-                    md_cell(string_field(man, "seed")), md_cell(string_field(man, "tool_version")));
+                    md_cell(run::string_field(man, "dataset_fingerprint")), md_cell(run::string_field(man, "config_hash")),
+                    md_cell(run::string_field(man, "seed")), md_cell(run::string_field(man, "tool_version")));
   const json& ov = rep["ex"]["overall"];
   md += fmt::format("**EX {:.2f}%** (95% CI [{:.2f}, {:.2f}]), {} / {} correct; {} failed questions.\n\n",
                     ov["ex"].get<double>(), ov["ci95"][0].get<double>(), ov["ci95"][1].get<double>(),
@@ -553,43 +555,43 @@ std::string render_markdown(const json& rep) {
   return md;
 }
 
-std::string render_csv(const RunData& run) {
-  const std::string metric = primary_metric(run.manifest);
+std::string render_csv(const run::RunData& run) {
+  const std::string metric = run::primary_metric(run.manifest);
   std::set<std::string> sels;
   for (const auto& r : run.records)
-    if (field(r, "selections").is_object())
+    if (run::field(r, "selections").is_object())
       for (const auto& [k, _] : r["selections"].items()) sels.insert(k);
   std::string out = "question_id,index,db_id,difficulty,status,correct,outcome,features,candidates,correct_candidates,oracle,adversarial";
   for (const auto& s : sels) out += "," + eval::csv_field("sel_" + s);
   out += ",cost_usd,latency_s,prediction,error\n";
   for (const auto& r : run.records) {
     size_t nc = 0, ncc = 0;
-    if (field(r, "candidates").is_array())
+    if (run::field(r, "candidates").is_array())
       for (const auto& c : r["candidates"]) {
         ++nc;
-        if (tri_bool(field(c, "correct")) == 1) ++ncc;
+        if (run::tri_bool(run::field(c, "correct")) == 1) ++ncc;
       }
     std::string feats;
-    if (field(r, "features").is_array())
+    if (run::field(r, "features").is_array())
       for (const auto& f : r["features"]) if (f.is_string()) feats += (feats.empty() ? "" : ";") + f.get<std::string>();
     double cost = 0;
-    if (field(r, "usage").is_object())
-      for (const auto& [_, u] : r["usage"].items()) cost += number_field(u, "cost_usd");
-    auto b = [](const json& v) { int t = tri_bool(v); return t < 0 ? std::string() : std::to_string(t); };
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}", eval::csv_field(string_field(r, "question_id")),
-                       r["index"].get<long>(), eval::csv_field(string_field(r, "db_id")),
-                       eval::csv_field(string_field(r, "difficulty")), eval::csv_field(string_field(r, "status", "ok")),
-                       record_correct(r, metric) ? 1 : 0, eval::csv_field(string_field(field(r, "verdict"), "outcome")),
-                       eval::csv_field(feats), nc, ncc, b(field(field(r, "bounds"), "oracle")),
-                       b(field(field(r, "bounds"), "adversarial")));
-    for (const auto& s : sels) out += "," + b(field(field(field(r, "selections"), s.c_str()), "correct"));
-    out += fmt::format(",{},{},{},{}\n", fmt_num(cost, 6), fmt_num(number_field(field(r, "latency_s"), "total"), 3),
-                       eval::csv_field(string_field(r, "prediction")), eval::csv_field(string_field(r, "error")));
+    if (run::field(r, "usage").is_object())
+      for (const auto& [_, u] : r["usage"].items()) cost += run::number_field(u, "cost_usd");
+    auto b = [](const json& v) { int t = run::tri_bool(v); return t < 0 ? std::string() : std::to_string(t); };
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}", eval::csv_field(run::string_field(r, "question_id")),
+                       r["index"].get<long>(), eval::csv_field(run::string_field(r, "db_id")),
+                       eval::csv_field(run::string_field(r, "difficulty")), eval::csv_field(run::string_field(r, "status", "ok")),
+                       run::record_correct(r, metric) ? 1 : 0, eval::csv_field(run::string_field(run::field(r, "verdict"), "outcome")),
+                       eval::csv_field(feats), nc, ncc, b(run::field(run::field(r, "bounds"), "oracle")),
+                       b(run::field(run::field(r, "bounds"), "adversarial")));
+    for (const auto& s : sels) out += "," + b(run::field(run::field(run::field(r, "selections"), s.c_str()), "correct"));
+    out += fmt::format(",{},{},{},{}\n", fmt_num(cost, 6), fmt_num(run::number_field(run::field(r, "latency_s"), "total"), 3),
+                       eval::csv_field(run::string_field(r, "prediction")), eval::csv_field(run::string_field(r, "error")));
   }
   return out;
 }
 
-Status write_reports(const RunData& run, const std::filesystem::path& out_dir, const ReportOptions& o) {
+Status write_reports(const run::RunData& run, const std::filesystem::path& out_dir, const ReportOptions& o) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) return io_error("cannot create " + out_dir.string() + ": " + ec.message());
@@ -599,6 +601,16 @@ Status write_reports(const RunData& run, const std::filesystem::path& out_dir, c
   NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "per_question.csv", render_csv(run)));
   if (o.html) NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "report.html", render_html(rep, run, o)));
   return Status::ok();
+}
+
+Status write_run_reports(const std::filesystem::path& dir) {
+  auto reading = run::RunFolderLock::acquire_shared(dir);
+  if (!reading) return reading.status();
+  auto data = run::load_run(dir);
+  if (!data) return data.status();
+  auto options = ReportOptions::from_config(data->config);
+  if (!options) return options.status();
+  return write_reports(*data, dir, *options);
 }
 
 }  // namespace nl2sql::report

@@ -1,12 +1,12 @@
-#include "nl2sql/report/run_data.h"
+#include "nl2sql/run/run_data.h"
 
-#include "nl2sql/pipeline/run_store.h"
+#include "nl2sql/run/run_store.h"
 
-namespace nl2sql::report {
+namespace nl2sql::run {
 using nlohmann::json;
 
 Result<RunData> load_run(const std::filesystem::path& dir) {
-  auto store = pipeline::RunStore::open(dir, /*create=*/false);
+  auto store = RunStore::open(dir, /*create=*/false);
   if (!store) return store.status();
   RunData run;
   run.dir = dir;
@@ -21,7 +21,7 @@ Result<RunData> load_run(const std::filesystem::path& dir) {
   auto records = (*store)->final_records();
   if (!records) return records.status();
   for (auto& r : *records) {
-    NL2SQL_RETURN_IF_ERROR(check_record(r).with_context((dir / pipeline::RunStore::kFileName).string()));
+    NL2SQL_RETURN_IF_ERROR(check_record(r).with_context((dir / RunStore::kFileName).string()));
     run.records.push_back(std::move(r));
   }
   return run;
@@ -80,4 +80,4 @@ bool record_correct(const json& record, const std::string& metric) {
   return tri_bool(v) == 1;
 }
 
-}  // namespace nl2sql::report
+}  // namespace nl2sql::run

@@ -1,4 +1,4 @@
-#include "nl2sql/pipeline/run_lock.h"
+#include "nl2sql/run/run_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-namespace nl2sql::pipeline {
+namespace nl2sql::run {
 
 Result<std::unique_ptr<RunFolderLock>> RunFolderLock::acquire(const std::filesystem::path& run_folder) {
   const std::filesystem::path path = run_folder / ".lock";
@@ -59,4 +59,4 @@ RunFolderLock::~RunFolderLock() {
   ::close(fd_);
 }
 
-}  // namespace nl2sql::pipeline
+}  // namespace nl2sql::run

@@ -1,4 +1,4 @@
-#include "nl2sql/pipeline/run_store.h"
+#include "nl2sql/run/run_store.h"
 
 #include <sqlite3.h>
 
@@ -7,7 +7,7 @@
 #include "nl2sql/core/files.h"
 #include "nl2sql/db/sqlite_setup.h"
 
-namespace nl2sql::pipeline {
+namespace nl2sql::run {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -288,4 +288,4 @@ Result<std::string> RunStore::integrity_check() const {
   return out;
 }
 
-}  // namespace nl2sql::pipeline
+}  // namespace nl2sql::run

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "nl2sql/eval/compare.h"
+#include "nl2sql/db/result_compare.h"
 
 namespace nl2sql::select {
 namespace {
@@ -24,7 +24,7 @@ std::string result_key(const db::ResultSet& result, ResultEquality equality) {
   std::vector<std::string> cells;
   for (const auto& row : result.rows) {
     cells.clear();
-    for (const auto& v : row) cells.push_back(eval::python_key(v));
+    for (const auto& v : row) cells.push_back(db::python_key(v));
     if (equality == ResultEquality::kRelaxed) {
       bool all_null = std::all_of(row.begin(), row.end(), [](const db::Value& v) { return v.is_null(); });
       if (all_null) continue;

@@ -77,14 +77,14 @@ struct ModelAsk {
 };
 
 Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, std::string>& values,
-                              llm::ChatRequest request, std::vector<generate::LlmCallTrace>& calls) {
+                              llm::ChatRequest request, std::vector<llm::LlmCallTrace>& calls) {
   auto prompt = ask.tpl->render(values);
   if (!prompt.is_ok()) return prompt.status();
   request.role = ask.role;
   request.stage = "select";
   request.template_hash = ask.tpl->hash();
   request.messages = {{"system", detail::kSystemPrompt}, {"user", *prompt}};
-  generate::LlmCallTrace trace;
+  llm::LlmCallTrace trace;
   trace.stage = "select";
   trace.template_name = ask.tpl->name();
   trace.template_hash = ask.tpl->hash();

@@ -13,7 +13,7 @@
 #include <random>
 #include <sstream>
 
-#include "nl2sql/eval/compare.h"
+#include "nl2sql/db/result_compare.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/sql/parser.h"
 
@@ -54,7 +54,7 @@ J value_json(const db::Value& v) {
     case db::ValueType::kNull: return nullptr;
     case db::ValueType::kInteger: return v.i;
     case db::ValueType::kReal: return std::isfinite(v.r) ? J(v.r) : J(v.to_display());
-    case db::ValueType::kText: return eval::drop_invalid_utf8(v.s);
+    case db::ValueType::kText: return db::drop_invalid_utf8(v.s);
     case db::ValueType::kBlob: return v.to_display();
   }
   return nullptr;
@@ -565,7 +565,7 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
       std::set<std::string> literal_values;  // SQL literals, for lookups by value
       auto add_value = [&](const db::Value& v) {
         if (v.is_null()) return;
-        values.insert(eval::python_key(v));
+        values.insert(db::python_key(v));
         if (v.type == db::ValueType::kInteger) literal_values.insert(std::to_string(v.i));
         else if (v.type == db::ValueType::kText && v.s.size() <= 64) {
           std::string q = "'";
@@ -630,7 +630,7 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
             auto it = row_cache_->find({table_name(table), id});
             if (it == row_cache_->end()) continue;
             for (const auto& v : it->second)
-              if (!v.is_null() && values.count(eval::python_key(v))) ++score;
+              if (!v.is_null() && values.count(db::python_key(v))) ++score;
           }
           if (score > best_score) best_score = score, best = t;
         }
@@ -654,7 +654,7 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
       last_error = (!ra.is_ok() ? ra.status() : rb.status()).message();
       continue;
     }
-    if (eval::relaxed_equal(*ra, *rb)) continue;
+    if (db::relaxed_equal(*ra, *rb)) continue;
     out.found = true;
     out.instance = std::move(*instance);
     out.answer_a = std::move(*ra);
@@ -763,7 +763,7 @@ db::ResultSet normalize_answer(const db::ResultSet& in) {
 }  // namespace
 
 bool answers_match(const db::ResultSet& model_answer, const db::ResultSet& query_answer) {
-  return eval::relaxed_equal(normalize_answer(model_answer), normalize_answer(query_answer));
+  return db::relaxed_equal(normalize_answer(model_answer), normalize_answer(query_answer));
 }
 
 }  // namespace nl2sql::select

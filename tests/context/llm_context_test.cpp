@@ -82,7 +82,7 @@ TEST(LlmKeywords, ParsesFencedBareAndListAnswers) {
 
 TEST(LlmKeywords, SimAnswersAndTraceRecordsTheCall) {
   auto client = client_for(sim_settings());
-  generate::LlmCallTrace trace;
+  llm::LlmCallTrace trace;
   auto k = llm_keywords(*client, prompt("extract_keywords"), "How many schools are in the 'east Bohemia' region?",
                         "", "0", &trace);
   ASSERT_TRUE(k.is_ok()) << k.status().message();
@@ -147,7 +147,7 @@ TEST_F(MiniContext, KeywordTraceKeepsTheReasoning) {
                                           "{\"keywords\": [\"east Bohemia\"]}")};
   });
   auto client = client_for(server_settings(server.base_url()));
-  generate::LlmCallTrace trace;
+  llm::LlmCallTrace trace;
   const auto& question = q("0");
   auto kws = llm_keywords(*client, prompt("extract_keywords"), question.question, question.evidence,
                           question.question_id, &trace);
@@ -239,7 +239,7 @@ TEST(EmbeddingRerank, CosineAndEditSimilarityCombine) {
   r.values = {{"vehicle", "kind", "cart", 0.75, "car", 1}, {"vehicle", "kind", "automobile", 0.45, "car", 2},
               {"vehicle", "kind", "bus", 0.0, "car", 3}};
   RetrievalOptions limits;
-  generate::LlmCallTrace trace;
+  llm::LlmCallTrace trace;
   ASSERT_TRUE(rr.rerank(r, limits, "q1", &trace).is_ok());
   ASSERT_EQ(r.values.size(), 2u);  // "bus": 0.5 * 0 + 0.5 * 0 < min_score 0.3
   EXPECT_EQ(r.values[0].value, "automobile");

@@ -204,7 +204,7 @@ TEST_F(Metadata, LlmDescriptionsAreCachedAndRendered) {
   auto m = build_metadata("bank", db_, schema_, MetadataOptions{}, ex_);
   ASSERT_TRUE(m.is_ok());
   std::vector<std::string> errors;
-  std::vector<generate::LlmCallTrace> calls;
+  std::vector<llm::LlmCallTrace> calls;
   size_t columns = 0;
   for (const auto& t : schema_.tables) columns += t.columns.size();
   size_t n = describe_columns(*m, schema_, **client, *prompt, errors, &calls);

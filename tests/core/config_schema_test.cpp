@@ -99,7 +99,7 @@ TEST(ConfigSchema, ShippedFragmentsLoadAndDocumentTheLlmAndRunKeys) {
   for (const char* k : {"llm.models.*.base_url", "llm.roles.generate", "llm.cache.mode", "llm.sim.p_sel",
                         "run.seed", "run.selectors[]", "run.curve_points", "eval.metrics", "report.html"})
     EXPECT_NE(s->find(k), nullptr) << k;
-  // The README's example llm block is valid.
+  // The example llm block of docs/models-and-cache.md is valid.
   json cfg = json::parse(R"({"llm": {"models": {"qwen": {"base_url": "http://127.0.0.1:8000/v1",
       "model": "Q", "api_key_env": "K", "temperature": 0.0, "top_p": 1.0, "max_tokens": 1024,
       "max_in_flight": 32, "rpm": 0, "tpm": 0, "timeout_s": 120}, "offline": {"provider": "sim"}},

@@ -1,5 +1,6 @@
 // Golden table of tricky result pairs: each row states what the official evaluators (and our
 // relaxed metric) decide, as worked out from their semantics in notes/evaluator-semantics.md.
+#include "nl2sql/db/result_compare.h"
 #include "nl2sql/eval/compare.h"
 
 #include <gtest/gtest.h>
@@ -59,52 +60,52 @@ TEST(Compare, GoldenTable) {
        true},
   };
   for (const auto& c : cases) {
-    EXPECT_EQ(bird_equal(c.pred, c.gold), c.bird) << "bird: " << c.name;
-    EXPECT_EQ(spider_ts_equal(c.gold, c.pred, c.order_matters), c.spider_ts) << "spider-ts: " << c.name;
-    EXPECT_EQ(relaxed_equal(c.pred, c.gold), c.relaxed) << "relaxed: " << c.name;
+    EXPECT_EQ(db::bird_equal(c.pred, c.gold), c.bird) << "bird: " << c.name;
+    EXPECT_EQ(db::spider_ts_equal(c.gold, c.pred, c.order_matters), c.spider_ts) << "spider-ts: " << c.name;
+    EXPECT_EQ(db::relaxed_equal(c.pred, c.gold), c.relaxed) << "relaxed: " << c.name;
   }
 }
 
 TEST(Compare, SpiderQuickRejectReproducesIntFloatSortQuirk) {
   // Row (3.0, 10) vs (3, 10): sorted by str(x)+str(type(x)), "10<class 'int'>" < "3.0<class
   // 'float'>" and "10<class 'int'>" < "3<class 'int'>": same positions, so equal...
-  EXPECT_TRUE(spider_ts_equal(rs({{R(3.0), I(10)}}), rs({{I(3), I(10)}}), false));
+  EXPECT_TRUE(db::spider_ts_equal(rs({{R(3.0), I(10)}}), rs({{I(3), I(10)}}), false));
   // ...but with 3.0 vs 3 next to "3.5": "3.0<c..float>" < "3.5<..>" while "3.5<class 'float'>"
   // < "3<class 'int'>" ('.' < '<'), so the sorted rows pair 3.0 with 3.5: rejected although
   // Python equality would accept the column-wise match.
-  EXPECT_FALSE(spider_ts_equal(rs({{R(3.0), R(3.5)}}), rs({{I(3), R(3.5)}}), false));
-  EXPECT_TRUE(bird_equal(rs({{R(3.0), R(3.5)}}), rs({{I(3), R(3.5)}})));
+  EXPECT_FALSE(db::spider_ts_equal(rs({{R(3.0), R(3.5)}}), rs({{I(3), R(3.5)}}), false));
+  EXPECT_TRUE(db::bird_equal(rs({{R(3.0), R(3.5)}}), rs({{I(3), R(3.5)}})));
 }
 
 TEST(Compare, PythonFloatRepr) {
-  EXPECT_EQ(python_float_repr(3.0), "3.0");
-  EXPECT_EQ(python_float_repr(0.1), "0.1");
-  EXPECT_EQ(python_float_repr(1e16), "1e+16");
-  EXPECT_EQ(python_float_repr(1234567890123456.0), "1234567890123456.0");
-  EXPECT_EQ(python_float_repr(1.5e-05), "1.5e-05");
-  EXPECT_EQ(python_float_repr(0.0001), "0.0001");
-  EXPECT_EQ(python_float_repr(-2.5), "-2.5");
-  EXPECT_EQ(python_float_repr(123.456), "123.456");
+  EXPECT_EQ(db::python_float_repr(3.0), "3.0");
+  EXPECT_EQ(db::python_float_repr(0.1), "0.1");
+  EXPECT_EQ(db::python_float_repr(1e16), "1e+16");
+  EXPECT_EQ(db::python_float_repr(1234567890123456.0), "1234567890123456.0");
+  EXPECT_EQ(db::python_float_repr(1.5e-05), "1.5e-05");
+  EXPECT_EQ(db::python_float_repr(0.0001), "0.0001");
+  EXPECT_EQ(db::python_float_repr(-2.5), "-2.5");
+  EXPECT_EQ(db::python_float_repr(123.456), "123.456");
 }
 
 TEST(Compare, SoftF1MatchesHandComputedValues) {
-  EXPECT_DOUBLE_EQ(soft_f1(rs({}), rs({})), 1.0);
-  EXPECT_DOUBLE_EQ(soft_f1(rs({{I(1)}}), rs({{I(1)}})), 1.0);
-  EXPECT_DOUBLE_EQ(soft_f1(rs({{I(1)}}), rs({})), 0.0);
+  EXPECT_DOUBLE_EQ(db::soft_f1(rs({}), rs({})), 1.0);
+  EXPECT_DOUBLE_EQ(db::soft_f1(rs({{I(1)}}), rs({{I(1)}})), 1.0);
+  EXPECT_DOUBLE_EQ(db::soft_f1(rs({{I(1)}}), rs({})), 0.0);
   // pred row (1, 'a') vs gold row (1, 'b'): match 1/2, pred_only 1/2, truth_only 1/2
   // → precision 0.5, recall 0.5, F1 0.5
-  EXPECT_DOUBLE_EQ(soft_f1(rs({{I(1), T("a")}}), rs({{I(1), T("b")}})), 0.5);
+  EXPECT_DOUBLE_EQ(db::soft_f1(rs({{I(1), T("a")}}), rs({{I(1), T("b")}})), 0.5);
   // one of two gold rows found: tp 1, fn 1 → P 1, R 0.5, F1 2/3
-  EXPECT_NEAR(soft_f1(rs({{I(1)}}), rs({{I(1)}, {I(2)}})), 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(db::soft_f1(rs({{I(1)}}), rs({{I(1)}, {I(2)}})), 2.0 / 3.0, 1e-12);
   // duplicate pred rows are dropped first
-  EXPECT_DOUBLE_EQ(soft_f1(rs({{I(1)}, {I(1)}}), rs({{I(1)}})), 1.0);
+  EXPECT_DOUBLE_EQ(db::soft_f1(rs({{I(1)}, {I(1)}}), rs({{I(1)}})), 1.0);
 }
 
 TEST(Compare, ContainsGold) {
-  EXPECT_TRUE(contains_gold(rs({{T("a"), I(1)}, {T("b"), I(2)}}), rs({{I(1)}, {I(2)}})));
-  EXPECT_TRUE(contains_gold(rs({{I(1)}, {I(2)}, {I(3)}}), rs({{I(1)}, {I(2)}})));
-  EXPECT_FALSE(contains_gold(rs({{I(1)}}), rs({{I(1)}, {I(2)}})));
-  EXPECT_FALSE(contains_gold(rs({{I(1)}}), rs({{I(1)}})));  // equal, not a superset
+  EXPECT_TRUE(db::contains_gold(rs({{T("a"), I(1)}, {T("b"), I(2)}}), rs({{I(1)}, {I(2)}})));
+  EXPECT_TRUE(db::contains_gold(rs({{I(1)}, {I(2)}, {I(3)}}), rs({{I(1)}, {I(2)}})));
+  EXPECT_FALSE(db::contains_gold(rs({{I(1)}}), rs({{I(1)}, {I(2)}})));
+  EXPECT_FALSE(db::contains_gold(rs({{I(1)}}), rs({{I(1)}})));  // equal, not a superset
 }
 
 TEST(Compare, SpiderTextPreprocessing) {

@@ -10,6 +10,7 @@
 
 #include "llm/fake_openai_server.h"
 #include "nl2sql/context/value_index.h"
+#include "nl2sql/feedback/feedback.h"
 #include "nl2sql/fix/fixer.h"
 #include "nl2sql/llm/client.h"
 #include "support/test_env.h"
@@ -219,18 +220,18 @@ TEST_F(FixerTest, EmptyResultHintListsStoredValuesForLiterals) {
   auto c = candidate("SELECT name FROM district WHERE region = 'East Bohemia'");
   execute_candidate(c, ex_, in.db_path);
   ASSERT_TRUE(c.execution.ok());
-  ASSERT_EQ(classify_failure(c.execution), "empty_result");
-  std::string hint = failure_hint("empty_result", c.execution, c.sql, in, FixOptions{});
+  ASSERT_EQ(feedback::classify_failure(c.execution), "empty_result");
+  std::string hint = feedback::failure_hint("empty_result", c.execution, c.sql, {in.schema, in.index, 3});
   EXPECT_NE(hint.find("'East Bohemia': district.region = 'east Bohemia'"), std::string::npos) << hint;
 }
 
 TEST(FixerHints, ClassifyFailure) {
-  generate::ExecutionSummary e;
+  feedback::ExecutionSummary e;
   e.executed = true;
   e.status = db::ExecStatus::kError;
   auto cls = [&](const std::string& msg) {
     e.error = msg;
-    return classify_failure(e);
+    return feedback::classify_failure(e);
   };
   EXPECT_EQ(cls("near \"FORM\": syntax error"), "syntax_error");
   EXPECT_EQ(cls("incomplete input"), "syntax_error");
@@ -241,27 +242,27 @@ TEST(FixerHints, ClassifyFailure) {
   EXPECT_EQ(cls("datatype mismatch"), "type_mismatch");
   EXPECT_EQ(cls("no such function: YEAR"), "other");
   e.status = db::ExecStatus::kTimeout;
-  EXPECT_EQ(classify_failure(e), "timeout");
+  EXPECT_EQ(feedback::classify_failure(e), "timeout");
   e.status = db::ExecStatus::kOk;
   e.rows = 0;
-  EXPECT_EQ(classify_failure(e), "empty_result");
+  EXPECT_EQ(feedback::classify_failure(e), "empty_result");
   e.rows = 3;
-  EXPECT_EQ(classify_failure(e), "");
+  EXPECT_EQ(feedback::classify_failure(e), "");
 }
 
 TEST(FixerHints, ClosestNamesByEditDistance) {
   std::vector<std::string> names = {"school_id", "name", "district_id", "kind", "opened", "is_charter"};
-  EXPECT_EQ(closest_names("nme", names, 2), (std::vector<std::string>{"name", "kind"}));
-  EXPECT_EQ(closest_names("DISTRICTID", names, 1), (std::vector<std::string>{"district_id"}));
-  EXPECT_EQ(closest_names("x", {}, 3), std::vector<std::string>{});
+  EXPECT_EQ(feedback::closest_names("nme", names, 2), (std::vector<std::string>{"name", "kind"}));
+  EXPECT_EQ(feedback::closest_names("DISTRICTID", names, 1), (std::vector<std::string>{"district_id"}));
+  EXPECT_EQ(feedback::closest_names("x", {}, 3), std::vector<std::string>{});
 }
 
 TEST_F(FixerTest, AmbiguousColumnHintNamesTheTables) {
-  generate::ExecutionSummary e;
+  feedback::ExecutionSummary e;
   e.executed = true;
   e.status = db::ExecStatus::kError;
   e.error = "ambiguous column name: name";
-  std::string hint = failure_hint("ambiguous_column", e, "", input(), FixOptions{});
+  std::string hint = feedback::failure_hint("ambiguous_column", e, "", {input().schema, input().index, 3});
   EXPECT_NE(hint.find("district"), std::string::npos) << hint;
   EXPECT_NE(hint.find("school"), std::string::npos) << hint;
   EXPECT_NE(hint.find("T1.name"), std::string::npos) << hint;

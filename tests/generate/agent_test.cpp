@@ -13,7 +13,7 @@
 #include "llm/fake_openai_server.h"
 #include "nl2sql/context/retrieve.h"
 #include "nl2sql/context/value_index.h"
-#include "nl2sql/report/run_data.h"
+#include "nl2sql/run/run_data.h"
 #include "nl2sql/generate/agent.h"
 #include "nl2sql/generate/generator.h"
 #include "nl2sql/generate/result_check.h"
@@ -212,7 +212,7 @@ TEST_F(Agent, AgenticChaseConfigPoolsEveryGeneratorThroughTheCli) {
       "{\"name\":\"recap\"}]'");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("SIMULATED"), std::string::npos) << r.out;
-  auto data = report::load_run(out);
+  auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok()) << data.status().message();
   ASSERT_EQ(data->records.size(), 3u);
   for (const auto& rec : data->records) {

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "nl2sql/eval/compare.h"
+#include "nl2sql/db/result_compare.h"
 #include "nl2sql/generate/generator.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
@@ -62,7 +62,7 @@ TEST(AgenticSlow, SimOnBirdSuperhero) {
         s.with_sql += !c.sql.empty();
         ++s.calls[c.calls.size()];
         auto r = ex.run(path, c.sql);
-        const bool ok = r.ok() && eval::bird_equal(r.result, gold.result);
+        const bool ok = r.ok() && db::bird_equal(r.result, gold.result);
         s.correct += ok;
         if (g->name() == "recap" && c.reasoning.find("validate: valid") != std::string::npos) {
           EXPECT_TRUE(ok) << q.question_id << ": the sim validator accepted a result that differs from gold";

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "nl2sql/db/result_compare.h"
 #include "nl2sql/eval/compare.h"
 #include "nl2sql/fix/fixer.h"
 #include "nl2sql/generate/generator.h"
@@ -66,8 +67,8 @@ Tally run_stage(const data::Dataset& ds, const std::string& only_db, size_t max_
         t.exec_after += c.execution.ok();
         for (const auto& r : c.fix_rounds) EXPECT_FALSE(r.call.template_hash.empty());
         auto r = ex.run(path, c.sql);
-        if (r.ok() && (spider ? eval::spider_ts_equal(gold.result, r.result, eval::spider_order_matters(q.gold_sql))
-                              : eval::bird_equal(r.result, gold.result)))
+        if (r.ok() && (spider ? db::spider_ts_equal(gold.result, r.result, eval::spider_order_matters(q.gold_sql))
+                              : db::bird_equal(r.result, gold.result)))
           any = true;
       }
     }

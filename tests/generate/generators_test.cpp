@@ -11,7 +11,7 @@
 #include "nl2sql/context/retrieve.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/files.h"
-#include "nl2sql/eval/compare.h"
+#include "nl2sql/db/result_compare.h"
 #include "nl2sql/fix/fixer.h"
 #include "nl2sql/generate/generator.h"
 #include "nl2sql/generate/qp_demos.h"
@@ -252,7 +252,7 @@ TEST_F(Generators, SimEndToEndOnTheMiniSet) {
           EXPECT_NE(c.reasoning.find("linked schema"), std::string::npos);
         }
         auto r = ex_->run(inputs->in.db_path, c.sql);
-        if (r.ok() && eval::bird_equal(r.result, gold.result)) {
+        if (r.ok() && db::bird_equal(r.result, gold.result)) {
           ++matches;
           any = true;
         }

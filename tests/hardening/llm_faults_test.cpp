@@ -18,7 +18,7 @@
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/hash.h"
 #include "nl2sql/pipeline/pipeline.h"
-#include "nl2sql/report/run_data.h"
+#include "nl2sql/run/run_data.h"
 #include "support/mini_run.h"
 #include "support/test_env.h"
 
@@ -98,7 +98,7 @@ json stable(json rec) {
 }
 
 std::map<std::string, json> stable_records(const fs::path& run) {
-  auto data = report::load_run(run);
+  auto data = run::load_run(run);
   EXPECT_TRUE(data.is_ok()) << data.status().message();
   std::map<std::string, json> out;
   if (data.is_ok())
@@ -152,7 +152,7 @@ TEST_F(HardeningLlmFaults, RunSurvivesEveryFaultKindAndCountsThem) {
   FakeOpenAiServer server(content_script());
   server.set_faults(FaultPlan::uniform(0.35, 2026));
   fs::path out = dir_ / "run";
-  auto summary = run(options(make_config(server.base_url(), 3), out));
+  auto summary = testing::run_and_report(options(make_config(server.base_url(), 3), out));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->finished, 21u);
   EXPECT_TRUE(summary->fatal_error.empty());
@@ -165,7 +165,7 @@ TEST_F(HardeningLlmFaults, RunSurvivesEveryFaultKindAndCountsThem) {
   EXPECT_GT(summary->llm_failed, 0);
 
   // Every failed call is in some trace, with its reason as a typed kind.
-  auto data = report::load_run(out);
+  auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok()) << data.status().message();
   ASSERT_EQ(data->records.size(), 21u);
   const std::set<std::string> kinds = {"rate_limited", "server_error", "connection", "timeout",
@@ -217,7 +217,7 @@ TEST_F(HardeningLlmFaults, RetriesAbsorbTransientFaultsAtChosenCalls) {
   auto config = make_config(server.base_url(), 4);
   config.set("run.threads", 1);  // one call at a time: calls 0-2 are attempts of the first call
   config.set("llm.preflight", false);  // … of the first question, not of the preflight request
-  auto summary = run(options(config, dir_ / "run"));
+  auto summary = testing::run_and_report(options(config, dir_ / "run"));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->finished, 21u);
   EXPECT_EQ(summary->failed, 0u);
@@ -233,7 +233,7 @@ TEST_F(HardeningLlmFaults, RetriesAbsorbTransientFaultsAtChosenCalls) {
 TEST_F(HardeningLlmFaults, UnauthorizedMidRunStopsEarlyAndResumeMatchesAnUninterruptedRun) {
   FakeOpenAiServer server(content_script());
   auto config = make_config(server.base_url(), 2);
-  auto reference = run(options(config, dir_ / "reference"));
+  auto reference = testing::run_and_report(options(config, dir_ / "reference"));
   ASSERT_TRUE(reference.is_ok()) << reference.status().message();
   ASSERT_EQ(reference->finished, 21u);
   const int64_t uninterrupted_calls = server.requests();
@@ -244,7 +244,7 @@ TEST_F(HardeningLlmFaults, UnauthorizedMidRunStopsEarlyAndResumeMatchesAnUninter
   plan.fail_401_from = first_401;
   server.set_faults(plan);
   fs::path out = dir_ / "run";
-  auto stopped = run(options(config, out));
+  auto stopped = testing::run_and_report(options(config, out));
   ASSERT_TRUE(stopped.is_ok()) << stopped.status().message();
   EXPECT_FALSE(stopped->fatal_error.empty());
   EXPECT_NE(stopped->fatal_error.find("\"flaky\""), std::string::npos) << stopped->fatal_error;
@@ -267,7 +267,7 @@ TEST_F(HardeningLlmFaults, UnauthorizedMidRunStopsEarlyAndResumeMatchesAnUninter
 
   // The key is fixed: the resume finishes and matches the uninterrupted run record for record.
   server.set_faults(FaultPlan{});
-  auto resumed = run(options(config, out));
+  auto resumed = testing::run_and_report(options(config, out));
   ASSERT_TRUE(resumed.is_ok()) << resumed.status().message();
   EXPECT_TRUE(resumed->fatal_error.empty());
   EXPECT_EQ(resumed->finished, 21u);
@@ -293,12 +293,12 @@ TEST_F(HardeningLlmFaults, InjectedSqlErrorsAtChosenCallsAreSurvivedAndRecorded)
     hit.insert(n);
     return Status(ErrorCode::kIo, "injected SQL fault at call " + std::to_string(n));
   };
-  auto summary = run(o);
+  auto summary = testing::run_and_report(o);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->finished, 21u);
   EXPECT_EQ(summary->failed, 0u) << "an SQL error is a wrong candidate, not a failed question";
   EXPECT_EQ(hit, chosen) << "the pipeline's SQL goes through the run's executor";
-  auto data = report::load_run(dir_ / "run");
+  auto data = run::load_run(dir_ / "run");
   ASSERT_TRUE(data.is_ok());
   std::string all;
   for (const auto& r : data->records) all += r.dump();

@@ -15,7 +15,7 @@
 #include "nl2sql/core/config.h"
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/pipeline/pipeline.h"
-#include "nl2sql/report/run_data.h"
+#include "nl2sql/run/run_data.h"
 #include "support/mini_run.h"
 #include "support/test_env.h"
 
@@ -155,7 +155,7 @@ class EndpointRun : public ::testing::Test {
       largest = std::max(largest, prompt_tokens_of(req.body));
       return FakeReply(200, answer_body(Shape::kPlainFence, gold_for(req.body)).dump());
     });
-    auto plain = run(options(config(probe.base_url()), dir_ / "probe"));
+    auto plain = testing::run_and_report(options(config(probe.base_url()), dir_ / "probe"));
     return plain.is_ok() ? largest : 0;
   }
   RunOptions options(const core::Config& c, const fs::path& out) {
@@ -173,7 +173,7 @@ TEST_F(EndpointRun, EveryReasoningShapeScoresLikePlainFencedAnswers) {
       return FakeReply(200, answer_body(shape, gold_for(req.body)).dump());
     });
     fs::path out = dir_ / ("run_" + std::to_string(static_cast<int>(shape)));
-    auto summary = run(options(config(server.base_url()), out));
+    auto summary = testing::run_and_report(options(config(server.base_url()), out));
     ASSERT_TRUE(summary.is_ok()) << name << ": " << summary.status().message();
     EXPECT_EQ(summary->failed, 0u) << name;
     EXPECT_EQ(summary->finished, 21u) << name;
@@ -183,7 +183,7 @@ TEST_F(EndpointRun, EveryReasoningShapeScoresLikePlainFencedAnswers) {
       EXPECT_GE(summary->correct, 18u) << name;
     }
     EXPECT_EQ(summary->correct, *plain_correct) << name;
-    auto data = report::load_run(out);
+    auto data = run::load_run(out);
     ASSERT_TRUE(data.is_ok());
     for (const auto& r : data->records)
       for (const auto& c : r["candidates"])
@@ -198,7 +198,7 @@ TEST_F(EndpointRun, AFailedPreflightStopsBeforeTheFirstQuestionAndARerunResumes)
     return FakeReply(200, answer_body(Shape::kPlainFence, gold_for(req.body)).dump());
   });
   fs::path out = dir_ / "run";
-  auto stopped = run(options(config(server.base_url()), out));
+  auto stopped = testing::run_and_report(options(config(server.base_url()), out));
   ASSERT_TRUE(stopped.is_ok()) << stopped.status().message();
   EXPECT_NE(stopped->fatal_error.find("preflight"), std::string::npos) << stopped->fatal_error;
   EXPECT_NE(stopped->fatal_error.find("does not exist"), std::string::npos) << stopped->fatal_error;
@@ -206,7 +206,7 @@ TEST_F(EndpointRun, AFailedPreflightStopsBeforeTheFirstQuestionAndARerunResumes)
   EXPECT_EQ(stopped->finished, 0u);
   EXPECT_EQ(server.requests(), 1);  // one request, not 21 failed questions
   fixed = true;
-  auto resumed = run(options(config(server.base_url()), out));
+  auto resumed = testing::run_and_report(options(config(server.base_url()), out));
   ASSERT_TRUE(resumed.is_ok()) << resumed.status().message();
   EXPECT_TRUE(resumed->fatal_error.empty());
   EXPECT_EQ(resumed->finished, 21u);
@@ -219,7 +219,7 @@ TEST_F(EndpointRun, TheSameRefusalRepeatedStopsTheRunEarly) {
   core::Config c = config(server.base_url(), /*preflight=*/false);
   c.set("llm.stop_after_repeated_errors", 5);
   c.set("run.threads", 1);
-  auto summary = run(options(c, dir_ / "run"));
+  auto summary = testing::run_and_report(options(c, dir_ / "run"));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_NE(summary->fatal_error.find("Extra inputs are not permitted"), std::string::npos) << summary->fatal_error;
   EXPECT_NE(summary->fatal_error.find("5 calls in a row"), std::string::npos) << summary->fatal_error;
@@ -234,12 +234,12 @@ TEST_F(EndpointRun, QuestionsWhoseEveryCallFailedAreFailedAndARerunRetriesThem) 
     return FakeReply(200, answer_body(Shape::kPlainFence, gold_for(req.body)).dump());
   });
   fs::path out = dir_ / "run";
-  auto down = run(options(config(server.base_url(), /*preflight=*/false), out));
+  auto down = testing::run_and_report(options(config(server.base_url(), /*preflight=*/false), out));
   ASSERT_TRUE(down.is_ok()) << down.status().message();
   EXPECT_EQ(down->finished, 21u);
   EXPECT_EQ(down->failed, 21u);
   EXPECT_EQ(down->correct, 0u);
-  auto data = report::load_run(out);
+  auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok());
   for (const auto& r : data->records) {
     EXPECT_EQ(r["status"], "error");
@@ -250,7 +250,7 @@ TEST_F(EndpointRun, QuestionsWhoseEveryCallFailedAreFailedAndARerunRetriesThem) 
     EXPECT_EQ(r["llm_faults"]["failed_calls"], 1) << r["llm_faults"].dump();
   }
   up = true;
-  auto again = run(options(config(server.base_url(), false), out));
+  auto again = testing::run_and_report(options(config(server.base_url(), false), out));
   ASSERT_TRUE(again.is_ok()) << again.status().message();
   EXPECT_EQ(again->failed, 0u);
   EXPECT_EQ(again->resumed, 0u);
@@ -280,11 +280,11 @@ TEST_F(EndpointRun, PromptsAreFittedToTheContextWindowAndCounted) {
   core::Config c = config(server.base_url());
   c.set("llm.models.srv.context_tokens", window);
   fs::path out = dir_ / "run";
-  auto summary = run(options(c, out));
+  auto summary = testing::run_and_report(options(c, out));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->failed, 0u);
   EXPECT_EQ(refused.load(), 0);  // every prompt was fitted before it was sent
-  auto data = report::load_run(out);
+  auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok());
   int degraded = 0;
   for (const auto& r : data->records)
@@ -310,11 +310,11 @@ TEST_F(EndpointRun, AnOverflowWithoutAKnownWindowIsAskedAgainOneRungLighter) {
     return FakeReply(200, answer_body(Shape::kPlainFence, gold_for(req.body)).dump());
   });
   fs::path out = dir_ / "run";
-  auto summary = run(options(config(server.base_url()), out));
+  auto summary = testing::run_and_report(options(config(server.base_url()), out));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_GT(refused.load(), 0);
   EXPECT_EQ(summary->failed, 0u);
-  auto data = report::load_run(out);
+  auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok());
   int retried = 0;
   for (const auto& r : data->records)
@@ -337,7 +337,7 @@ TEST_F(EndpointRun, ASecretHeaderEchoedByTheServerReachesNoFile) {
   c.set("llm.stop_after_repeated_errors", 0);
   c.set("llm.cache", json{{"mode", "read-write"}, {"path", (dir_ / "cache.sqlite").string()}});
   fs::path out = dir_ / "run";
-  auto summary = run(options(c, out));
+  auto summary = testing::run_and_report(options(c, out));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   size_t files = 0;
   for (const auto& dir : {out, dir_.path()}) {

@@ -10,7 +10,7 @@
 #include "llm/fake_openai_server.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/pipeline/pipeline.h"
-#include "nl2sql/report/run_data.h"
+#include "nl2sql/run/run_data.h"
 #include "support/mini_run.h"
 #include "support/test_env.h"
 
@@ -78,7 +78,7 @@ TEST_F(PipelineHttp, EveryStageCallsTheServerAndTheKeyStaysOutOfTheRunFolder) {
   EXPECT_GE(server.requests(), 21 * 4);
   for (const auto& auth : server.authorizations()) EXPECT_EQ(auth, std::string("Bearer ") + kKey);
 
-  auto data = report::load_run(out);
+  auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok()) << data.status().message();
   EXPECT_FALSE(data->manifest.value("simulated", true));
   size_t with_calls = 0;
@@ -117,7 +117,7 @@ TEST_F(PipelineHttp, AServerFailingEveryCallStillRecordsEveryQuestionAsFailed) {
   EXPECT_EQ(summary->finished, 21u);
   EXPECT_EQ(summary->failed, 21u);  // no model answered: failed, not merely wrong
   EXPECT_EQ(summary->correct, 0u);
-  auto data = report::load_run(out);
+  auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok());
   ASSERT_EQ(data->records.size(), 21u);
   for (const auto& r : data->records) {

@@ -11,7 +11,7 @@
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/eval/evaluator.h"
 #include "nl2sql/pipeline/pipeline.h"
-#include "nl2sql/pipeline/run_lock.h"
+#include "nl2sql/run/run_lock.h"
 #include "support/mini_run.h"
 #include "support/test_env.h"
 
@@ -52,12 +52,12 @@ class RunFolder : public ::testing::Test {
 TEST_F(RunFolder, ASecondRunOnALiveFolderIsRefusedWithTheHoldersPid) {
   const fs::path out = dir_ / "run";
   fs::create_directories(out);
-  auto held = RunFolderLock::acquire(out);  // as a live run holds it
+  auto held = run::RunFolderLock::acquire(out);  // as a live run holds it
   ASSERT_TRUE(held.is_ok()) << held.status().message();
   for (bool force_new : {false, true}) {
     RunOptions o = options(sim_config(), out);
     o.force_new = force_new;
-    auto second = run(o);
+    auto second = testing::run_and_report(o);
     ASSERT_FALSE(second.is_ok());
     EXPECT_EQ(second.status().code(), ErrorCode::kInvalidInput);
     EXPECT_NE(second.status().message().find("in use by another nl2sql run (pid " + std::to_string(::getpid())),
@@ -70,7 +70,7 @@ TEST_F(RunFolder, ASecondRunOnALiveFolderIsRefusedWithTheHoldersPid) {
   EXPECT_EQ(report.exit_code, 2) << report.out << report.err;
   EXPECT_NE(report.err.find("is being written by an nl2sql run (pid"), std::string::npos) << report.err;
   held->reset();  // the live run ends
-  auto after = run(options(sim_config(), out));
+  auto after = testing::run_and_report(options(sim_config(), out));
   ASSERT_TRUE(after.is_ok()) << after.status().message();
   EXPECT_EQ(after->finished, 21u);
 }
@@ -97,7 +97,7 @@ TEST_F(RunFolder, QuestionRangesAreFilePositionsAndSetAsideQuestionsAreListed) {
   const fs::path out = dir_ / "run";
   RunOptions o = options(sim_config(), out);
   o.filter.ranges = "0-4";
-  auto summary = run(o);
+  auto summary = testing::run_and_report(o);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->questions, 4u);  // 0, 2, 3, 4 — not 5
   json manifest = read_json(out / "manifest.json");
@@ -164,7 +164,7 @@ TEST_F(RunFolder, APasswordInAProfilesBaseUrlNeverReachesTheRunFolder) {
   const fs::path out = dir_ / "run";
   RunOptions o = options(c, out);
   o.filter.ranges = "0";
-  auto summary = run(o);
+  auto summary = testing::run_and_report(o);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   size_t files = 0;
   for (const auto& entry : fs::recursive_directory_iterator(out)) {

@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
-#include "nl2sql/pipeline/run_store.h"
-#include "nl2sql/report/run_data.h"
+#include "nl2sql/run/run_store.h"
+#include "nl2sql/run/run_data.h"
 #include "support/test_env.h"
 
 namespace nl2sql {
@@ -45,7 +45,7 @@ json stable(json rec) {
 }
 
 std::vector<json> stable_records(const fs::path& run) {
-  auto data = report::load_run(run);
+  auto data = run::load_run(run);
   EXPECT_TRUE(data.is_ok()) << data.status().message();
   std::vector<json> out;
   if (data.is_ok())
@@ -74,7 +74,7 @@ TEST_F(RunCommand, RunsEveryQuestionAndResumesWithoutRedoingWork) {
                         "report.md", "per_question.csv", "report.html"})
     EXPECT_TRUE(fs::exists(out / f)) << f;
 
-  auto data = report::load_run(out);
+  auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok()) << data.status().message();
   ASSERT_EQ(data->records.size(), 21u);
   EXPECT_TRUE(data->manifest.value("simulated", false));
@@ -102,7 +102,7 @@ TEST_F(RunCommand, RunsEveryQuestionAndResumesWithoutRedoingWork) {
   EXPECT_GT(judged, 0u);
 
   // Rerun: every question is resumed, no stage row is rewritten, the records are identical.
-  auto store = pipeline::RunStore::open(out, false);
+  auto store = run::RunStore::open(out, false);
   ASSERT_TRUE(store.is_ok());
   auto rows_before = (*store)->all_rows();
   ASSERT_TRUE(rows_before.is_ok());
@@ -111,7 +111,7 @@ TEST_F(RunCommand, RunsEveryQuestionAndResumesWithoutRedoingWork) {
   auto second = testing::run_nl2sql(base_args(out));
   ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
   EXPECT_NE(second.out.find("21 resumed"), std::string::npos) << second.out;
-  auto store2 = pipeline::RunStore::open(out, false);
+  auto store2 = run::RunStore::open(out, false);
   ASSERT_TRUE(store2.is_ok());
   auto rows_after = (*store2)->all_rows();
   ASSERT_TRUE(rows_after.is_ok());
@@ -148,7 +148,7 @@ TEST_F(RunCommand, BudgetStopsSchedulingAndKeepsFinishedWork) {
   auto r = testing::run_nl2sql(priced + " --max-cost-usd 0.01");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("budget reached"), std::string::npos) << r.out;
-  auto data = report::load_run(out);
+  auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok());
   EXPECT_GE(data->records.size(), 1u);
   EXPECT_LT(data->records.size(), 21u);
@@ -156,7 +156,7 @@ TEST_F(RunCommand, BudgetStopsSchedulingAndKeepsFinishedWork) {
   auto rest = testing::run_nl2sql(priced);
   ASSERT_EQ(rest.exit_code, 0) << rest.err;
   EXPECT_NE(rest.out.find(std::to_string(kept) + " resumed"), std::string::npos) << rest.out;
-  EXPECT_EQ(report::load_run(out)->records.size(), 21u);
+  EXPECT_EQ(run::load_run(out)->records.size(), 21u);
 }
 
 TEST_F(RunCommand, SweepRunsEveryConfigWithOneCacheAndCompares) {
@@ -167,8 +167,8 @@ TEST_F(RunCommand, SweepRunsEveryConfigWithOneCacheAndCompares) {
                                quote(out) + " --index-dir " + quote(dir_ / "index"));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   // Two run folders (the second name made unique), one comparison naming both.
-  EXPECT_EQ(report::load_run(out / "quickstart")->records.size(), 6u);
-  EXPECT_EQ(report::load_run(out / "quickstart-1")->records.size(), 6u);
+  EXPECT_EQ(run::load_run(out / "quickstart")->records.size(), 6u);
+  EXPECT_EQ(run::load_run(out / "quickstart-1")->records.size(), 6u);
   std::ifstream in(out / "comparison.json");
   ASSERT_TRUE(in.good());
   json cmp = json::parse(in);
@@ -241,7 +241,7 @@ TEST_F(RunCommand, KilledAtRandomPointsFinishesLikeAnUninterruptedRun) {
   EXPECT_GE(killed_mid_run, 2) << "the kills should interrupt the run, not miss it";
   auto finish = testing::run_nl2sql(base_args(out) + " --set run.threads=2");
   ASSERT_EQ(finish.exit_code, 0) << finish.err;
-  auto store = pipeline::RunStore::open(out, false);
+  auto store = run::RunStore::open(out, false);
   ASSERT_TRUE(store.is_ok());
   auto integrity = (*store)->integrity_check();
   ASSERT_TRUE(integrity.is_ok());
@@ -278,10 +278,10 @@ TEST_F(RunCommand, ShardsMergeIntoTheUnshardedRunAndExportReevaluates) {
   ASSERT_EQ(ev.exit_code, 0) << ev.err;
   std::ifstream in(dir_ / "eval" / "eval.json");
   json eval_report = json::parse(in);
-  auto data = report::load_run(whole);
+  auto data = run::load_run(whole);
   ASSERT_TRUE(data.is_ok());
   size_t correct = 0;
-  for (const auto& r : data->records) correct += report::record_correct(r, "bird");
+  for (const auto& r : data->records) correct += run::record_correct(r, "bird");
   size_t eval_correct = 0;
   for (const auto& item : eval_report["items"]) eval_correct += item["verdicts"]["bird"].get<bool>();
   EXPECT_EQ(correct, eval_correct);

@@ -1,4 +1,5 @@
 #include "nl2sql/report/compare.h"
+#include "nl2sql/run/run_data.h"
 
 #include <gtest/gtest.h>
 
@@ -48,8 +49,8 @@ TEST(PairedBootstrap, DegenerateAndDeterministic) {
   EXPECT_GE(x.low, 0);  // b is never worse than a on any question
 }
 
-RunData make_run(const std::string& name, const std::vector<std::pair<std::string, bool>>& answers) {
-  RunData r;
+run::RunData make_run(const std::string& name, const std::vector<std::pair<std::string, bool>>& answers) {
+  run::RunData r;
   r.name = name;
   r.manifest = {{"benchmark", "bird"}, {"simulated", false}};
   int64_t i = 0;
@@ -60,8 +61,8 @@ RunData make_run(const std::string& name, const std::vector<std::pair<std::strin
 }
 
 TEST(CompareRuns, CommonQuestionsFlipsAndDifference) {
-  RunData a = make_run("A", {{"q1", true}, {"q2", true}, {"q3", false}, {"q4", false}, {"q5", true}});
-  RunData b = make_run("B", {{"q1", true}, {"q2", false}, {"q3", true}, {"q4", true}, {"q6", true}});
+  run::RunData a = make_run("A", {{"q1", true}, {"q2", true}, {"q3", false}, {"q4", false}, {"q5", true}});
+  run::RunData b = make_run("B", {{"q1", true}, {"q2", false}, {"q3", true}, {"q4", true}, {"q6", true}});
   json cmp = compare_runs({a, b}, CompareOptions{});
   EXPECT_EQ(cmp["common_questions"], 4);  // q1..q4
   EXPECT_DOUBLE_EQ(cmp["runs"][0]["ex_all"].get<double>(), 60.0);

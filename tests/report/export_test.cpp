@@ -1,4 +1,5 @@
 #include "nl2sql/report/export.h"
+#include "nl2sql/run/run_data.h"
 
 #include <map>
 
@@ -13,8 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-RunData small_run() {
-  RunData r;
+run::RunData small_run() {
+  run::RunData r;
   r.records.push_back({{"question_id", "a"}, {"index", 0}, {"db_id", "d1"}, {"status", "ok"}, {"prediction", "SELECT 1\nFROM t\tWHERE x = 'a\"b'"}});
   r.records.push_back({{"question_id", "c"}, {"index", 2}, {"db_id", "d2"}, {"status", "error"}, {"prediction", ""}});
   r.records.push_back({{"question_id", "d"}, {"index", 3}, {"db_id", "d2"}, {"status", "ok"}, {"prediction", "SELECT 2"}});
@@ -56,7 +57,7 @@ TEST(Export, ReEvaluatedExportGivesTheRecordedVerdicts) {
   testing::write_fixture_run(dir / "run");
   auto records = testing::fixture_records();
   std::map<std::string, bool> recorded;
-  for (const auto& r : records) recorded[r["question_id"].get<std::string>()] = record_correct(r, "bird");
+  for (const auto& r : records) recorded[r["question_id"].get<std::string>()] = run::record_correct(r, "bird");
   for (const std::string fmt : {"bird", "spider", "jsonl"}) {
     std::string ext = fmt == "bird" ? "json" : fmt == "spider" ? "sql" : "jsonl";
     auto pred = dir / ("pred." + ext);

@@ -1,4 +1,5 @@
 #include "nl2sql/report/merge.h"
+#include "nl2sql/run/run_data.h"
 
 #include <gtest/gtest.h>
 
@@ -40,8 +41,8 @@ TEST(Merge, ShardsMergedEqualTheUnshardedRun) {
   EXPECT_EQ(merged->manifest["merged_from"].size(), 3u);
   EXPECT_EQ(merged->manifest["question_ids"], testing::fixture_manifest()["question_ids"]);
 
-  auto whole = load_run(dir / "all");
-  auto union_run = load_run(dir / "merged");
+  auto whole = run::load_run(dir / "all");
+  auto union_run = run::load_run(dir / "merged");
   ASSERT_TRUE(whole.is_ok());
   ASSERT_TRUE(union_run.is_ok()) << union_run.status().to_string();
   EXPECT_EQ(union_run->records, whole->records);

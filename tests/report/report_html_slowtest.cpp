@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "nl2sql/report/run_report.h"
+#include "nl2sql/run/run_data.h"
 #include "report/run_fixture.h"
 #include "support/test_env.h"
 
@@ -18,7 +19,7 @@ TEST(ReportHtmlBrowser, ChromiumRendersChartsWithoutScriptErrors) {
     GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it): skipping the browser check";
   testing::TempDir dir;
   testing::write_fixture_run(dir / "run");
-  auto run = load_run(dir / "run");
+  auto run = run::load_run(dir / "run");
   ASSERT_TRUE(run.is_ok());
   ASSERT_TRUE(write_reports(*run, dir / "run", ReportOptions{}).is_ok());
   std::string script = std::string(NL2SQL_SOURCE_DIR) + "/scripts/check_report_html.sh";

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/core/files.h"
-#include "nl2sql/pipeline/run_store.h"
+#include "nl2sql/run/run_store.h"
 #include "support/test_env.h"
 
 namespace nl2sql::testing {
@@ -36,13 +36,13 @@ inline std::vector<nlohmann::json> fixture_records() {
 // pipeline would) and `manifest`.
 inline void write_run(const std::filesystem::path& dir, const nlohmann::json& manifest,
                       const std::vector<nlohmann::json>& records) {
-  auto store = pipeline::RunStore::open(dir, true);
+  auto store = run::RunStore::open(dir, true);
   ASSERT_TRUE(store.is_ok()) << store.status().to_string();
   for (const auto& r : records) {
     std::string id = r["question_id"].get<std::string>();
     int64_t idx = r["index"].get<int64_t>();
-    ASSERT_TRUE((*store)->put_stage(id, idx, "generate", pipeline::kStageDone, {{"candidates", r["candidates"]}}).is_ok());
-    ASSERT_TRUE((*store)->put_stage(id, idx, "final", r["status"] == "ok" ? pipeline::kStageDone : pipeline::kStageError, r).is_ok());
+    ASSERT_TRUE((*store)->put_stage(id, idx, "generate", run::kStageDone, {{"candidates", r["candidates"]}}).is_ok());
+    ASSERT_TRUE((*store)->put_stage(id, idx, "final", r["status"] == "ok" ? run::kStageDone : run::kStageError, r).is_ok());
   }
   ASSERT_TRUE((*store)->save_manifest(manifest).is_ok());
   ASSERT_TRUE((*store)->save_resolved_config({{"run", {{"seed", 7}}}, {"report", {{"title", "mini fixture"}}}}).is_ok());

@@ -1,4 +1,5 @@
 #include "nl2sql/report/run_report.h"
+#include "nl2sql/run/run_data.h"
 
 #include <algorithm>
 
@@ -13,8 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-RunData fixture_run() {
-  RunData r;
+run::RunData fixture_run() {
+  run::RunData r;
   r.name = "mini";
   r.manifest = testing::fixture_manifest();
   r.records = testing::fixture_records();
@@ -132,7 +133,7 @@ TEST(RunReport, CurvesUsageLatencyAndWeights) {
 
 // Answers no reader could use are summed from the records' llm_faults and shown in md and html.
 TEST(RunReport, ParseFailuresAreSummedAndShown) {
-  RunData run = fixture_run();
+  run::RunData run = fixture_run();
   EXPECT_EQ(build_report(run, ReportOptions{})["llm_faults"]["parse_failures"], 0);
   run.records[0]["llm_faults"] = {{"failed_calls", 0}, {"retries", 0}, {"failed_by_kind", json::object()},
                                   {"parse_failures", 2}, {"parse_failures_by_stage", {{"select:rank", 1}, {"fix", 1}}}};
@@ -157,7 +158,7 @@ TEST(RunReport, PercentileInterpolates) {
 }
 
 TEST(RunReport, MarkdownAndCsv) {
-  RunData run = fixture_run();
+  run::RunData run = fixture_run();
   json rep = build_report(run, ReportOptions{});
   std::string md = render_markdown(rep);
   EXPECT_NE(md.find("SIMULATED — not a model's accuracy"), std::string::npos);
@@ -174,7 +175,7 @@ TEST(RunReport, MarkdownAndCsv) {
 }
 
 TEST(RunReport, HtmlIsSelfContainedEscapedAndCarriesTheCharts) {
-  RunData run = fixture_run();
+  run::RunData run = fixture_run();
   run.records[1]["question"] = "<script>alert('q')</script> & more";
   run.records[1]["prediction"] = "SELECT '</pre><img src=x onerror=alert(1)>'";
   run.records[1]["candidates"][0]["generator"] = "dc\"><svg onload=alert(2)>";
@@ -214,7 +215,7 @@ TEST(RunReport, HtmlIsSelfContainedEscapedAndCarriesTheCharts) {
 // A duel whose model answer on D′ disagrees with gold's answer there is listed as a gold
 // dispute (json, markdown, html) and every duel is drawn as evidence: D′ as tables, the answers.
 TEST(RunReport, SeparatingInstanceDuelsAreShownAsEvidenceAgainstGold) {
-  RunData run = fixture_run();
+  run::RunData run = fixture_run();
   auto duel = [](bool agrees) {
     return json{{"a", "c0"}, {"b", "c2"}, {"outcome", "b"},
                 {"instance", {{"found", true}, {"attempts", 1}, {"rows", 2},
@@ -254,7 +255,7 @@ TEST(RunReport, SeparatingInstanceDuelsAreShownAsEvidenceAgainstGold) {
 TEST(RunReport, WriteReportsFromTheStoreAndOptionsFromConfig) {
   testing::TempDir dir;
   testing::write_fixture_run(dir / "run");
-  auto run = load_run(dir / "run");
+  auto run = run::load_run(dir / "run");
   ASSERT_TRUE(run.is_ok()) << run.status().to_string();
   EXPECT_EQ(run->name, "run");
   EXPECT_EQ(run->records.size(), 8u);
@@ -287,10 +288,10 @@ TEST(RunReport, WriteReportsFromTheStoreAndOptionsFromConfig) {
 }
 
 TEST(RunReport, BadRecordIsNamed) {
-  EXPECT_TRUE(check_record({{"question_id", "3"}, {"index", 3}}).is_ok());
-  EXPECT_NE(check_record({{"question_id", "3"}}).message().find("question 3"), std::string::npos);
-  EXPECT_NE(check_record({{"question_id", "4"}, {"index", 4}, {"candidates", 1}}).message().find("\"candidates\""), std::string::npos);
-  EXPECT_FALSE(check_record({{"index", 4}}).is_ok());
+  EXPECT_TRUE(run::check_record({{"question_id", "3"}, {"index", 3}}).is_ok());
+  EXPECT_NE(run::check_record({{"question_id", "3"}}).message().find("question 3"), std::string::npos);
+  EXPECT_NE(run::check_record({{"question_id", "4"}, {"index", 4}, {"candidates", 1}}).message().find("\"candidates\""), std::string::npos);
+  EXPECT_FALSE(run::check_record({{"index", 4}}).is_ok());
 }
 
 }  // namespace

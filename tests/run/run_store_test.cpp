@@ -1,4 +1,4 @@
-#include "nl2sql/pipeline/run_store.h"
+#include "nl2sql/run/run_store.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -14,7 +14,7 @@
 #include "nl2sql/core/files.h"
 #include "support/test_env.h"
 
-namespace nl2sql::pipeline {
+namespace nl2sql::run {
 namespace {
 
 using nlohmann::json;
@@ -176,4 +176,4 @@ TEST(RunStore, SurvivesKillNineAtRandomPoints) {
 }
 
 }  // namespace
-}  // namespace nl2sql::pipeline
+}  // namespace nl2sql::run

@@ -9,7 +9,7 @@
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/hash.h"
 #include "nl2sql/data/dataset.h"
-#include "nl2sql/eval/compare.h"
+#include "nl2sql/db/result_compare.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/select/selector.h"
 #include "nl2sql/select/separating_instance.h"
@@ -50,7 +50,7 @@ class SeparatingInstanceTest : public ::testing::Test {
     auto lb = builder_->lineage(b);
     EXPECT_TRUE(la.is_ok()) << la.status().to_string();
     EXPECT_TRUE(lb.is_ok()) << lb.status().to_string();
-    EXPECT_FALSE(eval::relaxed_equal(la->result, lb->result)) << "the fixture pair must differ on D";
+    EXPECT_FALSE(db::relaxed_equal(la->result, lb->result)) << "the fixture pair must differ on D";
     auto s = builder_->separate(*la, *lb, seed);
     EXPECT_TRUE(s.is_ok()) << s.status().to_string();
     return *s;
@@ -191,7 +191,7 @@ TEST_F(SeparatingInstanceTest, SampledGroupLineageStillSeparates) {
     auto s = b->separate(*la, *lb, seed);
     ASSERT_TRUE(s.is_ok());
     ASSERT_TRUE(s->found) << s->failure;
-    EXPECT_FALSE(eval::relaxed_equal(s->answer_a, s->answer_b));
+    EXPECT_FALSE(db::relaxed_equal(s->answer_a, s->answer_b));
     expect_subset(*s);
     // A weekly account of a kept district separates (A counts it, B does not).
     const auto& acc = s->instance.tables.at("account");

@@ -7,6 +7,7 @@
 
 #include "nl2sql/core/config.h"
 #include "nl2sql/pipeline/pipeline.h"
+#include "nl2sql/report/run_report.h"
 
 namespace nl2sql::testing {
 
@@ -21,6 +22,16 @@ inline pipeline::RunOptions mini_run_options(const core::Config& config, const s
   o.index_dir = index_dir;
   o.progress = pipeline::ProgressMode::kOff;
   return o;
+}
+
+// What `nl2sql run` does: the pipeline, then the reports of its run folder (when it returned).
+inline Result<pipeline::RunSummary> run_and_report(const pipeline::RunOptions& options) {
+  auto summary = pipeline::run(options);
+  if (summary.is_ok()) {
+    Status st = report::write_run_reports(options.out_dir);
+    if (!st.is_ok()) return st;
+  }
+  return summary;
 }
 
 }  // namespace nl2sql::testing

@@ -28,7 +28,7 @@
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
-#include "nl2sql/generate/candidate.h"
+#include "nl2sql/llm/trace.h"
 #include "nl2sql/llm/prompt_template.h"
 
 namespace nl2sql::llm {
@@ -48,7 +48,7 @@ struct ColumnFilterResult {
   std::set<std::string> join_keys;  // added to join the kept tables
   std::vector<std::string> dropped_tables;
   std::vector<std::string> errors;
-  std::vector<generate::LlmCallTrace> calls;
+  std::vector<llm::LlmCallTrace> calls;
   std::string mode;                 // "table" or "column", as used
 };
 

@@ -22,7 +22,7 @@
 
 #include "nl2sql/context/retrieve.h"
 #include "nl2sql/core/status.h"
-#include "nl2sql/generate/candidate.h"
+#include "nl2sql/llm/trace.h"
 
 namespace nl2sql::llm {
 class Client;
@@ -50,7 +50,7 @@ class EmbeddingReranker {
   // Re-scores `r.values` (from retrieve() with pool_options) in place and cuts them to
   // `limits`. On error, `r.values` is cut by edit similarity alone (limits.min_similarity).
   Status rerank(Retrieval& r, const RetrievalOptions& limits, const std::string& question_id,
-                generate::LlmCallTrace* trace = nullptr);
+                llm::LlmCallTrace* trace = nullptr);
 
   const EmbeddingRerankOptions& options() const { return options_; }
 

@@ -1,6 +1,6 @@
 // Model calls the context stage makes (keyword extraction, column filtering, column
 // descriptions) share two small pieces, declared here: turning a request and its outcome into a
-// generate::LlmCallTrace (a plain struct; this stage only fills it, reasoning included); and the
+// llm::LlmCallTrace (a plain struct; this stage only fills it, reasoning included); and the
 // LLM keyword extractor itself. Answers are read with llm/answer.h (reasoning stripped first).
 //
 // llm_keywords renders prompts/extract_keywords.txt ({{question}}, {{evidence}}), calls the
@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/core/status.h"
-#include "nl2sql/generate/candidate.h"
+#include "nl2sql/llm/trace.h"
 #include "nl2sql/llm/prompt_template.h"
 #include "nl2sql/llm/types.h"
 
@@ -28,7 +28,7 @@ class Client;
 namespace nl2sql::context {
 
 // A trace of one call: template, prompt, and the response or the error.
-generate::LlmCallTrace make_trace(const std::string& stage, const llm::PromptTemplate& prompt,
+llm::LlmCallTrace make_trace(const std::string& stage, const llm::PromptTemplate& prompt,
                                   const llm::ChatRequest& request,
                                   const Result<llm::ChatResponse>& response);
 
@@ -41,6 +41,6 @@ Result<std::vector<std::string>> llm_keywords(llm::Client& client, const llm::Pr
                                               const std::string& question,
                                               const std::string& evidence,
                                               const std::string& question_id,
-                                              generate::LlmCallTrace* trace = nullptr);
+                                              llm::LlmCallTrace* trace = nullptr);
 
 }  // namespace nl2sql::context

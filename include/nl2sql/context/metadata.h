@@ -35,7 +35,7 @@
 
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
-#include "nl2sql/generate/candidate.h"
+#include "nl2sql/llm/trace.h"
 #include "nl2sql/llm/prompt_template.h"
 
 namespace nl2sql::db {
@@ -126,6 +126,6 @@ Status save_metadata(const DatabaseMetadata& meta, const std::filesystem::path& 
 // The sim provider has no task for this: with a sim profile the call fails and is reported.
 size_t describe_columns(DatabaseMetadata& meta, const data::Schema& schema, llm::Client& client,
                         const llm::PromptTemplate& prompt, std::vector<std::string>& errors,
-                        std::vector<generate::LlmCallTrace>* calls = nullptr);
+                        std::vector<llm::LlmCallTrace>* calls = nullptr);
 
 }  // namespace nl2sql::context

@@ -37,7 +37,7 @@
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
-#include "nl2sql/generate/candidate.h"
+#include "nl2sql/llm/trace.h"
 #include "nl2sql/llm/prompt_template.h"
 
 namespace nl2sql::db {
@@ -73,7 +73,7 @@ struct QuestionContext {
   std::vector<std::string> dropped_tables;
   std::shared_ptr<const ValueIndex> index;
   std::shared_ptr<const DatabaseMetadata> metadata;  // null unless context.metadata.enabled
-  std::vector<generate::LlmCallTrace> calls;
+  std::vector<llm::LlmCallTrace> calls;
   std::vector<std::string> errors;         // non-fatal: a failed call, a malformed answer
 
   // {"question_id", "db_id", "keywords": [{text, source}], "values": [{table, column, value,
@@ -83,7 +83,7 @@ struct QuestionContext {
 };
 
 // A call trace as JSON (the same keys generate/'s trace format uses).
-nlohmann::json call_to_json(const generate::LlmCallTrace& call);
+nlohmann::json call_to_json(const llm::LlmCallTrace& call);
 
 class ContextBuilder {
  public:

@@ -54,7 +54,7 @@ class ConfigSchema {
   // validate() folded into one Status (kInvalidInput, one problem per line).
   Status check(const Config& config) const;
 
-  // The README table: | key | type | default | allowed | meaning |, one row per key, grouped by
+  // The table in docs/config-reference.md: | key | type | default | allowed | meaning |, one row per key, grouped by
   // fragment in file order.
   std::string markdown_table() const;
 

@@ -135,7 +135,7 @@ class ItemJudge {
 Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Prediction>& preds,
                             const EvalOptions& options);
 
-// The outcome precedence (documented in the README):
+// The outcome precedence (documented in docs/eval-and-metrics.md, "Outcome codes"):
 // gold unusable → RES6; prediction timeout / row cap → RES6; missing, rejected or failing
 // prediction → RES1; correct under the primary metric → RES3; empty where gold is not → RES4;
 // gold's answer contained in a larger result → RES5; otherwise RES2.

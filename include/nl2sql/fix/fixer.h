@@ -58,24 +58,10 @@ struct FixInput {
   uint64_t seed = 0;
 };
 
-// The summary of one execution (preview: header + first rows, cells cut at 60 characters).
-generate::ExecutionSummary summarize_execution(const db::ExecutionResult& result, size_t preview_rows = 5);
-
 // Executes candidate.sql and records the outcome; marks non-queries rejected without running
 // them. Candidates without SQL (extraction failed) are left unexecuted.
 void execute_candidate(generate::Candidate& candidate, const db::Executor& executor,
                        const std::filesystem::path& db_path, size_t preview_rows = 5);
-
-// syntax_error | no_such_column | no_such_table | ambiguous_column | type_mismatch | timeout
-// | empty_result | other; "" for a successful execution with rows.
-std::string classify_failure(const generate::ExecutionSummary& execution);
-
-// The `k` names of `names` closest to `name` by edit distance (case-insensitive), best first.
-std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& names, size_t k);
-
-// The hint text for a failure class (see the header paragraph).
-std::string failure_hint(const std::string& failure_class, const generate::ExecutionSummary& execution,
-                         const std::string& sql, const FixInput& input, const FixOptions& options);
 
 class Fixer {
  public:
@@ -90,7 +76,7 @@ class Fixer {
   const FixOptions& options() const { return options_; }
 
  private:
-  bool needs_fix(const generate::ExecutionSummary& e) const;
+  bool needs_fix(const feedback::ExecutionSummary& e) const;
   FixOptions options_;
   llm::Client* client_;
   llm::PromptTemplate prompt_;

@@ -15,43 +15,13 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "nl2sql/core/status.h"
-#include "nl2sql/db/executor.h"
+#include "nl2sql/feedback/feedback.h"
+#include "nl2sql/llm/trace.h"
 
 namespace nl2sql::generate {
 
-// One model call as the trace keeps it.
-struct LlmCallTrace {
-  std::string stage;          // e.g. "generate", "fix", "os_examples"
-  std::string template_name;  // prompts/<name>.txt
-  std::string template_hash;
-  std::string profile, model, provider;  // provider "sim" marks simulated answers
-  std::string prompt;                    // the rendered user message (system message separate)
-  std::string system;
-  std::string response;                  // the chosen choice's text ("" when the call failed)
-  // What the model thought: the server's reasoning field plus any <think>/harmony reasoning in
-  // the response text. Kept for the microscope; never parsed for the answer.
-  std::string reasoning;
-  bool answer_from_reasoning = false;    // the content was empty; `response` is the reasoning's tail
-  // How far the schema was lightened to fit the model's context (context/schema_render.h's
-  // ladder; 4 = cut to the budget); 0 = the prompt as configured.
-  int prompt_rung = 0;
-  std::string error;                     // non-empty when the call failed
-  int64_t prompt_tokens = 0, completion_tokens = 0;
-  double cost_usd = 0, latency_s = 0;
-  bool from_cache = false;
-};
-
-// How a candidate's SQL executed (the rows themselves are not kept in the trace; a preview is).
-struct ExecutionSummary {
-  bool executed = false;       // false: never run (extraction failed, or rejected before running)
-  db::ExecStatus status = db::ExecStatus::kOk;
-  std::string error;
-  size_t rows = 0, columns = 0;
-  std::string preview;         // first rows as text, for the microscope and the report
-  double elapsed_ms = 0;
-  bool empty() const { return executed && status == db::ExecStatus::kOk && rows == 0; }
-  bool ok() const { return executed && status == db::ExecStatus::kOk; }
-};
+using feedback::ExecutionSummary;
+using llm::LlmCallTrace;
 
 struct FixRound {
   int round = 0;                // 1-based
@@ -87,7 +57,6 @@ struct Candidate {
   double llm_latency_s() const;
 };
 
-nlohmann::json to_json(const LlmCallTrace& call);
 nlohmann::json to_json(const ExecutionSummary& execution);
 nlohmann::json to_json(const FixRound& round);
 nlohmann::json to_json(const Candidate& candidate);

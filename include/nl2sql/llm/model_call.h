@@ -1,4 +1,4 @@
-// One traced model call for the generate and fix stages: renders a prompt template, sends it
+// The one traced model call every stage uses (context, generate, fix, select): renders a prompt template, sends it
 // through llm::Client, and returns the answer together with the LlmCallTrace that a candidate
 // keeps (prompt, template hash, response, tokens, cost, latency, provider — "sim" marks a
 // simulated answer). A failed call is a trace with `error` set, not an error return: only a
@@ -12,19 +12,20 @@
 #include <string>
 
 #include "nl2sql/core/status.h"
-#include "nl2sql/data/dataset.h"
-#include "nl2sql/generate/candidate.h"
 #include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/llm/trace.h"
 #include "nl2sql/llm/types.h"
 
 namespace nl2sql::llm {
-class Client;
-}
 
-namespace nl2sql::generate {
+class Client;
+
+// The last rung of the prompt-budget ladder: the schema cut to the tokens left for it
+// (context/schema_render.h renders rungs 0 … kLastPromptRung - 1 lighter and lighter).
+inline constexpr int kLastPromptRung = 4;
 
 struct ModelCall {
-  const llm::PromptTemplate* prompt = nullptr;
+  const PromptTemplate* prompt = nullptr;
   std::map<std::string, std::string> values;  // the template's placeholders
   std::string system;                         // optional system message
   std::string stage;                          // trace and accounting tag
@@ -33,9 +34,9 @@ struct ModelCall {
   std::optional<double> temperature;
   int64_t sample_index = 0;
   std::string question_id;
-  llm::SimContext sim;                        // read by the sim provider only
+  SimContext sim;                        // read by the sim provider only
   // When set, fills the "schema" placeholder: the schema at a rung of the prompt-budget ladder
-  // (0 as configured … context::kSchemaLadderRungs = cut to `schema_tokens`). call_model climbs
+  // (0 as configured … kLastPromptRung = cut to `schema_tokens`). call_model climbs
   // the ladder until the prompt fits the profile's context (llm.models.*.context_tokens), and
   // once more when the server still answers that the context is exceeded.
   std::function<std::string(int rung, int64_t schema_tokens)> schema_at;
@@ -48,10 +49,6 @@ struct ModelAnswer {
 };
 
 // Non-OK only for kCancelled, kConfig call errors and template rendering errors.
-Result<ModelAnswer> call_model(llm::Client& client, const ModelCall& call);
+Result<ModelAnswer> call_model(Client& client, const ModelCall& call);
 
-// The SimContext for a generation call about `question` (gold fields are read only by sim).
-llm::SimContext sim_generate_context(const data::Question& question, const std::string& generator,
-                                     int64_t sample_index);
-
-}  // namespace nl2sql::generate
+}  // namespace nl2sql::llm

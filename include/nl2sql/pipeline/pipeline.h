@@ -1,5 +1,5 @@
 // The pipeline: the only place that knows the order of the stages. run() turns a resolved config
-// and a dataset into a run folder (see report/run_data.h for its contract):
+// and a dataset into a run folder (see run/run_data.h for its contract):
 //
 //   per question:  context ──► generate ──► fix ──► judge ──► select ──► final record
 //   per run:       manifest, run store rows as each stage finishes, reports at the end
@@ -68,7 +68,6 @@ struct RunOptions {
   double progress_interval_s = 10;     // plain mode: seconds between lines
   const std::atomic<bool>* cancel = nullptr;
   std::shared_ptr<llm::Transport> transport;  // tests: a fake server's transport
-  bool write_reports = true;
   // Tests: switched onto the run's db::Executor (Executor::set_fault_injector) to fail chosen
   // SQL calls deterministically.
   std::function<Status(uint64_t call_number)> db_fault_injector;

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/eval/evaluator.h"
-#include "nl2sql/report/run_data.h"
+#include "nl2sql/run/run_data.h"
 
 namespace nl2sql::report {
 
@@ -36,11 +36,11 @@ struct CompareOptions {
   size_t max_flips_listed = 0;  // 0: all
 };
 
-// runs[0] is the baseline. Correctness per run is record_correct under that run's primary
+// runs[0] is the baseline. Correctness per run is run::record_correct under that run's primary
 // metric. Result: {"runs": [{name, n, ex_all, ex_common, ci95}], "common_questions",
 // "comparisons": [{baseline, run, ex_a, ex_b, diff, diff_ci95, mcnemar{b,c,statistic,p_value,
 // method}, flipped: [{question_id, db_id, baseline, run}]}]}.
-nlohmann::json compare_runs(const std::vector<RunData>& runs, const CompareOptions& options);
+nlohmann::json compare_runs(const std::vector<run::RunData>& runs, const CompareOptions& options);
 std::string compare_markdown(const nlohmann::json& comparison);
 
 }  // namespace nl2sql::report

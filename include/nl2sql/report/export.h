@@ -16,7 +16,7 @@
 #include <string>
 
 #include "nl2sql/core/status.h"
-#include "nl2sql/report/run_data.h"
+#include "nl2sql/run/run_data.h"
 
 namespace nl2sql::report {
 
@@ -30,6 +30,6 @@ struct ExportStats {
   size_t placeholders = 0;  // positions given kNoPredictionSql
 };
 
-std::string export_predictions(const RunData& run, ExportFormat format, ExportStats* stats = nullptr);
+std::string export_predictions(const run::RunData& run, ExportFormat format, ExportStats* stats = nullptr);
 
 }  // namespace nl2sql::report

@@ -10,7 +10,7 @@
 // generators that found a correct candidate, the curves vs number of candidates, the selection
 // error analysis, tokens/cost/latency percentiles per stage and WMA weight trajectories.
 // A failed question counts as wrong everywhere. All functions are pure and thread-safe;
-// output is deterministic for a given RunData and options (bootstrap seeded).
+// output is deterministic for a given run::RunData and options (bootstrap seeded).
 #pragma once
 
 #include <filesystem>
@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/core/status.h"
-#include "nl2sql/report/run_data.h"
+#include "nl2sql/run/run_data.h"
 
 namespace nl2sql::report {
 
@@ -36,13 +36,18 @@ struct ReportOptions {
   static Result<ReportOptions> from_config(const nlohmann::json& config);
 };
 
-nlohmann::json build_report(const RunData& run, const ReportOptions& options);
+nlohmann::json build_report(const run::RunData& run, const ReportOptions& options);
 std::string render_markdown(const nlohmann::json& report);
-std::string render_csv(const RunData& run);
-std::string render_html(const nlohmann::json& report, const RunData& run, const ReportOptions& options);
+std::string render_csv(const run::RunData& run);
+std::string render_html(const nlohmann::json& report, const run::RunData& run, const ReportOptions& options);
 
 // Writes the four files into `out_dir` (each atomically); report.html only when options.html.
-Status write_reports(const RunData& run, const std::filesystem::path& out_dir, const ReportOptions& options);
+Status write_reports(const run::RunData& run, const std::filesystem::path& out_dir, const ReportOptions& options);
+
+// The reports of the run folder `dir`, written into it with the options its resolved config
+// names (report.*): what `nl2sql run` and `nl2sql sweep` do after the pipeline returns. Reads
+// under the folder's shared lock (refused while a run holds it).
+Status write_run_reports(const std::filesystem::path& dir);
 
 // Text and attribute escaping for HTML (& < > " ').
 std::string html_escape(std::string_view text);

@@ -3,7 +3,7 @@
 // everything downstream.
 //
 // A run folder `runs/NAME/` holds:
-//  - `run.sqlite` (pipeline::RunStore, SQLite WAL): one row per (question, stage) with status,
+//  - `run.sqlite` (RunStore, SQLite WAL): one row per (question, stage) with status,
 //    payload JSON and time; stages are named by the pipeline ("context", "generate", "fix",
 //    "select", "final"); a `meta` table with "manifest" and "config".
 //  - `manifest.json` (= meta "manifest"): {"tool_version", "created_at", "benchmark", "split",
@@ -54,7 +54,7 @@
 
 #include "nl2sql/core/status.h"
 
-namespace nl2sql::report {
+namespace nl2sql::run {
 
 struct RunData {
   std::string name;               // the run folder's name (for tables)
@@ -86,4 +86,4 @@ double number_field(const nlohmann::json& obj, const char* key, double def = 0);
 // true / false / null (unknown) as -1
 int tri_bool(const nlohmann::json& v);
 
-}  // namespace nl2sql::report
+}  // namespace nl2sql::run

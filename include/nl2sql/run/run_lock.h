@@ -10,7 +10,7 @@
 
 #include "nl2sql/core/status.h"
 
-namespace nl2sql::pipeline {
+namespace nl2sql::run {
 
 class RunFolderLock {
  public:
@@ -29,4 +29,4 @@ class RunFolderLock {
   int fd_;
 };
 
-}  // namespace nl2sql::pipeline
+}  // namespace nl2sql::run

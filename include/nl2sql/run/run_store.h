@@ -1,7 +1,7 @@
 // RunStore: the durable state of one run folder (`runs/NAME/run.sqlite`). Per question and
 // pipeline stage one row (question_id, idx, stage, status, payload JSON, updated_at); a `meta`
 // table (key → JSON) holds the manifest and anything else the pipeline needs to resume.
-// The record shapes are the data contract in nl2sql/report/run_data.h.
+// The record shapes are the data contract in nl2sql/run/run_data.h.
 //
 // Durability: SQLite in WAL mode with synchronous=FULL; every put is one transaction, so a
 // kill -9 or a power cut loses at most the rows in flight and never leaves a half-written row
@@ -27,7 +27,7 @@
 
 struct sqlite3;
 
-namespace nl2sql::pipeline {
+namespace nl2sql::run {
 
 // Conventional statuses; the store accepts any string.
 inline constexpr const char* kStageDone = "done";
@@ -97,4 +97,4 @@ class RunStore {
   sqlite3* db_;
 };
 
-}  // namespace nl2sql::pipeline
+}  // namespace nl2sql::run

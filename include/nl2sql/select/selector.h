@@ -60,7 +60,7 @@ struct Selection {
   int chosen = -1;  // index into SelectionInput::candidates; -1: nothing selectable
   std::string selector;
   nlohmann::json explanation;  // selector-specific: scores, duels, instances, votes …
-  std::vector<generate::LlmCallTrace> calls;
+  std::vector<llm::LlmCallTrace> calls;
   int64_t llm_calls() const { return static_cast<int64_t>(calls.size()); }
 };
 
