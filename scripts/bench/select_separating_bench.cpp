@@ -26,7 +26,7 @@
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/db/result_compare.h"
-#include "nl2sql/llm/sim_provider.h"
+#include "nl2sql/sim/simulator.h"
 #include "nl2sql/select/separating_instance.h"
 
 using namespace nl2sql;
@@ -146,10 +146,10 @@ int main(int argc, char** argv) {
   db::Executor executor(eo);
   std::vector<Outcome> outcomes;
   size_t skipped_same = 0, skipped_error = 0, lineage_errors = 0;
-  const std::vector<llm::SqlMistake> mistakes = {
-      llm::SqlMistake::kWrongColumn,   llm::SqlMistake::kDroppedCondition, llm::SqlMistake::kLiteralCase,
-      llm::SqlMistake::kDistinctToggle, llm::SqlMistake::kExtraColumn,     llm::SqlMistake::kWrongAggregate,
-      llm::SqlMistake::kWrongJoinKey};
+  const std::vector<sim::SqlMistake> mistakes = {
+      sim::SqlMistake::kWrongColumn,   sim::SqlMistake::kDroppedCondition, sim::SqlMistake::kLiteralCase,
+      sim::SqlMistake::kDistinctToggle, sim::SqlMistake::kExtraColumn,     sim::SqlMistake::kWrongAggregate,
+      sim::SqlMistake::kWrongJoinKey};
   for (auto& src : sources) {
     std::map<std::string, std::unique_ptr<select::InstanceBuilder>> builders;
     int count = 0;
@@ -167,12 +167,12 @@ int main(int argc, char** argv) {
       // Mutants: `mutants` mistakes per question, rotating through the taxonomy; every mistake
       // for golds with a subquery in WHERE (the hard case the target names).
       const bool sub = has_where_subquery(q.gold_sql);
-      llm::SimRng rng(seed * 1000003 + q.index);
+      sim::SimRng rng(seed * 1000003 + q.index);
       size_t start = q.index % mistakes.size();
       int made = 0;
       for (size_t k = 0; k < mistakes.size() && (sub || made < mutants); ++k) {
         auto m = mistakes[(start + k) % mistakes.size()];
-        auto mutant = llm::apply_mistake(q.gold_sql, m, rng);
+        auto mutant = sim::apply_mistake(q.gold_sql, m, rng);
         if (!mutant) continue;
         auto r = executor.run(path, *mutant);
         if (!r.ok()) { ++skipped_error; continue; }
@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
         Outcome o;
         o.dataset = src.label;
         o.question_id = q.question_id;
-        o.mistake = llm::sql_mistake_name(m);
+        o.mistake = sim::sql_mistake_name(m);
         o.subquery_in_where = sub;
         auto t0 = std::chrono::steady_clock::now();
         const double c0 = thread_cpu_ms();
@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
   summarize("  lineage sampled (group budget " + std::to_string(io.lineage_group_budget) + ")", outcomes,
             [](const Outcome& o) { return o.sampled; });
   for (const auto& m : mistakes)
-    summarize(std::string("  ") + llm::sql_mistake_name(m), outcomes,
-              [&](const Outcome& o) { return o.mistake == llm::sql_mistake_name(m); });
+    summarize(std::string("  ") + sim::sql_mistake_name(m), outcomes,
+              [&](const Outcome& o) { return o.mistake == sim::sql_mistake_name(m); });
   return 0;
 }

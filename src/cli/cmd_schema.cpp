@@ -14,6 +14,7 @@
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/llm/client.h"
+#include "model_client.h"
 
 namespace nl2sql::cli {
 namespace {
@@ -71,7 +72,7 @@ int run_schema(const SchemaArgs& a) {
   if (a.stats || a.inferred_fks) settings->metadata = true;
   std::unique_ptr<llm::Client> client;
   if (settings->llm_keywords || settings->column_filter || settings->describe || !settings->embeddings.profile.empty()) {
-    auto c = llm::Client::from_config(*config);
+    auto c = make_model_client(*config, &*ds);
     if (!c) {
       spdlog::error("{}", c.status().message());
       return kExitBadInput;

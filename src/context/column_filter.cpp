@@ -149,7 +149,7 @@ std::set<std::string> close_over_join_keys(const data::Schema& schema,
 }
 
 Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::PromptTemplate& prompt,
-                                          const data::Question& question, const data::Schema& schema,
+                                          const data::Task& question, const data::Schema& schema,
                                           const ColumnFilterOptions& options, const ValueIndex* index,
                                           const std::vector<ValueMatch>* retrieved,
                                           const std::vector<data::ForeignKey>& extra_fks) {
@@ -186,15 +186,14 @@ Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::Prompt
       req.question_id = question.question_id;
       req.template_hash = prompt.hash();
       req.messages = {{"user", *text}};
-      req.sim.task = llm::SimTask::kColumnFilter;
-      req.sim.question_id = question.question_id;
-      req.sim.question = question.question;
-      req.sim.evidence = question.evidence;
-      req.sim.gold_sql = question.gold_sql;
-      req.sim.db_id = question.db_id;
-      req.sim.column = cols.size() == 1 ? cols[0] : "";
+      req.tag.task = llm::CallTask::kColumnFilter;
+      req.tag.question_id = question.question_id;
+      req.tag.question = question.question;
+      req.tag.evidence = question.evidence;
+      req.tag.db_id = question.db_id;
+      req.tag.column = cols.size() == 1 ? cols[0] : "";
       // Distinct per judged unit, so the sim's draws for two columns are independent.
-      req.sim.generator = t.name + (cols.size() == 1 ? "." + cols[0] : "");
+      req.tag.generator = t.name + (cols.size() == 1 ? "." + cols[0] : "");
       auto resp = client.chat(req);
       auto trace = make_trace("column_filter", prompt, req, resp);
       Result<std::set<std::string>> rel = resp ? parse_column_filter_answer(resp->text(), cols,

@@ -72,10 +72,10 @@ Result<std::vector<std::string>> llm_keywords(llm::Client& client, const llm::Pr
   req.question_id = question_id;
   req.template_hash = prompt.hash();
   req.messages = {{"user", *text}};
-  req.sim.task = llm::SimTask::kKeywords;
-  req.sim.question_id = question_id;
-  req.sim.question = question;
-  req.sim.evidence = evidence;
+  req.tag.task = llm::CallTask::kKeywords;
+  req.tag.question_id = question_id;
+  req.tag.question = question;
+  req.tag.evidence = evidence;
   auto resp = client.chat(req);
   llm::LlmCallTrace t = make_trace("keywords", prompt, req, resp);
   Result<std::vector<std::string>> out = resp ? parse_keyword_answer(resp->text(), "question " + question_id)

@@ -211,7 +211,7 @@ Result<std::shared_ptr<const DatabaseMetadata>> ContextBuilder::metadata(const s
   return d->meta;
 }
 
-Result<QuestionContext> ContextBuilder::build(const data::Question& q, const data::Schema& schema,
+Result<QuestionContext> ContextBuilder::build(const data::Task& q, const data::Schema& schema,
                                               const fs::path& db_path, uint64_t seed) const {
   QuestionContext out;
   out.question_id = q.question_id;

@@ -8,7 +8,7 @@
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/feedback/feedback.h"
 #include "nl2sql/core/hash.h"
-#include "nl2sql/generate/sim_tag.h"
+#include "nl2sql/generate/call_tags.h"
 #include "nl2sql/llm/model_call.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
@@ -168,10 +168,10 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
                    {"failure_class", round.failure_class},
                    {"feedback", what},
                    {"hint", hint}};
-    call.sim = generate::sim_generate_context(*in.question, c.generator, call.sample_index);
-    call.sim.task = llm::SimTask::kFix;
-    call.sim.failing_sql = c.sql;
-    call.sim.failure = round.failure_class;
+    call.tag = generate::generation_tag(*in.question, c.generator, call.sample_index);
+    call.tag.task = llm::CallTask::kFix;
+    call.tag.failing_sql = c.sql;
+    call.tag.failure = round.failure_class;
     auto a = llm::call_model(*client_, call);
     if (!a) return a.status().with_context("fixer, question " + in.question->question_id + ", candidate " + c.id);
     round.call = a->trace;

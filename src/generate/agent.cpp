@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "nl2sql/generate/sim_tag.h"
+#include "nl2sql/generate/call_tags.h"
 #include "nl2sql/llm/model_call.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
@@ -14,7 +14,7 @@ namespace {
 
 std::string cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "…"; }
 
-std::string evidence_text(const data::Question& q) { return q.evidence.empty() ? "(none)" : q.evidence; }
+std::string evidence_text(const data::Task& q) { return q.evidence.empty() ? "(none)" : q.evidence; }
 
 class AgentGenerator : public Generator {
  public:
@@ -28,7 +28,7 @@ class AgentGenerator : public Generator {
   Result<std::vector<Candidate>> generate(const GenerationInput& in) const override {
     if (in.question == nullptr || in.schema == nullptr)
       return invalid_input("generator " + spec_.label + ": GenerationInput needs a question and a schema");
-    const data::Question& q = *in.question;
+    const data::Task& q = *in.question;
     const std::string where = "generator " + spec_.label + ", question " + q.question_id;
 
     // The schema the ledger and the slow loop see: enriched (descriptions, examples, matched
@@ -45,7 +45,7 @@ class AgentGenerator : public Generator {
 
     // Task ledger: compiled once per question, shared by every sample.
     llm::ModelCall lc = base_call(in, ledger_, "agent.ledger", 0);
-    lc.sim.task = llm::SimTask::kLedger;
+    lc.tag.task = llm::CallTask::kLedger;
     lc.values = {{"schema", schema},
                  {"evidence", evidence_text(q)},
                  {"rules", load_business_rules(o_.rules_dir, q.db_id)},
@@ -95,13 +95,13 @@ class AgentGenerator : public Generator {
     call.temperature = spec_.temperature;
     call.sample_index = sample;
     call.question_id = in.question->question_id;
-    call.sim = sim_generate_context(*in.question, "agent", sample);
+    call.tag = generation_tag(*in.question, "agent", sample);
     return call;
   }
 
   Result<Candidate> run_sample(const GenerationInput& in, int64_t s, const std::string& schema,
                                const std::string& fact_sheet) const {
-    const data::Question& q = *in.question;
+    const data::Task& q = *in.question;
     Candidate c;
     c.id = spec_.label + "#" + std::to_string(s);
     c.generator = spec_.kind;
@@ -121,11 +121,11 @@ class AgentGenerator : public Generator {
       llm::ModelCall call = base_call(in, slow ? slow_ : fast_, slow ? "agent.slow" : "agent.fast", s);
       // The sim writer: the first attempt is a generation, later ones repair the latest SQL
       // with the latest outcome as the failure (a distinct draw per attempt).
-      call.sim.sample_index = s * 64 + attempt;
+      call.tag.sample_index = s * 64 + attempt;
       if (!outcomes.empty() && !outcomes.back().sql.empty()) {
-        call.sim.task = llm::SimTask::kFix;
-        call.sim.failing_sql = outcomes.back().sql;
-        call.sim.failure = outcomes.back().issues.empty() ? "other" : outcomes.back().issues.front().kind;
+        call.tag.task = llm::CallTask::kFix;
+        call.tag.failing_sql = outcomes.back().sql;
+        call.tag.failure = outcomes.back().issues.empty() ? "other" : outcomes.back().issues.front().kind;
       }
       call.values = {{"fact_sheet", fact_sheet}, {"history", hist}, {"question", q.question}};
       if (slow) {

@@ -8,7 +8,6 @@
 
 #include "nl2sql/context/embedding_rerank.h"
 #include "nl2sql/core/files.h"
-#include "nl2sql/db/result_compare.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/sql/parser.h"
@@ -193,20 +192,6 @@ std::string load_business_rules(const std::filesystem::path& dir, const std::str
     if (text && !text->empty()) return *text;
   }
   return "(none)";
-}
-
-SimGoldCheck::SimGoldCheck(llm::Client& client, const std::string& role, const std::string& profile,
-                           const GenerationInput& in, const db::Executor* executor)
-    : in_(&in), executor_(executor) {
-  auto p = client.settings().resolve(role, profile);
-  active_ = p && (*p)->provider == "sim" && executor != nullptr && !in.db_path.empty() && in.question &&
-            !in.question->gold_sql.empty();
-}
-
-bool SimGoldCheck::matches(const db::ExecutionResult& result) {
-  if (!active_ || !result.ok()) return false;
-  if (!gold_) gold_ = executor_->run(in_->db_path, in_->question->gold_sql);
-  return gold_->ok() && db::bird_equal(result.result, gold_->result);
 }
 
 std::string step_line(int64_t step, const std::string& what, const std::string& detail) {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/core/json_read.h"
-#include "nl2sql/generate/sim_tag.h"
+#include "nl2sql/generate/call_tags.h"
 
 namespace nl2sql::generate {
 namespace {
@@ -160,19 +160,16 @@ Result<Candidate> candidate_from_json(const json& j) {
   return c;
 }
 
-llm::SimContext sim_generate_context(const data::Question& q, const std::string& generator,
-                                     int64_t sample_index) {
-  llm::SimContext s;
-  s.task = llm::SimTask::kGenerate;
-  s.question_id = q.question_id;
-  s.question = q.question;
-  s.evidence = q.evidence;
-  s.gold_sql = q.gold_sql;
-  s.db_id = q.db_id;
-  s.difficulty = q.difficulty;
-  s.generator = generator;
-  s.sample_index = sample_index;
-  return s;
+llm::CallTag generation_tag(const data::Task& q, const std::string& generator, int64_t sample_index) {
+  llm::CallTag t;
+  t.task = llm::CallTask::kGenerate;
+  t.question_id = q.question_id;
+  t.question = q.question;
+  t.evidence = q.evidence;
+  t.db_id = q.db_id;
+  t.generator = generator;
+  t.sample_index = sample_index;
+  return t;
 }
 
 }  // namespace nl2sql::generate

@@ -10,7 +10,7 @@
 #include "nl2sql/core/hash.h"
 #include "nl2sql/generate/agent.h"
 #include "nl2sql/generate/agent_steps.h"
-#include "nl2sql/generate/sim_tag.h"
+#include "nl2sql/generate/call_tags.h"
 #include "nl2sql/llm/model_call.h"
 #include "nl2sql/generate/qp_demos.h"
 #include "nl2sql/generate/recap.h"
@@ -52,7 +52,7 @@ uint64_t derive_seed(uint64_t seed, const std::string& label, const std::string&
   return std::stoull(h.hex().substr(0, 16), nullptr, 16);
 }
 
-std::string evidence_text(const data::Question& q) { return q.evidence.empty() ? "(none)" : q.evidence; }
+std::string evidence_text(const data::Task& q) { return q.evidence.empty() ? "(none)" : q.evidence; }
 
 Status check_input(const GenerationInput& in, const std::string& who) {
   if (in.question == nullptr || in.schema == nullptr)
@@ -130,7 +130,7 @@ class GeneratorBase : public Generator {
     call.temperature = o_.temperature;
     call.sample_index = sample;
     call.question_id = in.question->question_id;
-    call.sim = sim_generate_context(*in.question, sim_name(o_.kind), sample);
+    call.tag = generation_tag(*in.question, sim_name(o_.kind), sample);
     return call;
   }
 
@@ -212,7 +212,7 @@ class OnlineSyntheticGenerator : public GeneratorBase {
       if (steps[k].count <= 0) continue;
       llm::ModelCall call = base_call(in, *steps[k].t, steps[k].stage, 0);
       call.profile = profile_for(0);
-      call.sim.generator = std::string("os_examples_") + (k == 0 ? "general" : "filtered");
+      call.tag.generator = std::string("os_examples_") + (k == 0 ? "general" : "filtered");
       call.schema_at = schema_ladder(in, *steps[k].r);
       call.values = {{"count", std::to_string(steps[k].count)}};
       auto a = llm::call_model(*client_, call);
@@ -299,7 +299,7 @@ class SsevGenerator : public GeneratorBase {
           const int64_t index = static_cast<int64_t>(e) * per_expert + s;
           llm::ModelCall call = base_call(in, template_, kind, index);
           call.profile = experts[e];
-          call.sim.generator = kind;
+          call.tag.generator = kind;
           call.values = {{"schema", schema},
                          {"question", in.question->question},
                          {"evidence", evidence_text(*in.question)}};

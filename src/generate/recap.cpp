@@ -6,7 +6,7 @@
 #include <set>
 
 #include "nl2sql/feedback/feedback.h"
-#include "nl2sql/generate/sim_tag.h"
+#include "nl2sql/generate/call_tags.h"
 #include "nl2sql/llm/model_call.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
@@ -14,7 +14,7 @@
 namespace nl2sql::generate {
 namespace {
 
-std::string evidence_text(const data::Question& q) { return q.evidence.empty() ? "(none)" : q.evidence; }
+std::string evidence_text(const data::Task& q) { return q.evidence.empty() ? "(none)" : q.evidence; }
 
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -128,7 +128,7 @@ class RecapGenerator : public Generator {
   }
 
   Result<llm::ModelAnswer> call(Loop& l, const GenerationInput& in, const llm::PromptTemplate& t, const std::string& stage,
-                           int64_t sample, std::map<std::string, std::string> values, llm::SimContext sim) const {
+                           int64_t sample, std::map<std::string, std::string> values, llm::CallTag tag) const {
     llm::ModelCall mc;
     mc.prompt = &t;
     mc.stage = stage;
@@ -138,7 +138,7 @@ class RecapGenerator : public Generator {
     mc.sample_index = sample;
     mc.question_id = in.question->question_id;
     mc.values = std::move(values);
-    mc.sim = std::move(sim);
+    mc.tag = std::move(tag);
     auto a = llm::call_model(*client_, mc);
     if (!a) return a.status();
     ++l.steps;
@@ -147,8 +147,8 @@ class RecapGenerator : public Generator {
     return a;
   }
 
-  llm::SimContext sim(const GenerationInput& in, llm::SimTask task, int64_t sample, int64_t step) const {
-    llm::SimContext s = sim_generate_context(*in.question, "recap", sample * 64 + step);
+  llm::CallTag tag(const GenerationInput& in, llm::CallTask task, int64_t sample, int64_t step) const {
+    llm::CallTag s = generation_tag(*in.question, "recap", sample * 64 + step);
     s.task = task;
     return s;
   }
@@ -190,12 +190,11 @@ class RecapGenerator : public Generator {
   }
 
   Result<Candidate> run_sample(const GenerationInput& in, int64_t s, const std::string& schema) const {
-    const data::Question& q = *in.question;
+    const data::Task& q = *in.question;
     Loop l;
     l.c.id = spec_.label + "#" + std::to_string(s);
     l.c.generator = spec_.kind;
     l.c.sample_index = s;
-    SimGoldCheck gold(*client_, spec_.role, spec_.profile_for(s), in, executor_);
     const std::map<std::string, std::string> base = {
         {"schema", schema}, {"question", q.question}, {"evidence", evidence_text(q)}};
     auto with = [&](std::map<std::string, std::string> extra) {
@@ -206,13 +205,13 @@ class RecapGenerator : public Generator {
 
     // 1–2. Plan, critique, revise.
     auto a = call(l, in, p_.plan, "recap.plan", s, with({{"feedback", "(none: first plan)"}}),
-                  sim(in, llm::SimTask::kPlan, s, l.steps));
+                  tag(in, llm::CallTask::kPlan, s, l.steps));
     if (!a) return a.status();
     Plan plan = read_plan(a->ok ? a->text : "");
     count_unread(*a, plan.parsed, in);
     l.log += step_line(l.steps, "plan", a->ok ? plan.text : "model call failed: " + a->trace.error);
     for (int64_t rev = 0; rev < o_.plan_revisions + 1 && a->ok && l.steps < o_.max_steps - 1; ++rev) {
-      auto sc = sim(in, llm::SimTask::kPlanCritique, s, l.steps);
+      auto sc = tag(in, llm::CallTask::kPlanCritique, s, l.steps);
       sc.current_plan = plan.text;
       auto cr = call(l, in, p_.plan_critique, "recap.plan_critique", s, with({{"plan", plan.text}}), sc);
       if (!cr) return cr.status();
@@ -223,7 +222,7 @@ class RecapGenerator : public Generator {
       auto rp = call(l, in, p_.plan, "recap.plan", s,
                      with({{"feedback", "A reviewer found these issues in your previous plan:\n" + plan.text +
                                             "\nIssues:\n" + verdict.issues}}),
-                     sim(in, llm::SimTask::kPlan, s, l.steps));
+                     tag(in, llm::CallTask::kPlan, s, l.steps));
       if (!rp) return rp.status();
       if (rp->ok) plan = read_plan(rp->text);
       count_unread(*rp, plan.parsed, in);
@@ -232,7 +231,7 @@ class RecapGenerator : public Generator {
 
     // 3. Action.
     auto act = call(l, in, p_.act, "recap.act", s, with({{"plan", plan.text}}),
-                    sim(in, llm::SimTask::kGenerate, s, l.steps));
+                    tag(in, llm::CallTask::kGenerate, s, l.steps));
     if (!act) return act.status();
     std::string answer = act->ok ? act->text : "";
     AttemptOutcome cur = run_attempt(answer, q.question, executor_, in.db_path, o_.limits);
@@ -241,9 +240,8 @@ class RecapGenerator : public Generator {
 
     // 4. SQL critic.
     if (o_.sql_critique && !cur.sql.empty() && l.steps < o_.max_steps) {
-      auto sc = sim(in, llm::SimTask::kSqlCritique, s, l.steps);
+      auto sc = tag(in, llm::CallTask::kSqlCritique, s, l.steps);
       sc.current_sql = cur.sql;
-      sc.current_matches_gold = gold.matches(cur.result);
       sc.current_result_empty = cur.result.ok() && cur.result.result.rows.empty();
       auto cr = call(l, in, p_.sql_critique, "recap.sql_critique", s, with({{"plan", plan.text}, {"sql", cur.sql}}), sc);
       if (!cr) return cr.status();
@@ -288,9 +286,8 @@ class RecapGenerator : public Generator {
         continue;
       }
       last_good = cur;
-      auto sc = sim(in, llm::SimTask::kValidate, s, l.steps);
+      auto sc = tag(in, llm::CallTask::kValidate, s, l.steps);
       sc.current_sql = cur.sql;
-      sc.current_matches_gold = gold.matches(cur.result);
       sc.current_result_empty = cur.result.result.rows.empty();
       auto va = call(l, in, p_.validate, "recap.validate", s,
                      {{"question", q.question},
@@ -340,7 +337,7 @@ class RecapGenerator : public Generator {
   Result<AttemptOutcome> refine(Loop& l, const GenerationInput& in, int64_t s, const Plan& plan,
                                 const AttemptOutcome& cur, const std::string& cls, const std::string& feedback,
                                 const std::string& hint, const std::string& schema) const {
-    auto sc = sim(in, cur.sql.empty() ? llm::SimTask::kGenerate : llm::SimTask::kFix, s, l.steps);
+    auto sc = tag(in, cur.sql.empty() ? llm::CallTask::kGenerate : llm::CallTask::kFix, s, l.steps);
     sc.failing_sql = cur.sql;
     sc.failure = cls;
     auto a = call(l, in, p_.refine, "recap.refine", s,

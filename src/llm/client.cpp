@@ -1,5 +1,7 @@
 #include "nl2sql/llm/client.h"
 
+#include "nl2sql/core/hash.h"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -374,7 +376,6 @@ Client::Client(LlmSettings settings, ClientOptions options)
     : settings_(std::move(settings)),
       options_(std::move(options)),
       global_limit_(settings_.max_in_flight),
-      sim_(settings_.sim),
       jitter_state_(options_.jitter_seed) {
   for (const auto& [name, p] : settings_.profiles)
     states_[name] = std::make_unique<ProfileState>(p, options_.clock);
@@ -529,7 +530,11 @@ Result<ChatResponse> Client::chat(const ChatRequest& request_in) {
                            describe_call(profile, request_in) + ": a request needs messages");
 
   if (profile.provider == "sim") {
-    auto r = sim_.answer(request_in);
+    if (!options_.simulator)
+      return make_call_error(CallErrorKind::kConfig,
+                             describe_call(profile, request_in) +
+                                 ": profile is simulated (provider \"sim\") but no simulator is attached here");
+    auto r = options_.simulator->answer(request_in);
     if (r) {
       r->provider = "sim";
       r->profile = profile.name;
@@ -695,7 +700,7 @@ Clock::Duration Client::backoff(int attempt, const HttpResponse* response) {
   double u;
   {
     std::lock_guard lock(jitter_mu_);
-    SimRng rng(jitter_state_);
+    core::SplitMix64 rng(jitter_state_);
     jitter_state_ = rng.next_u64();
     u = rng.uniform();
   }

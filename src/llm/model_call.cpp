@@ -62,7 +62,7 @@ Result<ModelAnswer> call_model(Client& client, const ModelCall& call) {
   req.template_hash = call.prompt->hash();
   req.stage = call.stage;
   req.question_id = call.question_id;
-  req.sim = call.sim;
+  req.tag = call.tag;
   if (auto p = client.settings().resolve(call.role, call.profile); p) {
     out.trace.profile = (*p)->name;
     out.trace.model = (*p)->model;

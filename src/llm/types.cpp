@@ -69,21 +69,21 @@ bool is_malformed_answer(CallErrorKind kind) {
   }
 }
 
-const char* sim_task_name(SimTask task) {
+const char* call_task_name(CallTask task) {
   switch (task) {
-    case SimTask::kNone: return "none";
-    case SimTask::kGenerate: return "generate";
-    case SimTask::kFix: return "fix";
-    case SimTask::kSelectPair: return "select_pair";
-    case SimTask::kRank: return "rank";
-    case SimTask::kNlEval: return "nl_eval";
-    case SimTask::kKeywords: return "keywords";
-    case SimTask::kColumnFilter: return "column_filter";
-    case SimTask::kLedger: return "ledger";
-    case SimTask::kPlan: return "plan";
-    case SimTask::kPlanCritique: return "plan_critique";
-    case SimTask::kSqlCritique: return "sql_critique";
-    case SimTask::kValidate: return "validate";
+    case CallTask::kNone: return "none";
+    case CallTask::kGenerate: return "generate";
+    case CallTask::kFix: return "fix";
+    case CallTask::kSelectPair: return "select_pair";
+    case CallTask::kRank: return "rank";
+    case CallTask::kNlEval: return "nl_eval";
+    case CallTask::kKeywords: return "keywords";
+    case CallTask::kColumnFilter: return "column_filter";
+    case CallTask::kLedger: return "ledger";
+    case CallTask::kPlan: return "plan";
+    case CallTask::kPlanCritique: return "plan_critique";
+    case CallTask::kSqlCritique: return "sql_critique";
+    case CallTask::kValidate: return "validate";
   }
   return "none";
 }

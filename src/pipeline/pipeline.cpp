@@ -33,6 +33,7 @@
 #include "nl2sql/select/clusters.h"
 #include "nl2sql/select/selector.h"
 #include "nl2sql/select/weights.h"
+#include "nl2sql/sim/simulator.h"
 #include "nl2sql/sql/features.h"
 #include "nl2sql/sql/parser.h"
 
@@ -335,7 +336,7 @@ std::optional<std::string> all_model_calls_failed(const std::vector<generate::Ca
 class QuestionRun {
  public:
   QuestionRun(Shared& shared, const data::Question& q, size_t position)
-      : s_(shared), q_(q), position_(position) {}
+      : s_(shared), q_(q), task_(q.task()), position_(position) {}
 
   // Runs the missing stages; returns the final record (status "error" when a stage failed).
   json run();
@@ -380,7 +381,8 @@ class QuestionRun {
   }
 
   Shared& s_;
-  const data::Question& q_;
+  const data::Question& q_;  // gold stays in this class: the stages get task_
+  const data::Task task_;
   size_t position_;
   const data::Schema* schema_ = nullptr;
   fs::path db_path_;
@@ -405,7 +407,7 @@ Status QuestionRun::stage_context() {
   } else {
     auto t0 = Clock::now();
     auto before = usage_now();
-    auto ctx = s_.context->build(q_, *schema_, db_path_, derive_seed(s_.settings.seed, q_.question_id, "context"));
+    auto ctx = s_.context->build(task_, *schema_, db_path_, derive_seed(s_.settings.seed, q_.question_id, "context"));
     if (!ctx) return ctx.status();
     context_json_ = ctx->to_json();
     latency_["context"] = seconds_since(t0);
@@ -432,7 +434,7 @@ Status QuestionRun::stage_generate() {
   auto t0 = Clock::now();
   auto before = usage_now();
   generate::GenerationInput input;
-  input.question = &q_;
+  input.question = &task_;
   input.schema = schema_;
   input.db_path = db_path_;
   input.index = index_.get();
@@ -474,7 +476,7 @@ Status QuestionRun::stage_fix() {
   auto t0 = Clock::now();
   auto before = usage_now();
   fix::FixInput input;
-  input.question = &q_;
+  input.question = &task_;
   input.schema = schema_;
   input.db_path = db_path_;
   input.index = index_.get();
@@ -553,14 +555,14 @@ void QuestionRun::finish_turn() {
 }
 
 Status QuestionRun::stage_select() {
-  // Pool for the selectors (no gold in it, except the sim-only fields).
+  // Pool for the selectors: the gold-free task and the candidates (no gold in either).
   select::SelectionInput input;
-  input.question = &q_;
+  std::vector<bool> correct;  // per candidate, under the primary metric (gold stays here)
+  input.question = &task_;
   input.schema = schema_;
   input.db_path = db_path_;
   input.generator_order = s_.generator_names;
   input.seed = derive_seed(s_.settings.seed, q_.question_id, "select");
-  input.sim_gold_sql = q_.gold_sql;
   for (size_t i = 0; i < candidates_.size(); ++i) {
     const auto& c = candidates_[i];
     select::PoolCandidate pc;
@@ -570,7 +572,7 @@ Status QuestionRun::stage_select() {
     pc.sql = c.sql;
     pc.result = results_[i];
     input.candidates.push_back(std::move(pc));
-    input.sim_candidate_matches_gold.push_back(s_.judge->correct(items_[i]));
+    correct.push_back(s_.judge->correct(items_[i]));
   }
 
   if (auto done = stored("select")) {
@@ -585,6 +587,7 @@ Status QuestionRun::stage_select() {
       auto t1 = Clock::now();
       auto sel = s_.selectors.at(name)->select(input);
       if (!sel) return sel.status();
+      select::check_duels_against_gold(*sel, db_path_, *s_.executor, q_.gold_sql);
       json rec = {{"chosen", sel->chosen}, {"llm_calls", sel->llm_calls()},
                   {"explanation", sel->explanation}, {"calls", json::array()},
                   {"latency_s", seconds_since(t1)}};
@@ -622,18 +625,17 @@ Status QuestionRun::stage_select() {
     size_t n = std::min(k, candidates_.size());
     select::SelectionInput sub = input;
     sub.candidates.clear();
-    sub.sim_candidate_matches_gold.clear();
-    std::vector<bool> matches;
+    std::vector<bool> sub_correct, matches;
     for (size_t j = 0; j < n; ++j) {
       sub.candidates.push_back(input.candidates[order[j]]);
-      sub.sim_candidate_matches_gold.push_back(input.sim_candidate_matches_gold[order[j]]);
-      if (input.candidates[order[j]].result) matches.push_back(input.sim_candidate_matches_gold[order[j]]);
+      sub_correct.push_back(correct[order[j]]);
+      if (input.candidates[order[j]].result) matches.push_back(correct[order[j]]);
     }
     auto clusters = select::cluster_pool(sub.candidates, select::ResultEquality::kRelaxed, s_.generator_names);
     bool sc = false;
     if (!clusters.clusters.empty()) {
       int rep = clusters.clusters.front().representative;
-      sc = sub.sim_candidate_matches_gold[rep];
+      sc = sub_correct[rep];
     }
     json point = {{"upper", select::oracle_bound(matches)},
                   {"lower", select::adversarial_bound(matches)},
@@ -643,7 +645,7 @@ Status QuestionRun::stage_select() {
       point["selector"] = selections_[s_.settings.primary_selector].value("correct", false);
     } else if (s_.settings.curve_selector && !uses_weights(s_.settings.primary_selector)) {
       auto sel = primary->select(sub);
-      if (sel && sel->chosen >= 0) point["selector"] = sub.sim_candidate_matches_gold[sel->chosen];
+      if (sel && sel->chosen >= 0) point["selector"] = sub_correct[sel->chosen];
       else if (sel) point["selector"] = false;
     }
     curves[std::to_string(k)] = point;
@@ -940,6 +942,10 @@ Result<RunSummary> run(const RunOptions& options) {
   client_options.transport = options.transport;
   client_options.cancel_flag = options.cancel;
   client_options.stop_on_fatal_error = true;
+  // The offline simulator, when a profile is simulated: it reads the dataset's gold itself (no
+  // stage input carries gold); its duels judge candidates with the run's evaluator (set below).
+  auto simulator = sim::attach_if_simulated(client_options, s.config, &*ds);
+  if (!simulator) return simulator.status();
   auto client = llm::Client::from_config(s.config, client_options);
   if (!client) return client.status();
   s.client = std::move(*client);
@@ -974,6 +980,22 @@ Result<RunSummary> run(const RunOptions& options) {
   eval_options.pred_limits.row_cap = s.settings.row_cap;
   eval_options.gold_limits.timeout_s = s.settings.timeout_s;
   s.judge = std::make_unique<eval::ItemJudge>(ds->benchmark, eval_options, s.exec_cache.get());
+  if (*simulator) {
+    std::map<std::string, const data::Question*> by_id;
+    for (const auto& q : ds->questions) by_id[q.question_id] = &q;
+    (*simulator)->set_judge([&s, by_id = std::move(by_id)](const std::string& question_id, const std::string& sql) {
+      auto it = by_id.find(question_id);
+      if (it == by_id.end()) return false;
+      const data::Question& q = *it->second;
+      auto db = s.ds->db_paths.find(q.db_id);
+      auto fp = s.fingerprints.find(q.db_id);
+      if (db == s.ds->db_paths.end() || fp == s.fingerprints.end()) return false;
+      eval::Prediction p;
+      p.present = true;
+      p.sql = sql;
+      return s.judge->correct(s.judge->judge(q, db->second, fp->second, p));
+    });
+  }
 
   auto ctx = context::ContextBuilder::create(s.config, s.client.get(), *s.executor, options.index_dir,
                                              s.prompts_dir);

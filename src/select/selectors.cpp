@@ -111,26 +111,17 @@ Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, s
   return r->text();
 }
 
-llm::ChatRequest base_request(const SelectionInput& in, llm::SimTask task, int64_t sample_index) {
+llm::ChatRequest base_request(const SelectionInput& in, llm::CallTask task, int64_t sample_index) {
   llm::ChatRequest req;
   req.question_id = qid(in);
   req.sample_index = sample_index;
-  req.sim.task = task;
-  req.sim.question_id = qid(in);
-  req.sim.question = in.question->question;
-  req.sim.evidence = in.question->evidence;
-  req.sim.db_id = in.question->db_id;
-  req.sim.difficulty = in.question->difficulty;
-  req.sim.gold_sql = in.sim_gold_sql;
-  req.sim.sample_index = sample_index;
+  req.tag.task = task;
+  req.tag.question_id = qid(in);
+  req.tag.question = in.question->question;
+  req.tag.evidence = in.question->evidence;
+  req.tag.db_id = in.question->db_id;
+  req.tag.sample_index = sample_index;
   return req;
-}
-
-std::vector<bool> sim_flags(const SelectionInput& in, const std::vector<int>& idx) {
-  std::vector<bool> out;
-  if (in.sim_candidate_matches_gold.size() != in.candidates.size()) return out;
-  for (int i : idx) out.push_back(in.sim_candidate_matches_gold[static_cast<size_t>(i)]);
-  return out;
 }
 
 // Per-question sql::Schema, loaded once per database file.
@@ -237,10 +228,9 @@ class Tournament : public Selector {
           const int a = order == 0 ? i : j, b = order == 0 ? j : i;
           const auto& ca = in.candidates[static_cast<size_t>(a)];
           const auto& cb = in.candidates[static_cast<size_t>(b)];
-          auto req = base_request(in, llm::SimTask::kSelectPair, pair_index * 2 + order);
-          req.sim.generator = "tournament";
-          req.sim.candidates = {ca.sql, cb.sql};
-          req.sim.candidate_matches_gold = sim_flags(in, {a, b});
+          auto req = base_request(in, llm::CallTask::kSelectPair, pair_index * 2 + order);
+          req.tag.generator = "tournament";
+          req.tag.candidates = {ca.sql, cb.sql};
           auto text = ask_model(ask,
                                 detail::pairwise_values(in.question->question, in.question->evidence,
                                                         schema, ca.sql, detail::result_preview(ca.result->result),
@@ -318,10 +308,9 @@ class Ranker : public Selector {
       listing += "Candidate " + std::to_string(k) + ":\n```sql\n" + c.sql + "\n```\nResult:\n" +
                  detail::result_preview(c.result->result) + "\n";
     }
-    auto req = base_request(in, llm::SimTask::kRank, 0);
-    req.sim.generator = "ranker";
-    req.sim.candidates = sqls;
-    req.sim.candidate_matches_gold = sim_flags(in, players);
+    auto req = base_request(in, llm::CallTask::kRank, 0);
+    req.tag.generator = "ranker";
+    req.tag.candidates = sqls;
     auto text = ask_model({client_, &tpl_, "rank"},
                           {{"question", in.question->question},
                            {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
@@ -442,22 +431,7 @@ class SeparatingInstances : public Selector {
           duels.push_back(std::move(d));
           continue;
         }
-        // Gold's answer on D′, when the split has gold: never in the prompt. The sim answers from
-        // it; the trace keeps it beside the model's answer, where a disagreement on a handful of
-        // rows is evidence against the gold SQL (the report lists those questions).
-        std::string gold_answer;
-        std::optional<db::ResultSet> gold_on_instance;
-        const std::string& gold_sql = !in.sim_gold_sql.empty() ? in.sim_gold_sql
-                                      : in.question           ? in.question->gold_sql
-                                                              : in.sim_gold_sql;
-        if (!gold_sql.empty()) {
-          auto g = builder->run_on(inst->instance, gold_sql);
-          if (g.is_ok()) {
-            gold_answer = render_answer_rows(*g);
-            gold_on_instance = std::move(*g);
-            d["gold_answer"] = gold_answer;
-          }
-        }
+        s.duel_instances.push_back({duels.size(), inst->instance, std::nullopt});
         std::vector<std::string> tables;
         std::set<std::string> columns;
         for (const auto& [t, rs] : inst->instance.tables)
@@ -472,9 +446,15 @@ class SeparatingInstances : public Selector {
         std::vector<db::ResultSet> answers;
         json model_answers = json::array();
         for (int64_t k = 0; k < o_.asks; ++k) {
-          auto req = base_request(in, llm::SimTask::kNlEval, pair_index * o_.asks + k);
-          req.sim.generator = "separating_instances";
-          if (!in.sim_gold_sql.empty()) req.sim.gold_answer = gold_answer;
+          auto req = base_request(in, llm::CallTask::kNlEval, pair_index * o_.asks + k);
+          req.tag.generator = "separating_instances";
+          const InstanceBuilder* b = &*builder;
+          const InstanceTables* tables_on = &inst->instance;
+          req.tag.answer_on_instance = [b, tables_on](const std::string& sql) -> Result<std::string> {
+            auto r = b->run_on(*tables_on, sql);
+            if (!r.is_ok()) return r.status();
+            return render_answer_rows(*r);
+          };
           auto text = ask_model({client_, &tpl_, "nl_eval"},
                                 {{"question", in.question->question},
                                  {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
@@ -508,7 +488,7 @@ class SeparatingInstances : public Selector {
           continue;
         }
         d["majority"] = render_answer_rows(*majority);
-        if (gold_on_instance) d["model_agrees_with_gold"] = answers_match(*majority, *gold_on_instance);
+        s.duel_instances.back().majority = *majority;
         const bool ma = answers_match(*majority, inst->answer_a);
         const bool mb = answers_match(*majority, inst->answer_b);
         if (ma && !mb) {
@@ -738,6 +718,25 @@ Result<std::unique_ptr<Selector>> make_selector(const core::Config& config, llm:
   if (!method.is_ok()) return method.status();
   SelectorServices services{client, executor, prompts_dir, std::move(weights)};
   return make_selector_named(*method, config, services);
+}
+
+void check_duels_against_gold(Selection& selection, const std::filesystem::path& db_path,
+                              const db::Executor& executor, const std::string& gold_sql) {
+  if (selection.duel_instances.empty() || gold_sql.empty()) return;
+  auto* duels = selection.explanation.is_object() && selection.explanation.contains("duels")
+                    ? &selection.explanation["duels"]
+                    : nullptr;
+  if (duels == nullptr || !duels->is_array()) return;
+  auto builder = InstanceBuilder::open(db_path, executor);
+  if (!builder.is_ok()) return;
+  for (const auto& di : selection.duel_instances) {
+    if (di.duel >= duels->size()) continue;
+    auto g = builder->run_on(di.instance, gold_sql);
+    if (!g.is_ok()) continue;
+    json& d = (*duels)[di.duel];
+    d["gold_answer"] = render_answer_rows(*g);
+    if (di.majority) d["model_agrees_with_gold"] = answers_match(*di.majority, *g);
+  }
 }
 
 }  // namespace nl2sql::select

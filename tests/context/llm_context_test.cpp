@@ -15,6 +15,7 @@
 #include "nl2sql/context/question_context.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/llm/client.h"
+#include "nl2sql/sim/simulator.h"
 #include "support/test_env.h"
 
 namespace nl2sql::context {
@@ -52,8 +53,12 @@ llm::LlmSettings server_settings(const std::string& base_url) {
   return s;
 }
 
-std::unique_ptr<llm::Client> client_for(llm::LlmSettings s) {
-  auto c = llm::Client::create(std::move(s));
+// A client for `s`; simulated profiles are answered by a simulator holding `ds`'s gold.
+std::unique_ptr<llm::Client> client_for(llm::LlmSettings s, const data::Dataset* ds = nullptr) {
+  llm::ClientOptions o;
+  for (const auto& [name, p] : s.profiles)
+    if (p.provider == "sim" && !o.simulator) sim::attach(o, s.sim, ds);
+  auto c = llm::Client::create(std::move(s), o);
   EXPECT_TRUE(c.is_ok()) << c.status().message();
   return std::move(c).value();
 }
@@ -114,6 +119,7 @@ class MiniContext : public ::testing::Test {
   testing::TempDir dir_;
   fs::path root_;
   data::Dataset ds_;
+  const data::Dataset* ds_ptr() const { return &ds_; }
   db::Executor ex_;
 };
 
@@ -305,7 +311,7 @@ TEST_F(MiniContext, JoinKeysAndBridgeTablesAreKept) {
 }
 
 TEST_F(MiniContext, SimFiltersPerColumnAndKeepsJoinKeys) {
-  auto client = client_for(sim_settings());
+  auto client = client_for(sim_settings(), ds_ptr());
   const auto& question = q("0");  // school JOIN district WHERE region = 'east Bohemia'
   ColumnFilterOptions o;
   auto r = filter_columns(*client, prompt("filter_columns"), question, schema(question.db_id), o);
@@ -354,7 +360,7 @@ TEST_F(MiniContext, RealProfileFiltersPerTable) {
 }
 
 TEST_F(MiniContext, BuilderJsonAndOneIndexPerDatabaseAcrossThreads) {
-  auto client = client_for(sim_settings());
+  auto client = client_for(sim_settings(), ds_ptr());
   auto s = base();
   s.llm_keywords = true;
   s.column_filter = true;

@@ -31,6 +31,7 @@
 #include "nl2sql/generate/generator.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/select/selector.h"
+#include "nl2sql/sim/simulator.h"
 #include "nl2sql/select/separating_instance.h"
 #include "support/test_env.h"
 
@@ -416,10 +417,14 @@ TEST_F(HostileSql, SelectorsNeverChooseAHostileCandidate) {
       "models":{"offline":{"provider":"sim"}}, "default_profile":"offline",
       "roles":{"nl_eval":"offline"}, "cache":{"mode":"off"},
       "sim":{"seed":3,"p_hallucinate":0.0}}})"));
-  auto client = llm::Client::from_config(config);
-  ASSERT_TRUE(client.is_ok()) << client.status().message();
   const auto& q = question();
   const std::string good = q.gold_sql;
+  llm::ClientOptions co;
+  auto simulator = sim::attach(co, llm::load_llm_settings(config)->sim);
+  simulator->add(q, db());
+  simulator->set_judge([good](const std::string&, const std::string& sql) { return sql == good; });
+  auto client = llm::Client::from_config(config, co);
+  ASSERT_TRUE(client.is_ok()) << client.status().message();
   const std::string other = "SELECT COUNT(*) FROM album";
   for (const char* method : {"self_consistency", "tournament", "separating_instances"}) {
     auto sel = select::make_selector_named(method, config, {client->get(), &ex, llm::bundled_prompts_dir(), nullptr});
@@ -443,8 +448,6 @@ TEST_F(HostileSql, SelectorsNeverChooseAHostileCandidate) {
         c.result = ex.run(db(), sqls[i]);
         in.candidates.push_back(std::move(c));
       }
-      in.sim_gold_sql = good;
-      in.sim_candidate_matches_gold = {false, false, true, false};
       auto r = (*sel)->select(in);
       ASSERT_TRUE(r.is_ok()) << r.status().message();
       bool refused = r->chosen != 0 && r->chosen != 1;

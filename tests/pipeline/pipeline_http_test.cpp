@@ -4,11 +4,18 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <mutex>
+#include <set>
+#include <type_traits>
 #include <fstream>
 #include <sstream>
 
 #include "llm/fake_openai_server.h"
 #include "nl2sql/core/config.h"
+#include "nl2sql/data/dataset.h"
+#include "nl2sql/fix/fixer.h"
+#include "nl2sql/generate/generator.h"
+#include "nl2sql/select/selector.h"
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/run/run_data.h"
 #include "support/mini_run.h"
@@ -128,6 +135,56 @@ TEST_F(PipelineHttp, AServerFailingEveryCallStillRecordsEveryQuestionAsFailed) {
       error_kept = error_kept || !c.value("extraction_error", "").empty() ||
                    (!c["calls"].empty() && !c["calls"][0].value("error", "").empty());
     EXPECT_TRUE(error_kept) << r.dump();
+  }
+}
+
+// Gold never enters a stage's input, by construction: the stage inputs hold a data::Task, which
+// has no gold field, and data::Question (which has) is not what they take.
+static_assert(std::is_same_v<decltype(generate::GenerationInput::question), const data::Task*>);
+static_assert(std::is_same_v<decltype(fix::FixInput::question), const data::Task*>);
+static_assert(std::is_same_v<decltype(select::SelectionInput::question), const data::Task*>);
+
+// And in a real-model run with every model-calling stage on (LLM keywords, column filter, the
+// three generators and the agents, the fixer, the tournament, the ranker and separating-instance
+// duels), no request the server receives holds any question's gold SQL.
+TEST_F(PipelineHttp, NoRequestOfARealModelRunHoldsGold) {
+  std::mutex mu;
+  std::vector<std::string> bodies;
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t seq) {
+    {
+      std::lock_guard lock(mu);
+      bodies.push_back(req.body);
+    }
+    std::string sql = seq % 2 == 0 ? "SELECT count(*) FROM school" : "SELECT name FROM district";
+    return FakeReply(200, llm::testing::completion_body(
+                              "Answer: A\n```json\n{\"keywords\": [\"school\"], \"relevant\": true, \"ranking\": [0, 1]}\n```\n"
+                              "```text\n3\n```\n```sql\n" + sql + "\n```"));
+  });
+  core::Config config = make_config(server.base_url());
+  config.set("context.column_filter.enabled", true);
+  config.set("generate.generators", json::parse(R"([{"name": "dc"}, {"name": "qp"}, {"name": "os"},
+      {"name": "agent"}, {"name": "recap"}])"));
+  config.set("run.selectors", json::parse(R"(["tournament", "ranker", "separating_instances"])"));
+  config.set("run.primary_selector", "tournament");
+  auto summary = run(options(config, dir_ / "run"));
+  ASSERT_TRUE(summary.is_ok()) << summary.status().to_string();
+  EXPECT_FALSE(summary->simulated);
+
+  data::DatasetSpec spec;
+  spec.data_dir = data_;
+  auto ds = data::load_dataset(spec);
+  ASSERT_TRUE(ds.is_ok());
+  ASSERT_GE(ds->questions.size(), 3u);
+  std::lock_guard lock(mu);
+  ASSERT_GT(bodies.size(), 10 * ds->questions.size());  // every stage called the server
+  std::set<std::string> stages;
+  for (const auto& body : bodies) {
+    const std::string text = json::parse(body).dump();  // escapes as the body does
+    for (const auto& q : ds->questions) {
+      const std::string gold = json(q.gold_sql).dump();
+      EXPECT_EQ(text.find(gold.substr(1, gold.size() - 2)), std::string::npos)
+          << "question " << q.question_id << "'s gold SQL is in a request";
+    }
   }
 }
 

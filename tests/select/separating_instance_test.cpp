@@ -13,6 +13,7 @@
 #include "nl2sql/llm/client.h"
 #include "nl2sql/select/selector.h"
 #include "nl2sql/select/separating_instance.h"
+#include "nl2sql/sim/simulator.h"
 #include "support/test_env.h"
 
 namespace nl2sql::select {
@@ -301,7 +302,9 @@ TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithG
       "roles":{"nl_eval":"offline"},
       "cache":{"mode":"off"},
       "sim":{"seed":3,"p_hallucinate":0.0}}})"));
-  auto client = llm::Client::from_config(config);
+  llm::ClientOptions co;
+  auto simulator = sim::attach(co, llm::load_llm_settings(config)->sim);
+  auto client = llm::Client::from_config(config, co);
   ASSERT_TRUE(client.is_ok()) << client.status().to_string();
   auto sel = make_selector_named("separating_instances", config,
                                  {client->get(), &executor_, {}, nullptr});
@@ -316,8 +319,10 @@ TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithG
       "SELECT COUNT(*) FROM account JOIN district ON account.district_id = district.district_id "
       "WHERE account.frequency = 'monthly' AND district.a3 = ";
   q.gold_sql = base + "'east Bohemia'";
+  simulator->add(q, db_);  // the simulator reads gold itself; the selector gets the task only
+  const data::Task task = q.task();
   SelectionInput in;
-  in.question = &q;
+  in.question = &task;
   in.schema = &*schema;
   in.db_path = db_;
   in.generator_order = {"dc", "qp"};
@@ -333,10 +338,12 @@ TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithG
     c.result = executor_.run(db_, sqls[i]);
     in.candidates.push_back(std::move(c));
   }
-  in.sim_gold_sql = q.gold_sql;
-  in.sim_candidate_matches_gold = {false, false, true, false};
   auto s = (*sel)->select(in);
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  // The selector never saw gold: no duel of its explanation mentions it.
+  EXPECT_EQ(s->explanation.dump().find("gold"), std::string::npos);
+  EXPECT_FALSE(s->duel_instances.empty());
+  check_duels_against_gold(*s, db_, executor_, q.gold_sql);
   EXPECT_EQ(s->chosen, 2);
   EXPECT_EQ(s->explanation["decided_by"], "duels");
   // Two clusters among three representatives... c0 and c1 agree (both 0), so 3 results:
@@ -348,7 +355,8 @@ TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithG
     kept_instance = kept_instance || (d.contains("instance") && d["instance"]["found"] == true &&
                                       d.contains("majority"));
   EXPECT_TRUE(kept_instance);
-  // Gold's answer on each instance is kept beside the model's (never in the prompt).
+  // Gold's answer on each instance, added by the caller that holds gold (the pipeline), is kept
+  // beside the model's (never in the prompt).
   for (const auto& d : s->explanation["duels"]) {
     if (!d.contains("majority")) continue;
     ASSERT_TRUE(d.contains("gold_answer"));

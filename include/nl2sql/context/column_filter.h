@@ -5,7 +5,7 @@
 //
 // Granularity: real models get one call per table listing all its columns and answer
 // {"relevant": ["col", …]}. The offline `sim` provider only judges one column at a time
-// (SimTask::kColumnFilter answers {"relevant": true|false} from the gold SQL), so when the role's
+// (the simulator answers CallTask::kColumnFilter {"relevant": true|false} from the gold SQL), so when the role's
 // profile is simulated the same prompt is sent once per column with a single column to judge.
 // `mode` forces either ("table" | "column"); "auto" picks by provider.
 //
@@ -69,7 +69,7 @@ std::set<std::string> close_over_join_keys(const data::Schema& schema,
 // `extra_fks` (e.g. inferred ones) join tables like declared foreign keys do. `index` and
 // `retrieved` feed the table rendering's examples and matches (optional).
 Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::PromptTemplate& prompt,
-                                          const data::Question& question, const data::Schema& schema,
+                                          const data::Task& question, const data::Schema& schema,
                                           const ColumnFilterOptions& options,
                                           const ValueIndex* index = nullptr,
                                           const std::vector<ValueMatch>* retrieved = nullptr,

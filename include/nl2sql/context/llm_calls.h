@@ -4,7 +4,7 @@
 // LLM keyword extractor itself. Answers are read with llm/answer.h (reasoning stripped first).
 //
 // llm_keywords renders prompts/extract_keywords.txt ({{question}}, {{evidence}}), calls the
-// client with role "keywords" (the sim provider answers SimTask::kKeywords) and parses the answer:
+// client with role "keywords" (the simulator answers CallTask::kKeywords) and parses the answer:
 // {"keywords": [...]} or a bare JSON list of strings, fenced or not. A failed call or a malformed
 // answer is an error Status (the trace records it; a malformed answer is also counted as a parse
 // failure of stage "keywords"); callers then keep the heuristic keywords only. Pure apart from the client call; thread-safe when the client is (it is).

@@ -97,7 +97,7 @@ class ContextBuilder {
                                                         const db::Executor& executor,
                                                         std::filesystem::path prompts_dir = {});
 
-  Result<QuestionContext> build(const data::Question& question, const data::Schema& schema,
+  Result<QuestionContext> build(const data::Task& question, const data::Schema& schema,
                                 const std::filesystem::path& db_path, uint64_t seed) const;
 
   Result<std::shared_ptr<const ValueIndex>> index(const std::string& db_id, const std::filesystem::path& db_path,

@@ -37,4 +37,22 @@ Result<std::string> sha256_file(const std::filesystem::path& path);
 // XXH3-128 of a file's bytes, streamed.
 Result<std::string> xxh128_file(const std::filesystem::path& path);
 
+// SplitMix64: a tiny deterministic stream of draws, identical on every platform (retry jitter,
+// the simulator's draws). Not thread-safe; one per stream.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t next_u64() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }  // [0, 1)
+  uint64_t below(uint64_t n) { return n == 0 ? 0 : next_u64() % n; }              // [0, n)
+
+ private:
+  uint64_t state_;
+};
+
 }  // namespace nl2sql::core

@@ -22,15 +22,23 @@ enum class Benchmark { kBird, kSpider, kJsonl };
 Result<Benchmark> parse_benchmark(const std::string& name);
 const char* benchmark_name(Benchmark b);
 
-struct Question {
+// What a stage may know about a question: everything but its answer. Generators, the fixer,
+// selectors and context builders take a Task, never a Question, so no stage input can hold gold.
+struct Task {
   std::string question_id;  // BIRD question_id, Spider position, JSONL question_id
   size_t index = 0;         // position in the question file (BIRD predictions are keyed by it)
   std::string db_id;
   std::string question;
   std::string evidence;
+};
+
+// A benchmark question: the task and its gold answer (read by evaluation, the report and the
+// simulator). task() is the gold-free copy handed to the stages.
+struct Question : Task {
   std::string gold_sql;
   std::string difficulty;   // BIRD simple/moderate/challenging; Spider hardness; JSONL field
   nlohmann::json spider_sql;  // Spider's parsed "sql" field when present (null otherwise)
+  Task task() const { return static_cast<const Task&>(*this); }
 };
 
 struct Column {

@@ -49,7 +49,7 @@ struct FixOptions {
 Result<FixOptions> load_fix_options(const core::Config& config);
 
 struct FixInput {
-  const data::Question* question = nullptr;
+  const data::Task* question = nullptr;
   const data::Schema* schema = nullptr;
   std::filesystem::path db_path;
   const context::ValueIndex* index = nullptr;     // empty-result hints; may be null

@@ -101,24 +101,6 @@ std::string render_schema_within(const GenerationInput& in, context::RenderOptio
 // <dir>/<db_id>.md, else .txt; "(none)" when dir is empty or neither file exists.
 std::string load_business_rules(const std::filesystem::path& dir, const std::string& db_id);
 
-// Whether an attempt's result equals gold's, for the sim provider's critics and validator. Active
-// only when the profile answering `role`/`profile` is a sim profile; then the gold SQL is run
-// once (lazily) through the executor and compared with eval::bird_equal. One per question and
-// sample; not shared between threads.
-class SimGoldCheck {
- public:
-  SimGoldCheck(llm::Client& client, const std::string& role, const std::string& profile, const GenerationInput& in,
-               const db::Executor* executor);
-  bool active() const { return active_; }
-  bool matches(const db::ExecutionResult& result);
-
- private:
-  bool active_ = false;
-  const GenerationInput* in_;
-  const db::Executor* executor_;
-  std::optional<db::ExecutionResult> gold_;
-};
-
 // A model call of an agentic generator recorded as a step of the candidate's reasoning log.
 std::string step_line(int64_t step, const std::string& what, const std::string& detail);
 

@@ -29,7 +29,7 @@ class Client;
 namespace nl2sql::generate {
 
 struct GenerationInput {
-  const data::Question* question = nullptr;  // gold fields are read only for the sim provider
+  const data::Task* question = nullptr;  // never gold: see data::Task
   const data::Schema* schema = nullptr;
   std::filesystem::path db_path;
   const context::ValueIndex* index = nullptr;      // examples in the rendered schema; may be null

@@ -6,7 +6,7 @@
 // Retry-After — up to RetryPolicy::max_attempts, parses the OpenAI Chat Completions answer into
 // a ChatResponse or a typed error (see CallErrorKind), records usage, cost and latency in
 // accounting(), and stores the answer in the cache. Profiles with provider "sim" are answered
-// by the SimProvider (never cached, labelled simulated).
+// by the attached llm::Simulator (src/sim/; never cached, labelled simulated).
 //
 // Thread-safe: call chat() from as many threads as you like; they block while waiting for
 // slots. cancel() (or the external cancel flag, which a signal handler may set) makes new and
@@ -29,7 +29,7 @@
 #include "nl2sql/llm/profile.h"
 #include "nl2sql/llm/rate_limit.h"
 #include "nl2sql/llm/response_cache.h"
-#include "nl2sql/llm/sim_provider.h"
+#include "nl2sql/llm/simulator.h"
 #include "nl2sql/llm/transport.h"
 #include "nl2sql/llm/types.h"
 
@@ -37,6 +37,9 @@ namespace nl2sql::llm {
 
 struct ClientOptions {
   std::shared_ptr<Transport> transport;  // default: CurlTransport
+  // Answers the profiles whose provider is "sim" (src/sim/, sim::attach); without it such a
+  // profile's calls fail as a configuration error.
+  std::shared_ptr<const Simulator> simulator;
   std::shared_ptr<Clock> clock;          // default: SystemClock
   // Default: opened from settings.cache (nullptr when the mode is off).
   std::shared_ptr<ResponseCache> cache;
@@ -131,7 +134,6 @@ class Client {
   std::atomic<bool> cancelled_{false};
   InFlightLimit global_limit_;
   std::map<std::string, std::unique_ptr<ProfileState>> states_;  // fixed after construction
-  SimProvider sim_;
   Accounting accounting_;
   std::mutex jitter_mu_;
   uint64_t jitter_state_;  // guarded by jitter_mu_

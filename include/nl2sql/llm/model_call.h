@@ -34,7 +34,7 @@ struct ModelCall {
   std::optional<double> temperature;
   int64_t sample_index = 0;
   std::string question_id;
-  SimContext sim;                        // read by the sim provider only
+  CallTag tag;                                // what the call is for (never gold)
   // When set, fills the "schema" placeholder: the schema at a rung of the prompt-budget ladder
   // (0 as configured … kLastPromptRung = cut to `schema_tokens`). call_model climbs
   // the ladder until the prompt fits the profile's context (llm.models.*.context_tokens), and

@@ -1,6 +1,6 @@
 // Value types of a model call: the request a stage builds (messages, sampling overrides, the
 // sample index that makes repeated samples distinct, the tags accounting groups by, and the
-// optional SimContext the offline `sim` provider answers from), the response the client hands
+// CallTag saying what the call is for), the response the client hands
 // back (choices, token usage, cost, latency, where it came from), and the typed error kinds a
 // caller can branch on. All are plain values: cheap to copy, not synchronised.
 #pragma once
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "nl2sql/core/status.h"
-#include "nl2sql/llm/sim_context.h"
+#include "nl2sql/llm/call_tag.h"
 
 namespace nl2sql::llm {
 
@@ -38,8 +38,9 @@ struct ChatRequest {
   // Accounting tags.
   std::string stage;
   std::string question_id;
-  // Only read by the `sim` provider (ignored by real models and not part of the cache key).
-  SimContext sim;
+  // What the call is for; read by the simulator only (ignored by real models, not part of the
+  // cache key). Never holds gold.
+  CallTag tag;
 };
 
 struct Usage {

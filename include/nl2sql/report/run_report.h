@@ -1,4 +1,4 @@
-// The run report: from a run's manifest and final records (report/run_data.h) build
+// The run report: from a run's manifest and final records (run/run_data.h) build
 // report.json (every aggregate plus every record), report.md (tables for people),
 // per_question.csv (one row per question) and report.html (self-contained: inline CSS, inline
 // SVG charts, a few lines of inline JS, no network; every string from the data is escaped).

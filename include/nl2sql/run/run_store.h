@@ -5,7 +5,7 @@
 //
 // Durability: SQLite in WAL mode with synchronous=FULL; every put is one transaction, so a
 // kill -9 or a power cut loses at most the rows in flight and never leaves a half-written row
-// (tests/pipeline/run_store_test.cpp kills a writer process at random points). A row is
+// (tests/run/run_store_test.cpp kills a writer process at random points). A row is
 // replaced, not appended, when a stage is redone.
 //
 // Thread-safety: one connection per RunStore guarded by a mutex; every method may be called

@@ -4,10 +4,11 @@
 // execute_pool()) — and returns a Selection: the chosen candidate plus an explanation record
 // (scores, pairwise decisions, instances used, model calls) that the trace keeps.
 //
-// Selectors never see gold. The bounds (oracle / adversarial) are computed by the pipeline from
-// per-candidate verdicts, not here. Selectors that call a model go through llm::Client only;
-// the `sim` provider needs SimContext fields that come from gold — the caller fills them through
-// SelectionInput::sim_* (empty for real models).
+// Selectors never see gold, by construction: SelectionInput holds a data::Task (no gold field)
+// and the candidates. The bounds (oracle / adversarial) and gold's answer on a separating
+// instance are computed by the pipeline from per-candidate verdicts, not here. Selectors that
+// call a model go through llm::Client only; their calls are tagged (llm::CallTag), and the
+// offline simulator looks gold up itself.
 //
 // Thread-safety: a Selector object is immutable after construction; select() may be called
 // from several threads at once for different questions.
@@ -26,6 +27,7 @@
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/generate/candidate.h"
+#include "nl2sql/select/separating_instance.h"
 
 namespace nl2sql::llm {
 class Client;
@@ -44,16 +46,12 @@ struct PoolCandidate {
 };
 
 struct SelectionInput {
-  const data::Question* question = nullptr;
+  const data::Task* question = nullptr;
   const data::Schema* schema = nullptr;
   std::filesystem::path db_path;
   std::vector<PoolCandidate> candidates;
   std::vector<std::string> generator_order;  // config order, for deterministic tie-breaks
   uint64_t seed = 0;                         // derived from (run seed, question id, "select")
-  // Only for the `sim` provider: per candidate, whether it matches gold (computed by the
-  // pipeline with the evaluator), the gold SQL, and the question's difficulty.
-  std::vector<bool> sim_candidate_matches_gold;
-  std::string sim_gold_sql;
 };
 
 struct Selection {
@@ -61,6 +59,15 @@ struct Selection {
   std::string selector;
   nlohmann::json explanation;  // selector-specific: scores, duels, instances, votes …
   std::vector<llm::LlmCallTrace> calls;
+  // separating_instances: each duel's D′ (by index into explanation["duels"]) and the model's
+  // majority answer on it, when there was one — so a caller holding gold can check the evidence
+  // (check_duels_against_gold); never stored.
+  struct DuelInstance {
+    size_t duel = 0;
+    InstanceTables instance;
+    std::optional<db::ResultSet> majority;
+  };
+  std::vector<DuelInstance> duel_instances;
   int64_t llm_calls() const { return static_cast<int64_t>(calls.size()); }
 };
 
@@ -74,6 +81,13 @@ class Selector {
 // What selectors may use. `client` may be null for selectors that never call a model;
 // `executor` is needed by separating_instances (reads rows of D); `weights` is the expert-weight
 // store of wma / rwma (null: the selector keeps its own, starting from equal weights).
+// Gold's answer on each duel's D′ ("gold_answer") and whether the model's majority agreed with
+// it ("model_agrees_with_gold"), written into the selection's explanation: evidence against the
+// gold SQL when they disagree on a handful of rows (the report lists those questions). Called by
+// the pipeline, which holds gold; selectors never do.
+void check_duels_against_gold(Selection& selection, const std::filesystem::path& db_path,
+                              const db::Executor& executor, const std::string& gold_sql);
+
 struct SelectorServices {
   llm::Client* client = nullptr;
   const db::Executor* executor = nullptr;

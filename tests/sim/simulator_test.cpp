@@ -1,14 +1,16 @@
-// The offline `sim` provider: each mistake of the taxonomy, determinism, and the configured
-// rates (generators, fixer, selectors, hallucination) over thousands of draws.
-#include "nl2sql/llm/sim_provider.h"
+// The offline simulator: each mistake of the taxonomy, determinism, the configured rates
+// (generators, fixer, selectors, hallucination) over thousands of draws, and gold looked up by
+// the simulator itself (requests carry only a tag).
+#include "nl2sql/sim/simulator.h"
 
 #include <gtest/gtest.h>
 
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
+#include "nl2sql/llm/response_cache.h"
 #include "support/test_env.h"
 
-namespace nl2sql::llm {
+namespace nl2sql::sim {
 namespace {
 
 const std::vector<std::string> kGold = {
@@ -93,71 +95,88 @@ TEST(SimMistakes, MutationAlwaysChangesTheQueryAndCoversTheTaxonomy) {
   for (int i = 0; i < kSqlMistakeCount; ++i) EXPECT_STRNE(sql_mistake_name(mistake_at(i)), "?");
 }
 
-ChatRequest generate_request(const std::string& qid, const std::string& gold, int64_t sample = 0,
-                     const std::string& generator = "divide_conquer",
-                     const std::string& difficulty = "simple") {
+using llm::CallTask;
+using llm::ChatRequest;
+using llm::SimSettings;
+using llm::extract_sql;
+
+data::Question question(const std::string& qid, const std::string& gold, const std::string& difficulty = "simple") {
+  data::Question q;
+  q.question_id = qid;
+  q.question = "Which schools in Alameda score above 560 in math?";
+  q.gold_sql = gold;
+  q.difficulty = difficulty;
+  return q;
+}
+
+ChatRequest generate_request(const std::string& qid, int64_t sample = 0,
+                             const std::string& generator = "divide_conquer") {
   ChatRequest r;
   r.messages = {{"user", "write SQL"}};
-  r.sim.task = SimTask::kGenerate;
-  r.sim.question_id = qid;
-  r.sim.question = "Which schools in Alameda score above 560 in math?";
-  r.sim.gold_sql = gold;
-  r.sim.generator = generator;
-  r.sim.difficulty = difficulty;
-  r.sim.sample_index = sample;
+  r.tag.task = CallTask::kGenerate;
+  r.tag.question_id = qid;
+  r.tag.question = "Which schools in Alameda score above 560 in math?";
+  r.tag.generator = generator;
+  r.tag.sample_index = sample;
   return r;
 }
 
-TEST(SimProviderTest, DeterministicFromSeedQuestionGeneratorAndSample) {
+TEST(SimulatorTest, DeterministicFromSeedQuestionGeneratorAndSample) {
   SimSettings s;
   s.p_correct = 0.5;
-  SimProvider sim(s);
+  Simulator sim(s);
+  s.seed = 99;
+  Simulator reseeded(s);
+  for (int i = 0; i < 50; ++i) {
+    sim.add(question("q" + std::to_string(i), kGold[0]));
+    reseeded.add(question("q" + std::to_string(i), kGold[0]));
+  }
   int differing = 0;
   for (int i = 0; i < 50; ++i) {
-    auto a = sim.answer(generate_request("q" + std::to_string(i), kGold[0], 0));
-    auto b = sim.answer(generate_request("q" + std::to_string(i), kGold[0], 0));
-    auto c = sim.answer(generate_request("q" + std::to_string(i), kGold[0], 1));
+    auto a = sim.answer(generate_request("q" + std::to_string(i), 0));
+    auto b = sim.answer(generate_request("q" + std::to_string(i), 0));
+    auto c = sim.answer(generate_request("q" + std::to_string(i), 1));
     ASSERT_TRUE(a.is_ok() && b.is_ok() && c.is_ok());
     EXPECT_EQ(a->text(), b->text());
     differing += a->text() != c->text();
   }
   EXPECT_GT(differing, 5);  // samples are diverse
-  s.seed = 99;
-  SimProvider reseeded(s);
   int changed = 0;
   for (int i = 0; i < 50; ++i)
-    changed += reseeded.answer(generate_request("q" + std::to_string(i), kGold[0]))->text() !=
-               sim.answer(generate_request("q" + std::to_string(i), kGold[0]))->text();
+    changed += reseeded.answer(generate_request("q" + std::to_string(i)))->text() !=
+               sim.answer(generate_request("q" + std::to_string(i)))->text();
   EXPECT_GT(changed, 5);
 }
 
-double gold_rate(const SimProvider& sim, int n, const std::string& generator,
-                 const std::string& difficulty) {
+double gold_rate(SimSettings s, int n, const std::string& generator, const std::string& difficulty) {
+  Simulator sim(std::move(s));
+  for (int i = 0; i < n; ++i)
+    sim.add(question("q" + std::to_string(i), kGold[static_cast<size_t>(i) % kGold.size()], difficulty));
   int correct = 0;
   for (int i = 0; i < n; ++i) {
-    const auto& gold = kGold[static_cast<size_t>(i) % kGold.size()];
-    auto r = sim.answer(generate_request("q" + std::to_string(i), gold, 0, generator, difficulty));
+    auto r = sim.answer(generate_request("q" + std::to_string(i), 0, generator));
     EXPECT_TRUE(r.is_ok());
-    correct += extract_sql(r->text()).sql == gold;
+    correct += extract_sql(r->text()).sql == kGold[static_cast<size_t>(i) % kGold.size()];
   }
   return static_cast<double>(correct) / n;
 }
 
-TEST(SimProviderTest, GeneratorAccuracyMatchesConfiguredRates) {
+TEST(SimulatorTest, GeneratorAccuracyMatchesConfiguredRates) {
   SimSettings s;
   s.p_correct = 0.7;
   s.p_correct_by["query_plan"] = 0.4;
   s.p_correct_by["query_plan/challenging"] = 0.2;
-  SimProvider sim(s);
-  // 2,000 draws: the standard error is about 0.01, so +-0.04 is a 4-sigma band.
-  EXPECT_NEAR(gold_rate(sim, 2000, "divide_conquer", "simple"), 0.7, 0.04);
-  EXPECT_NEAR(gold_rate(sim, 2000, "query_plan", "simple"), 0.4, 0.04);
-  EXPECT_NEAR(gold_rate(sim, 2000, "query_plan", "challenging"), 0.2, 0.04);
+  // 2,000 draws: the standard error is about 0.01, so +-0.04 is a 4-sigma band. The
+  // difficulty is the simulator's own lookup (no request carries it).
+  EXPECT_NEAR(gold_rate(s, 2000, "divide_conquer", "simple"), 0.7, 0.04);
+  EXPECT_NEAR(gold_rate(s, 2000, "query_plan", "simple"), 0.4, 0.04);
+  EXPECT_NEAR(gold_rate(s, 2000, "query_plan", "challenging"), 0.2, 0.04);
 }
 
-TEST(SimProviderTest, AnswersLookLikeAModelsAndAreLabelled) {
-  SimProvider sim(SimSettings{});
-  auto r = sim.answer(generate_request("q1", kGold[1]));
+TEST(SimulatorTest, AnswersLookLikeAModelsAndAreLabelled) {
+  Simulator sim(SimSettings{});
+  sim.add(question("q1", kGold[1]));
+  auto r = sim.answer(generate_request("q1"));
   ASSERT_TRUE(r.is_ok());
   EXPECT_EQ(r->provider, "sim");
   EXPECT_TRUE(r->simulated());
@@ -168,6 +187,10 @@ TEST(SimProviderTest, AnswersLookLikeAModelsAndAreLabelled) {
   auto refused = sim.answer(none);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidInput);
+  // A question it was not given: refused, naming the question (gold never comes with a request).
+  auto unknown = sim.answer(generate_request("q9"));
+  ASSERT_FALSE(unknown.is_ok());
+  EXPECT_NE(unknown.status().message().find("q9"), std::string::npos);
 }
 
 nlohmann::json json_block(const std::string& text) {
@@ -177,82 +200,104 @@ nlohmann::json json_block(const std::string& text) {
   return nlohmann::json::parse(text.substr(start + 8, end - start - 8));
 }
 
-TEST(SimProviderTest, PairwiseSelectorPicksGoldWithPSel) {
-  SimSettings s;  // p_sel defaults to 0.71
-  SimProvider sim(s);
-  int right = 0;
+// The judge a pipeline sets: here, a candidate is correct when its text is the gold SQL.
+void judge_by_text(Simulator& sim, std::map<std::string, std::string> gold) {
+  sim.set_judge([gold = std::move(gold)](const std::string& qid, const std::string& sql) {
+    auto it = gold.find(qid);
+    return it != gold.end() && it->second == sql;
+  });
+}
+
+TEST(SimulatorTest, PairwiseSelectorPicksGoldWithPSel) {
+  Simulator sim(SimSettings{});  // p_sel defaults to 0.71
+  std::map<std::string, std::string> gold;
   const int n = 2000;
   for (int i = 0; i < n; ++i) {
+    std::string qid = "q" + std::to_string(i);
+    gold[qid] = i % 2 == 0 ? "SELECT 1" : "SELECT 2";
+    sim.add(question(qid, gold[qid]));
+  }
+  judge_by_text(sim, gold);
+  int right = 0;
+  for (int i = 0; i < n; ++i) {
     ChatRequest r;
-    r.sim.task = SimTask::kSelectPair;
-    r.sim.question_id = "q" + std::to_string(i);
-    r.sim.candidates = {"SELECT 1", "SELECT 2"};
-    bool gold_is_a = i % 2 == 0;
-    r.sim.candidate_matches_gold = {gold_is_a, !gold_is_a};
+    r.tag.task = CallTask::kSelectPair;
+    r.tag.question_id = "q" + std::to_string(i);
+    r.tag.candidates = {"SELECT 1", "SELECT 2"};
     auto a = sim.answer(r);
     ASSERT_TRUE(a.is_ok());
     std::string winner = json_block(a->text())["winner"];
-    right += (winner == "A") == gold_is_a;
+    right += (winner == "A") == (i % 2 == 0);
   }
   EXPECT_NEAR(static_cast<double>(right) / n, 0.71, 0.04);
 }
 
-TEST(SimProviderTest, RankerPutsGoldFirstWithPSel) {
+TEST(SimulatorTest, RankerPutsGoldFirstWithPSel) {
   SimSettings s;
   s.p_sel = 0.6;
-  SimProvider sim(s);
-  int right = 0;
+  Simulator sim(s);
+  const std::vector<std::string> cands = {"a", "b", "c", "d"};
+  std::map<std::string, std::string> gold;
   const int n = 2000;
   for (int i = 0; i < n; ++i) {
+    std::string qid = "q" + std::to_string(i);
+    gold[qid] = cands[static_cast<size_t>(i % 4)];
+    sim.add(question(qid, gold[qid]));
+  }
+  judge_by_text(sim, gold);
+  int right = 0;
+  for (int i = 0; i < n; ++i) {
     ChatRequest r;
-    r.sim.task = SimTask::kRank;
-    r.sim.question_id = "q" + std::to_string(i);
-    r.sim.candidates = {"a", "b", "c", "d"};
-    r.sim.candidate_matches_gold = {false, false, false, false};
-    size_t gold = static_cast<size_t>(i % 4);
-    r.sim.candidate_matches_gold[gold] = true;
+    r.tag.task = CallTask::kRank;
+    r.tag.question_id = "q" + std::to_string(i);
+    r.tag.candidates = cands;
     auto a = sim.answer(r);
     ASSERT_TRUE(a.is_ok());
     auto ranking = json_block(a->text())["ranking"].get<std::vector<size_t>>();
     ASSERT_EQ(ranking.size(), 4u);
     EXPECT_EQ(std::set<size_t>(ranking.begin(), ranking.end()).size(), 4u);
-    right += ranking[0] == gold;
+    right += ranking[0] == static_cast<size_t>(i % 4);
   }
   EXPECT_NEAR(static_cast<double>(right) / n, 0.6, 0.04);
 }
 
-TEST(SimProviderTest, FixerAndHallucinationRates) {
+TEST(SimulatorTest, FixerAndHallucinationRates) {
   SimSettings s;
   s.p_fix = 0.5;
   s.p_hallucinate = 0.25;
-  SimProvider sim(s);
-  int fixed = 0, perturbed = 0;
+  Simulator sim(s);
   const int n = 2000;
+  for (int i = 0; i < n; ++i) sim.add(question("q" + std::to_string(i), "SELECT a FROM t"));
+  int fixed = 0, perturbed = 0, asked_gold = 0;
   for (int i = 0; i < n; ++i) {
     ChatRequest fix;
-    fix.sim.task = SimTask::kFix;
-    fix.sim.question_id = "q" + std::to_string(i);
-    fix.sim.gold_sql = "SELECT a FROM t";
-    fix.sim.failing_sql = "SELECT a FORM t";
-    fix.sim.failure = "syntax_error";
+    fix.tag.task = CallTask::kFix;
+    fix.tag.question_id = "q" + std::to_string(i);
+    fix.tag.failing_sql = "SELECT a FORM t";
+    fix.tag.failure = "syntax_error";
     fixed += extract_sql(sim.answer(fix)->text()).sql == "SELECT a FROM t";
     ChatRequest ev;
-    ev.sim.task = SimTask::kNlEval;
-    ev.sim.question_id = "q" + std::to_string(i);
-    ev.sim.gold_answer = "Alameda | 42\nFresno | 7";
+    ev.tag.task = CallTask::kNlEval;
+    ev.tag.question_id = "q" + std::to_string(i);
+    // The selector hands over a way to run SQL on its instance; the simulator runs gold on it.
+    ev.tag.answer_on_instance = [&](const std::string& sql) -> Result<std::string> {
+      asked_gold += sql == "SELECT a FROM t";
+      return std::string("Alameda | 42\nFresno | 7");
+    };
     auto t = sim.answer(ev)->text();
     perturbed += t.find("```text\nAlameda | 42\nFresno | 7\n```") == std::string::npos;
   }
+  EXPECT_EQ(asked_gold, n);
   EXPECT_NEAR(static_cast<double>(fixed) / n, 0.5, 0.04);
   EXPECT_NEAR(static_cast<double>(perturbed) / n, 0.25, 0.04);
 }
 
-TEST(SimProviderTest, KeywordsAndColumnFilter) {
-  SimProvider sim(SimSettings{});
+TEST(SimulatorTest, KeywordsAndColumnFilter) {
+  Simulator sim(SimSettings{});
   ChatRequest k;
-  k.sim.task = SimTask::kKeywords;
-  k.sim.question = "How many schools in 'Alameda' have a free meal count above 500?";
-  k.sim.evidence = "free meal count refers to `Free Meal Count (K-12)`";
+  k.tag.task = CallTask::kKeywords;
+  k.tag.question = "How many schools in 'Alameda' have a free meal count above 500?";
+  k.tag.evidence = "free meal count refers to `Free Meal Count (K-12)`";
   auto kws = nlohmann::json::parse(sim.answer(k)->text())["keywords"].get<std::vector<std::string>>();
   auto has = [&](const std::string& w) { return std::find(kws.begin(), kws.end(), w) != kws.end(); };
   EXPECT_TRUE(has("Alameda"));
@@ -264,29 +309,44 @@ TEST(SimProviderTest, KeywordsAndColumnFilter) {
 
   SimSettings perfect;
   perfect.p_sel = 1.0;
-  SimProvider oracle(perfect);
+  Simulator oracle(perfect);
+  oracle.add(question("q1", kGold[0]));
   ChatRequest c;
-  c.sim.task = SimTask::kColumnFilter;
-  c.sim.gold_sql = kGold[0];
-  c.sim.column = "county";
+  c.tag.task = CallTask::kColumnFilter;
+  c.tag.question_id = "q1";
+  c.tag.column = "county";
   EXPECT_TRUE(json_block(oracle.answer(c)->text())["relevant"].get<bool>());
-  c.sim.column = "phone";
+  c.tag.column = "phone";
   EXPECT_FALSE(json_block(oracle.answer(c)->text())["relevant"].get<bool>());
 }
 
+// A tiny database for the critics and the validator, which execute the SQL under review and
+// gold themselves.
+std::filesystem::path schools_db(const std::filesystem::path& dir) {
+  auto path = dir / "schools.sqlite";
+  nl2sql::testing::build_database(path, R"(
+    CREATE TABLE schools (cds TEXT, name TEXT, county TEXT);
+    CREATE TABLE scores (cds_code TEXT, avg_math INTEGER);
+    INSERT INTO schools VALUES ('1', 'Lincoln', 'Alameda'), ('2', 'Grant', 'Fresno');
+    INSERT INTO scores VALUES ('1', 600), ('2', 580);)");
+  return path;
+}
 
 // Agentic roles: plans and fact sheets from gold's tables and clauses; critics that approve or
-// name a real defect; a validator that accepts iff the caller says the result equals gold's.
-TEST(SimProviderTest, AgenticRolesDeriveFromGold) {
+// name a real defect; a validator that accepts iff the result equals gold's (executed here).
+TEST(SimulatorTest, AgenticRolesDeriveFromGold) {
+  nl2sql::testing::TempDir tmp;
   SimSettings perfect;
   perfect.p_sel = 1.0;
-  SimProvider sim(perfect);
+  Simulator sim(perfect);
+  auto db = schools_db(tmp.path());
+  sim.add(question("q1", kGold[0]), db);
+  sim.add(question("q3", kGold[3]), db);
   ChatRequest r;
-  r.sim.question_id = "q1";
-  r.sim.gold_sql = kGold[0];
-  r.sim.evidence = "avg_math is the average math score";
+  r.tag.question_id = "q1";
+  r.tag.evidence = "avg_math is the average math score";
 
-  r.sim.task = SimTask::kLedger;
+  r.tag.task = CallTask::kLedger;
   auto ledger = json_block(sim.answer(r)->text());
   EXPECT_EQ(ledger["required_tables"], nlohmann::json({"schools", "scores"}));
   EXPECT_EQ(ledger["join_paths"], nlohmann::json({"T1.cds = T2.cds_code"}));
@@ -294,90 +354,91 @@ TEST(SimProviderTest, AgenticRolesDeriveFromGold) {
   EXPECT_EQ(ledger["output_columns"], nlohmann::json({"T1.name"}));
   EXPECT_EQ(ledger["business_rules"].size(), 1u);
 
-  r.sim.task = SimTask::kPlan;
+  r.tag.task = CallTask::kPlan;
   auto plan = json_block(sim.answer(r)->text());
   EXPECT_EQ(plan["expected_columns"], nlohmann::json({"T1.name"}));
   EXPECT_EQ(plan["steps"].front(), "Read table(s) schools, scores.");
 
-  r.sim.gold_sql = kGold[3];
+  r.tag.question_id = "q3";
   plan = json_block(sim.answer(r)->text());
   std::string steps = plan["steps"].dump();
   EXPECT_NE(steps.find("Group by name"), std::string::npos) << steps;
   EXPECT_NE(steps.find("Order by name, limit 3"), std::string::npos) << steps;
-  r.sim.gold_sql = kGold[0];
+  r.tag.question_id = "q1";
 
-  r.sim.task = SimTask::kPlanCritique;
-  r.sim.current_plan = "1. Read schools.\n2. Keep county = 'Alameda'.";
+  r.tag.task = CallTask::kPlanCritique;
+  r.tag.current_plan = "1. Read schools.\n2. Keep county = 'Alameda'.";
   auto pc = json_block(sim.answer(r)->text());
   EXPECT_FALSE(pc["approved"].get<bool>());
   EXPECT_NE(pc["issues"].dump().find("scores"), std::string::npos);
-  r.sim.current_plan = "1. Read schools and scores.";
+  r.tag.current_plan = "1. Read schools and scores.";
   EXPECT_TRUE(json_block(sim.answer(r)->text())["approved"].get<bool>());
 
-  r.sim.task = SimTask::kSqlCritique;
-  r.sim.current_sql = "SELECT T1.name FROM schools AS T1 INNER JOIN scores AS T2 ON T1.cds = T2.cds_code "
-                      "WHERE T2.avg_math > 560 AND T1.county = 'alameda'";
-  r.sim.current_matches_gold = false;
+  r.tag.task = CallTask::kSqlCritique;
+  r.tag.current_sql = "SELECT T1.name FROM schools AS T1 INNER JOIN scores AS T2 ON T1.cds = T2.cds_code "
+                      "WHERE T2.avg_math > 560 AND T1.county = 'alameda'";  // no rows: wrong
   auto sc = json_block(sim.answer(r)->text());
   EXPECT_FALSE(sc["approved"].get<bool>());
   EXPECT_NE(sc["issues"].dump().find("T1.county = 'Alameda'"), std::string::npos) << sc.dump();
-  r.sim.current_sql = "SELECT T1.name FROM schools AS T1 WHERE T1.county = 'Alameda'";
+  r.tag.current_sql = "SELECT T1.name FROM schools AS T1 WHERE T1.county = 'Fresno'";
   EXPECT_NE(json_block(sim.answer(r)->text())["issues"].dump().find("table scores"), std::string::npos);
-  r.sim.current_matches_gold = true;
+  r.tag.current_sql = "SELECT name FROM schools WHERE county = 'Alameda'";  // same rows as gold
   EXPECT_TRUE(json_block(sim.answer(r)->text())["approved"].get<bool>());
 
-  r.sim.task = SimTask::kValidate;
-  r.sim.current_sql = "SELECT T1.name, T1.county FROM schools AS T1 INNER JOIN scores AS T2 ON T1.cds = T2.cds_code "
+  r.tag.task = CallTask::kValidate;
+  r.tag.current_sql = "SELECT T1.name, T1.county FROM schools AS T1 INNER JOIN scores AS T2 ON T1.cds = T2.cds_code "
                       "WHERE T2.avg_math > 560 AND T1.county = 'Alameda'";
-  r.sim.current_matches_gold = false;
   auto v = json_block(sim.answer(r)->text());
   EXPECT_FALSE(v["valid_result"].get<bool>());
   EXPECT_EQ(v["columns_not_needed"], nlohmann::json({"T1.county"}));
   EXPECT_NE(v["suggest_fix"].get<std::string>().find("1 column"), std::string::npos) << v.dump();
-  r.sim.current_matches_gold = true;
+  r.tag.current_sql = "SELECT name FROM schools WHERE county = 'Alameda'";
   v = json_block(sim.answer(r)->text());
   EXPECT_TRUE(v["valid_result"].get<bool>());
   EXPECT_EQ(v["suggest_fix"], "");
 
-  // Without gold the agentic tasks refuse, naming the question.
-  r.sim.gold_sql.clear();
-  for (SimTask t : {SimTask::kLedger, SimTask::kPlan, SimTask::kPlanCritique, SimTask::kSqlCritique, SimTask::kValidate}) {
-    r.sim.task = t;
+  // A question the simulator was not given: the agentic tasks refuse, naming it.
+  r.tag.question_id = "q7";
+  for (CallTask t : {CallTask::kLedger, CallTask::kPlan, CallTask::kPlanCritique, CallTask::kSqlCritique,
+                     CallTask::kValidate}) {
+    r.tag.task = t;
     auto a = sim.answer(r);
     ASSERT_FALSE(a.is_ok());
-    EXPECT_NE(a.status().message().find("q1"), std::string::npos);
+    EXPECT_NE(a.status().message().find("q7"), std::string::npos);
   }
 }
 
-TEST(SimProviderTest, SqlCriticIsRightWithPSel) {
+TEST(SimulatorTest, SqlCriticIsRightWithPSel) {
+  nl2sql::testing::TempDir tmp;
   SimSettings s;
   s.p_sel = 0.7;
-  SimProvider sim(s);
-  int right = 0;
+  Simulator sim(s);
+  auto db = schools_db(tmp.path());
   const int n = 2000;
+  for (int i = 0; i < n; ++i) sim.add(question("q" + std::to_string(i), kGold[0]), db);
+  int right = 0;
   for (int i = 0; i < n; ++i) {
     ChatRequest r;
-    r.sim.task = SimTask::kSqlCritique;
-    r.sim.question_id = "q" + std::to_string(i);
-    r.sim.gold_sql = kGold[0];
-    r.sim.current_sql = kGold[1];
-    r.sim.current_matches_gold = i % 2 == 0;
+    r.tag.task = CallTask::kSqlCritique;
+    r.tag.question_id = "q" + std::to_string(i);
+    const bool correct = i % 2 == 0;
+    r.tag.current_sql = correct ? "SELECT name FROM schools WHERE county = 'Alameda'" : "SELECT name FROM schools";
     bool approved = json_block(sim.answer(r)->text())["approved"].get<bool>();
-    right += approved == r.sim.current_matches_gold;
+    right += approved == correct;
   }
   EXPECT_NEAR(static_cast<double>(right) / n, 0.7, 0.04);
 }
 
-class CountingTransport : public Transport {
+class CountingTransport : public llm::Transport {
  public:
-  Result<HttpResponse> post(const HttpRequest&) override {
+  Result<llm::HttpResponse> post(const llm::HttpRequest&) override {
     ++posts;
     return Status(ErrorCode::kUnavailable, "no network in this test");
   }
   std::atomic<int> posts{0};
 };
 
-TEST(SimProviderTest, ClientRoutesSimProfilesOfflineAndLabelsThem) {
+TEST(SimulatorTest, ClientRoutesSimProfilesOfflineAndLabelsThem) {
   nl2sql::testing::TempDir tmp;
   core::Config config(nlohmann::json::parse(R"({"llm":{
       "models":{"offline":{"provider":"sim"}},
@@ -385,12 +446,25 @@ TEST(SimProviderTest, ClientRoutesSimProfilesOfflineAndLabelsThem) {
       "cache":{"mode":"read-write","path":")" + (tmp / "c.sqlite").string() + R"("},
       "sim":{"seed":7,"p_correct":1.0}}})"));
   auto transport = std::make_shared<CountingTransport>();
-  ClientOptions o;
+  llm::ClientOptions o;
   o.transport = transport;
-  auto client = Client::from_config(config, o);
+  // Without a simulator attached, a sim profile's call is a configuration error.
+  {
+    auto bare = llm::Client::from_config(config, o);
+    ASSERT_TRUE(bare.is_ok());
+    auto req = generate_request("q1");
+    req.role = "generate";
+    auto r = (*bare)->chat(req);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(llm::call_error_kind(r.status()), llm::CallErrorKind::kConfig);
+    EXPECT_NE(r.status().message().find("no simulator"), std::string::npos) << r.status().message();
+  }
+  auto sim = attach(o, llm::load_llm_settings(config)->sim);
+  sim->add(question("q1", kGold[3]));
+  auto client = llm::Client::from_config(config, o);
   ASSERT_TRUE(client.is_ok()) << client.status().to_string();
   EXPECT_TRUE((*client)->any_simulated());
-  auto req = generate_request("q1", kGold[3]);
+  auto req = generate_request("q1");
   req.role = "generate";
   req.stage = "generate";
   auto r = (*client)->chat(req);
@@ -402,8 +476,8 @@ TEST(SimProviderTest, ClientRoutesSimProfilesOfflineAndLabelsThem) {
   EXPECT_EQ(r->cost_usd, 0.0);
   EXPECT_EQ(transport->posts.load(), 0);
   EXPECT_EQ((*client)->accounting().total().simulated, 1);
-  EXPECT_EQ(ResponseCache::open(tmp / "c.sqlite", true).value()->stats()->entries, 0);
+  EXPECT_EQ(llm::ResponseCache::open(tmp / "c.sqlite", true).value()->stats()->entries, 0);
 }
 
 }  // namespace
-}  // namespace nl2sql::llm
+}  // namespace nl2sql::sim

@@ -1,5 +1,5 @@
 // The offline `sim` provider: gold-derived answers with a controlled error rate.
-#include "nl2sql/llm/sim_provider.h"
+#include "nl2sql/sim/simulator.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,11 +8,30 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/core/hash.h"
+#include "nl2sql/db/result_compare.h"
 
-namespace nl2sql::llm {
+namespace nl2sql::sim {
 namespace {
 
 using json = nlohmann::json;
+using llm::CallTask;
+using llm::ChatResponse;
+using llm::SimSettings;
+
+// What the simulator knows when it answers: the stage's tag plus what it looked up from gold.
+struct Facts {
+  CallTask task = CallTask::kNone;
+  std::string question_id, question, evidence, db_id, generator;
+  int64_t sample_index = 0;
+  std::string gold_sql, difficulty;
+  std::string failing_sql, failure;
+  std::vector<std::string> candidates;
+  std::vector<bool> candidate_matches_gold;
+  std::string gold_answer;
+  std::string column;
+  std::string current_plan, current_sql;
+  bool current_matches_gold = false, current_result_empty = false;
+};
 
 // ---- a small SQL tokenizer: enough structure for robust text mutations ----
 
@@ -709,18 +728,6 @@ const char* sql_mistake_name(SqlMistake m) {
   return "?";
 }
 
-uint64_t SimRng::next_u64() {
-  // SplitMix64: tiny, fast, and identical on every platform.
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-double SimRng::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
-
-uint64_t SimRng::below(uint64_t n) { return n == 0 ? 0 : next_u64() % n; }
-
 std::optional<std::string> apply_mistake(const std::string& sql, SqlMistake mistake, SimRng& rng) {
   auto t = tokenize(sql);
   std::optional<std::string> out;
@@ -747,22 +754,23 @@ std::pair<std::string, SqlMistake> mutate_sql(const std::string& sql, SimRng& rn
   return {sql + " FORM", SqlMistake::kSyntaxError};  // unreachable for non-empty SQL
 }
 
-Result<ChatResponse> SimProvider::answer(const ChatRequest& request) const {
-  const SimContext& c = request.sim;
+namespace {
+
+Result<ChatResponse> answer_from(const SimSettings& settings_, const Facts& c, int n_choices) {
   const std::string who = "sim provider, question " + (c.question_id.empty() ? "?" : c.question_id) +
-                          ", task " + sim_task_name(c.task);
-  const int n = std::max(1, request.n);
+                          ", task " + llm::call_task_name(c.task);
+  const int n = std::max(1, n_choices);
   ChatResponse r;
   r.provider = "sim";
   for (int choice = 0; choice < n; ++choice) {
     const int64_t index = c.sample_index * n + choice;
-    SimRng rng(seed_from({sim_task_name(c.task), c.question_id, c.generator}, settings_.seed, index));
+    SimRng rng(seed_from({llm::call_task_name(c.task), c.question_id, c.generator}, settings_.seed, index));
     std::string text;
     switch (c.task) {
-      case SimTask::kNone:
-        return invalid_input(who + ": the request carries no SimContext task (set request.sim)");
-      case SimTask::kGenerate: {
-        if (c.gold_sql.empty()) return invalid_input(who + ": needs gold_sql");
+      case CallTask::kNone:
+        return invalid_input(who + ": the request carries no task (set request.tag)");
+      case CallTask::kGenerate: {
+        if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
         double p = settings_.p_correct_for(c.generator, c.difficulty);
         std::string sql = c.gold_sql;
         if (rng.uniform() >= p) sql = mutate_sql(c.gold_sql, rng).first;
@@ -782,16 +790,16 @@ Result<ChatResponse> SimProvider::answer(const ChatRequest& request) const {
                "and write one SQLite query.\n\n" + fenced("sql", sql) + "\n";
         break;
       }
-      case SimTask::kFix: {
+      case CallTask::kFix: {
         if (c.gold_sql.empty() || c.failing_sql.empty())
-          return invalid_input(who + ": needs gold_sql and failing_sql");
+          return invalid_input(who + ": needs gold (Simulator::add) and failing_sql");
         bool fixed = rng.uniform() < settings_.p_fix;
         text = "The query failed (" + (c.failure.empty() ? std::string("error") : c.failure) +
                "). " + (fixed ? "I corrected it." : "I checked it again and kept it.") + "\n\n" +
                fenced("sql", fixed ? c.gold_sql : c.failing_sql) + "\n";
         break;
       }
-      case SimTask::kSelectPair: {
+      case CallTask::kSelectPair: {
         if (c.candidates.size() != 2 || c.candidate_matches_gold.size() != 2)
           return invalid_input(who + ": needs 2 candidates and 2 candidate_matches_gold flags");
         int pick;
@@ -807,7 +815,7 @@ Result<ChatResponse> SimProvider::answer(const ChatRequest& request) const {
                fenced("json", json{{"winner", pick == 0 ? "A" : "B"}}.dump()) + "\n";
         break;
       }
-      case SimTask::kRank: {
+      case CallTask::kRank: {
         const size_t k = c.candidates.size();
         if (k == 0 || c.candidate_matches_gold.size() != k)
           return invalid_input(who + ": needs candidates and one candidate_matches_gold flag each");
@@ -827,37 +835,37 @@ Result<ChatResponse> SimProvider::answer(const ChatRequest& request) const {
                fenced("json", json{{"ranking", order}}.dump()) + "\n";
         break;
       }
-      case SimTask::kNlEval: {
+      case CallTask::kNlEval: {
         std::string answer = c.gold_answer.empty() ? "(no rows)" : c.gold_answer;
         if (rng.uniform() < settings_.p_hallucinate) answer = perturb_answer(answer, rng);
         text = "Reading the instance data, the answer is:\n\n" + fenced("text", answer) + "\n";
         break;
       }
-      case SimTask::kKeywords: {
+      case CallTask::kKeywords: {
         auto kws = keywords_of(c.question + (c.evidence.empty() ? "" : " ; " + c.evidence));
         text = json{{"keywords", kws}}.dump();  // bare JSON, as prompts/extract_keywords.txt asks
         break;
       }
-      case SimTask::kColumnFilter: {
+      case CallTask::kColumnFilter: {
         if (c.column.empty()) return invalid_input(who + ": needs column");
         bool truth = mentions_word(c.gold_sql, c.column);
         bool said = rng.uniform() < settings_.p_sel ? truth : !truth;
         text = fenced("json", json{{"relevant", said}}.dump()) + "\n";
         break;
       }
-      case SimTask::kLedger: {
-        if (c.gold_sql.empty()) return invalid_input(who + ": needs gold_sql");
+      case CallTask::kLedger: {
+        if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
         text = "I read the schema, the evidence and the rules, and compiled the fact sheet.\n\n" +
                fenced("json", ledger_of(c.gold_sql, c.evidence).dump(2)) + "\n";
         break;
       }
-      case SimTask::kPlan: {
-        if (c.gold_sql.empty()) return invalid_input(who + ": needs gold_sql");
+      case CallTask::kPlan: {
+        if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
         text = "Plan for: " + short_question(c.question) + "\n\n" + fenced("json", plan_of(c.gold_sql).dump(2)) + "\n";
         break;
       }
-      case SimTask::kPlanCritique: {
-        if (c.gold_sql.empty()) return invalid_input(who + ": needs gold_sql");
+      case CallTask::kPlanCritique: {
+        if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
         json issues = json::array();
         for (const auto& tb : outline_of(c.gold_sql).tables)
           if (!mentions_word(c.current_plan, tb)) issues.push_back("The plan never reads table " + tb + ".");
@@ -865,9 +873,9 @@ Result<ChatResponse> SimProvider::answer(const ChatRequest& request) const {
                "\n\n" + fenced("json", json{{"approved", issues.empty()}, {"issues", issues}}.dump()) + "\n";
         break;
       }
-      case SimTask::kSqlCritique: {
+      case CallTask::kSqlCritique: {
         if (c.gold_sql.empty() || c.current_sql.empty())
-          return invalid_input(who + ": needs gold_sql and current_sql");
+          return invalid_input(who + ": needs gold (Simulator::add) and current_sql");
         // A critic right w.p. p_sel: it approves a correct query and names a real defect of a
         // wrong one; otherwise it errs the other way.
         bool right = rng.uniform() < settings_.p_sel;
@@ -883,9 +891,9 @@ Result<ChatResponse> SimProvider::answer(const ChatRequest& request) const {
                fenced("json", json{{"approved", approve}, {"issues", issues}}.dump()) + "\n";
         break;
       }
-      case SimTask::kValidate: {
+      case CallTask::kValidate: {
         if (c.gold_sql.empty() || c.current_sql.empty())
-          return invalid_input(who + ": needs gold_sql and current_sql");
+          return invalid_input(who + ": needs gold (Simulator::add) and current_sql");
         json extra = json::array();
         SqlOutline cur = outline_of(c.current_sql), g = outline_of(c.gold_sql);
         if (cur.select_items.size() > g.select_items.size())
@@ -913,4 +921,113 @@ Result<ChatResponse> SimProvider::answer(const ChatRequest& request) const {
   return r;
 }
 
-}  // namespace nl2sql::llm
+}  // namespace
+
+Simulator::Simulator(SimSettings settings)
+    : settings_(std::move(settings)), executor_(std::make_unique<db::Executor>()) {}
+
+Simulator::~Simulator() = default;
+
+void Simulator::add(const data::Question& q, const std::filesystem::path& db_path) {
+  gold_[q.question_id] = Gold{q.gold_sql, q.difficulty, db_path};
+}
+
+void Simulator::add_all(const data::Dataset& ds) {
+  for (const auto& q : ds.questions) {
+    auto it = ds.db_paths.find(q.db_id);
+    add(q, it == ds.db_paths.end() ? std::filesystem::path() : it->second);
+  }
+}
+
+void Simulator::set_judge(std::function<bool(const std::string&, const std::string&)> judge) {
+  judge_ = std::move(judge);
+}
+
+const Simulator::Gold* Simulator::gold_of(const std::string& question_id) const {
+  auto it = gold_.find(question_id);
+  return it == gold_.end() || it->second.gold_sql.empty() ? nullptr : &it->second;
+}
+
+bool Simulator::executes_like_gold(const std::string& question_id, const std::string& sql) const {
+  const Gold* g = gold_of(question_id);
+  if (g == nullptr || g->db_path.empty() || sql.empty()) return false;
+  auto pred = executor_->run(g->db_path, sql);
+  if (!pred.ok()) return false;
+  std::optional<db::ExecutionResult> gold;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = gold_results_.find(question_id); it != gold_results_.end()) gold = it->second;
+  }
+  if (!gold) {
+    gold = executor_->run(g->db_path, g->gold_sql);
+    std::lock_guard lock(mu_);
+    gold_results_.emplace(question_id, *gold);
+  }
+  return gold->ok() && db::bird_equal(pred.result, gold->result);
+}
+
+bool Simulator::judged_correct(const std::string& question_id, const std::string& sql) const {
+  if (judge_) return !sql.empty() && judge_(question_id, sql);
+  return executes_like_gold(question_id, sql);
+}
+
+Result<ChatResponse> Simulator::answer(const llm::ChatRequest& request) const {
+  const llm::CallTag& t = request.tag;
+  Facts f;
+  f.task = t.task;
+  f.question_id = t.question_id;
+  f.question = t.question;
+  f.evidence = t.evidence;
+  f.db_id = t.db_id;
+  f.generator = t.generator;
+  f.sample_index = t.sample_index;
+  f.failing_sql = t.failing_sql;
+  f.failure = t.failure;
+  f.candidates = t.candidates;
+  f.column = t.column;
+  f.current_plan = t.current_plan;
+  f.current_sql = t.current_sql;
+  f.current_result_empty = t.current_result_empty;
+  if (const Gold* g = gold_of(t.question_id)) {
+    f.gold_sql = g->gold_sql;
+    f.difficulty = g->difficulty;
+    switch (t.task) {
+      case CallTask::kSelectPair:
+      case CallTask::kRank:
+        for (const auto& c : t.candidates) f.candidate_matches_gold.push_back(judged_correct(t.question_id, c));
+        break;
+      case CallTask::kNlEval:
+        if (t.answer_on_instance) {
+          auto a = t.answer_on_instance(g->gold_sql);
+          if (a.is_ok()) f.gold_answer = *a;
+        }
+        break;
+      case CallTask::kSqlCritique:
+      case CallTask::kValidate:
+        f.current_matches_gold = executes_like_gold(t.question_id, t.current_sql);
+        break;
+      default:
+        break;
+    }
+  }
+  return answer_from(settings_, f, request.n);
+}
+
+std::shared_ptr<Simulator> attach(llm::ClientOptions& options, const SimSettings& settings,
+                                  const data::Dataset* dataset) {
+  auto sim = std::make_shared<Simulator>(settings);
+  if (dataset) sim->add_all(*dataset);
+  options.simulator = sim;
+  return sim;
+}
+
+Result<std::shared_ptr<Simulator>> attach_if_simulated(llm::ClientOptions& options, const core::Config& config,
+                                                       const data::Dataset* dataset) {
+  auto settings = llm::load_llm_settings(config);
+  if (!settings) return settings.status();
+  for (const auto& [name, profile] : settings->profiles)
+    if (profile.provider == "sim") return attach(options, settings->sim, dataset);
+  return std::shared_ptr<Simulator>();
+}
+
+}  // namespace nl2sql::sim
