@@ -18,7 +18,7 @@ SAMPLE=${2:-30}
 IN_FLIGHT=16
 BUILD_DIR=${BUILD_DIR:-build}
 if [ -z "${SKIP_BUILD:-}" ]; then  # SKIP_BUILD=1: use the binaries already in BUILD_DIR
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} >/dev/null
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} -DNL2SQL_BUILD_BENCH=ON >/dev/null
   cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target nl2sql fake_llm_server_tool
 fi
 BIN=$BUILD_DIR/nl2sql

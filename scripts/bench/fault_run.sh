@@ -13,7 +13,7 @@ SEED=${2:-7}
 LATENCY=${3:-5}
 FAIL_401_AFTER=${FAIL_401_AFTER:-400}
 BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} >/dev/null
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} -DNL2SQL_BUILD_BENCH=ON >/dev/null
 cmake --build "$BUILD_DIR" -j "${JOBS:-1}" --target nl2sql fake_llm_server_tool >/dev/null
 BIN=$BUILD_DIR/nl2sql
 WORK=$(mktemp -d)

@@ -8,6 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${NL2SQL_DATA:?set NL2SQL_DATA to the folder holding spider/ and bird/}"
 BIN=${BUILD_DIR:-build}/scripts/bench/bench_select_separating_bench
+if [ ! -x "$BIN" ]; then  # benchmarks are off in a default build
+  cmake -S . -B "${BUILD_DIR:-build}" -G Ninja -DNL2SQL_BUILD_BENCH=ON >/dev/null
+  cmake --build "${BUILD_DIR:-build}" -j "${JOBS:-$(nproc)}" --target bench_select_separating_bench
+fi
 SCALE=1
 FACTOR=300
 while [ $# -gt 0 ]; do

@@ -198,8 +198,11 @@ TEST_F(HardeningLlmFaults, RunSurvivesEveryFaultKindAndCountsThem) {
   EXPECT_EQ(rep["llm_faults"]["failed_calls"].get<int64_t>(), summary->llm_failed);
   EXPECT_EQ(rep["llm_faults"]["retries"].get<int64_t>(), summary->llm_retries);
   // (A "length" answer is asked again with a doubled budget, so "truncated" may never fail.)
-  for (const auto& [kind, n] : traced_by_kind)
-    if (n > 0) EXPECT_EQ(rep["llm_faults"]["failed_by_kind"][kind], n) << kind;
+  for (const auto& [kind, n] : traced_by_kind) {
+    if (n > 0) {
+      EXPECT_EQ(rep["llm_faults"]["failed_by_kind"][kind], n) << kind;
+    }
+  }
   std::string md = read_all(out / "report.md");
   EXPECT_NE(md.find("Model calls failed after retries: " + std::to_string(summary->llm_failed) +
                     "; retries: " + std::to_string(summary->llm_retries)),
