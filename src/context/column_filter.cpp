@@ -7,16 +7,14 @@
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::context {
 using nlohmann::json;
 
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using core::lower;
 
 }  // namespace
 

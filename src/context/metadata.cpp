@@ -12,6 +12,7 @@
 #include "nl2sql/core/files.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/llm/client.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::context {
 namespace fs = std::filesystem;
@@ -31,10 +32,7 @@ std::string quote_ident(std::string_view name) {
   return out + "\"";
 }
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using core::lower;
 
 // Letters and digits only, lowered: "District_ID" -> "districtid".
 std::string squash(const std::string& s) {

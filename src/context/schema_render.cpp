@@ -8,14 +8,12 @@
 
 #include "nl2sql/context/metadata.h"
 #include "nl2sql/context/text_match.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::context {
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using core::lower;
 
 std::string ident(const std::string& name) {
   bool plain = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');

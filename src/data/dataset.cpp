@@ -9,6 +9,7 @@
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/hash.h"
 #include "nl2sql/db/executor.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::data {
 namespace fs = std::filesystem;
@@ -16,11 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
+using core::lower;
 
 std::string trim(std::string_view s) {
   size_t b = 0, e = s.size();

@@ -5,14 +5,12 @@
 
 #include "nl2sql/sql/parser.h"
 #include "nl2sql/sql/printer.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::eval {
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-  return s;
-}
+using core::lower;
 
 std::optional<long> integer_literal(const sql::Expr* e) {
   if (!e || e->kind != sql::ExprKind::kLiteral || e->literal != sql::LiteralKind::kNumber)

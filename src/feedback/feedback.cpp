@@ -7,14 +7,12 @@
 
 #include "nl2sql/context/text_match.h"
 #include "nl2sql/sql/parser.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::feedback {
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using core::lower;
 
 // The name after "no such column: " etc., without quotes.
 std::string name_after(const std::string& error, const std::string& marker) {

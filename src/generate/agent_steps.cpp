@@ -11,14 +11,12 @@
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/sql/parser.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::generate {
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using core::lower;
 
 std::set<std::string> words_of(const std::string& text) {
   std::set<std::string> out;

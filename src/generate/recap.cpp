@@ -10,16 +10,14 @@
 #include "nl2sql/llm/model_call.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::generate {
 namespace {
 
 std::string evidence_text(const data::Task& q) { return q.evidence.empty() ? "(none)" : q.evidence; }
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using core::lower;
 
 bool mentions(const std::string& text, const std::string& word) {
   const std::string h = lower(text), n = lower(word);

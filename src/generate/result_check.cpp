@@ -1,5 +1,6 @@
 // Result summaries and heuristics for the agentic generators (see result_check.h).
 #include "nl2sql/generate/result_check.h"
+#include "nl2sql/core/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -10,10 +11,7 @@ namespace {
 
 std::string cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "…"; }
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using core::lower;
 
 bool has_phrase(const std::string& text, const std::string& phrase) {
   for (size_t p = text.find(phrase); p != std::string::npos; p = text.find(phrase, p + 1)) {

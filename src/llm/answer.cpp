@@ -1,6 +1,7 @@
 // The one reader of model answers (see answer.h). Kept free of the rest of the library (standard
 // library and nlohmann/json only) so the answer-shape corpus can be iterated on standalone.
 #include "nl2sql/llm/answer.h"
+#include "nl2sql/core/text.h"
 
 #include <algorithm>
 #include <array>
@@ -23,11 +24,7 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using core::lower;
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 

@@ -1,5 +1,6 @@
 #include "nl2sql/report/export.h"
 #include "nl2sql/run/run_data.h"
+#include "nl2sql/core/text.h"
 
 #include <map>
 
@@ -15,20 +16,7 @@ Result<ExportFormat> parse_export_format(const std::string& name) {
 
 namespace {
 
-std::string one_line(const std::string& sql) {
-  std::string out;
-  bool space = false;
-  for (char c : sql) {
-    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
-}
+std::string one_line(const std::string& s) { return core::squash_spaces(s); }
 
 }  // namespace
 

@@ -9,6 +9,18 @@
 #include <string>
 
 namespace nl2sql::run {
+namespace {
+
+// The pid the holder wrote into the lock file ("unknown" when it wrote none).
+std::string holder_pid(int fd) {
+  char buf[32] = {0};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("unknown");
+  while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+  return holder;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<RunFolderLock>> RunFolderLock::acquire(const std::filesystem::path& run_folder) {
   const std::filesystem::path path = run_folder / ".lock";
@@ -16,12 +28,9 @@ Result<std::unique_ptr<RunFolderLock>> RunFolderLock::acquire(const std::filesys
   if (fd < 0) return io_error("cannot open " + path.string() + ": " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    char buf[32] = {0};
-    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    const std::string holder = holder_pid(fd);
     ::close(fd);
     if (err != EWOULDBLOCK) return io_error("cannot lock " + path.string() + ": " + std::strerror(err));
-    std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("unknown");
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
     return invalid_input("run folder " + run_folder.string() + " is in use by another nl2sql run (pid " + holder +
                          "): wait for it to finish, stop it, or choose another --out");
   }
@@ -42,12 +51,9 @@ Result<std::unique_ptr<RunFolderLock>> RunFolderLock::acquire_shared(const std::
   }
   if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
     const int err = errno;
-    char buf[32] = {0};
-    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    const std::string holder = holder_pid(fd);
     ::close(fd);
     if (err != EWOULDBLOCK) return io_error("cannot lock " + path.string() + ": " + std::strerror(err));
-    std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("unknown");
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
     return invalid_input("run folder " + run_folder.string() + " is being written by an nl2sql run (pid " + holder +
                          "): wait for it to finish (its own reports are written when it ends)");
   }

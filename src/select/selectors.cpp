@@ -710,16 +710,6 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
   return invalid_input("config key \"select.method\": unknown method \"" + method + "\" (known: " + known + ")");
 }
 
-Result<std::unique_ptr<Selector>> make_selector(const core::Config& config, llm::Client* client,
-                                                const db::Executor* executor,
-                                                const std::filesystem::path& prompts_dir,
-                                                std::shared_ptr<WeightStore> weights) {
-  auto method = config.get_string("select.method", std::string("self_consistency"));
-  if (!method.is_ok()) return method.status();
-  SelectorServices services{client, executor, prompts_dir, std::move(weights)};
-  return make_selector_named(*method, config, services);
-}
-
 void check_duels_against_gold(Selection& selection, const std::filesystem::path& db_path,
                               const db::Executor& executor, const std::string& gold_sql) {
   if (selection.duel_instances.empty() || gold_sql.empty()) return;

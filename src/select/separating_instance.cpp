@@ -16,6 +16,7 @@
 #include "nl2sql/db/result_compare.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/sql/parser.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::select {
 namespace {
@@ -23,10 +24,7 @@ namespace {
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using core::lower;
 
 std::string quote_name(const std::string& name) {
   std::string q = "\"";

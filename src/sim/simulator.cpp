@@ -9,6 +9,7 @@
 
 #include "nl2sql/core/hash.h"
 #include "nl2sql/db/result_compare.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::sim {
 namespace {
@@ -43,14 +44,8 @@ struct Token {
   int depth = 0;  // parenthesis depth at the token
 };
 
-std::string upper(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using core::upper;
+using core::lower;
 
 std::vector<Token> tokenize(const std::string& sql) {
   std::vector<Token> out;
@@ -488,20 +483,7 @@ struct SqlOutline {
   bool distinct = false;
 };
 
-std::string squash(const std::string& s) {
-  std::string out;
-  bool space = false;
-  for (char c : s) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
-}
+std::string squash(const std::string& s) { return core::squash_spaces(s); }
 
 // Splits tokens [from, to) at `sep` (a keyword, or "," as punctuation) found at depth `d`;
 // AND of BETWEEN … AND … is not a separator.

@@ -8,15 +8,12 @@
 #include <set>
 
 #include "nl2sql/sql/parser.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::sql {
 namespace {
 
-std::string upper(std::string_view s) {
-  std::string u(s);
-  for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return u;
-}
+using core::upper;
 
 const std::set<std::string, std::less<>>& reserved_words() {
   static const std::set<std::string, std::less<>> k = {

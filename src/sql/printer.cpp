@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "nl2sql/sql/parser.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::sql {
 namespace {
@@ -11,10 +12,7 @@ std::string to_upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
 }
-std::string to_lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+std::string to_lower(std::string_view s) { return core::lower(s); }
 
 // Binding strength, matching the parser's levels (higher binds tighter).
 int precedence(const Expr& e) {

@@ -21,7 +21,7 @@ SECONDS_TO_RUN=${3:-60}
 CXX=${FUZZ_CXX:-clang++}
 LIB=${NL2SQL_LIB:-build/libnl2sql_lib.a}
 
-SQL_SRCS="src/sql/lexer.cpp src/sql/parser.cpp src/sql/printer.cpp src/sql/ast.cpp src/sql/normalize.cpp src/sql/features.cpp"
+SQL_SRCS="src/sql/lexer.cpp src/sql/parser.cpp src/sql/printer.cpp src/sql/ast.cpp src/sql/normalize.cpp src/sql/features.cpp src/core/text.cpp"
 case "$TARGET" in
   list) echo "sql_parser llm_answers config predictions"; exit 0 ;;
   sql_parser) SRCS=$SQL_SRCS; USE_LIB=0; MAX_LEN=4096 ;;

@@ -111,10 +111,4 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
 // The pipeline creates the run's WeightStore with it.
 Result<double> configured_epsilon(const core::Config& config);
 
-// Builds the selector named by config key `select.method` (default self_consistency).
-Result<std::unique_ptr<Selector>> make_selector(const core::Config& config, llm::Client* client,
-                                                const db::Executor* executor,
-                                                const std::filesystem::path& prompts_dir,
-                                                std::shared_ptr<WeightStore> weights = nullptr);
-
 }  // namespace nl2sql::select
