@@ -8,6 +8,7 @@
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/core/text.h"
+#include "nl2sql/llm/model_call.h"
 
 namespace nl2sql::context {
 using nlohmann::json;
@@ -193,7 +194,7 @@ Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::Prompt
       // Distinct per judged unit, so the sim's draws for two columns are independent.
       req.tag.generator = t.name + (cols.size() == 1 ? "." + cols[0] : "");
       auto resp = client.chat(req);
-      auto trace = make_trace("column_filter", prompt, req, resp);
+      auto trace = llm::trace_of("column_filter", prompt, req, resp);
       Result<std::set<std::string>> rel = resp ? parse_column_filter_answer(resp->text(), cols,
                                                                             "question " + question.question_id + ", table " + t.name)
                                                : Result<std::set<std::string>>(resp.status());

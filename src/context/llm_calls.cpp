@@ -5,38 +5,10 @@
 #include "nl2sql/context/text_match.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
+#include "nl2sql/llm/model_call.h"
 
 namespace nl2sql::context {
 using nlohmann::json;
-
-llm::LlmCallTrace make_trace(const std::string& stage, const llm::PromptTemplate& prompt,
-                                  const llm::ChatRequest& request,
-                                  const Result<llm::ChatResponse>& response) {
-  llm::LlmCallTrace t;
-  t.stage = stage;
-  t.template_name = prompt.name();
-  t.template_hash = prompt.hash();
-  for (const auto& m : request.messages) {
-    if (m.role == "system") t.system = m.content;
-    if (m.role == "user") t.prompt = m.content;
-  }
-  if (response) {
-    t.response = response->text();
-    t.reasoning = llm::answer_reasoning(response->reasoning.empty() ? "" : response->reasoning.front(), t.response);
-    t.answer_from_reasoning = !response->answer_from_reasoning.empty() && response->answer_from_reasoning.front();
-    t.profile = response->profile;
-    t.model = response->model;
-    t.provider = response->provider;
-    t.prompt_tokens = response->usage.prompt_tokens;
-    t.completion_tokens = response->usage.completion_tokens;
-    t.cost_usd = response->cost_usd;
-    t.latency_s = response->latency_s;
-    t.from_cache = response->from_cache;
-  } else {
-    t.error = response.status().message();
-  }
-  return t;
-}
 
 Result<std::vector<std::string>> parse_keyword_answer(const std::string& answer,
                                                       const std::string& where) {
@@ -77,7 +49,7 @@ Result<std::vector<std::string>> llm_keywords(llm::Client& client, const llm::Pr
   req.tag.question = question;
   req.tag.evidence = evidence;
   auto resp = client.chat(req);
-  llm::LlmCallTrace t = make_trace("keywords", prompt, req, resp);
+  llm::LlmCallTrace t = llm::trace_of("keywords", prompt, req, resp);
   Result<std::vector<std::string>> out = resp ? parse_keyword_answer(resp->text(), "question " + question_id)
                                               : Result<std::vector<std::string>>(resp.status());
   if (resp && !out) {

@@ -13,6 +13,7 @@
 #include "nl2sql/db/executor.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/core/text.h"
+#include "nl2sql/llm/model_call.h"
 
 namespace nl2sql::context {
 namespace fs = std::filesystem;
@@ -444,7 +445,7 @@ size_t describe_columns(DatabaseMetadata& meta, const data::Schema& schema, llm:
       req.template_hash = prompt.hash();
       req.messages = {{"user", *text}};
       auto resp = client.chat(req);
-      if (calls) calls->push_back(make_trace("describe", prompt, req, resp));
+      if (calls) calls->push_back(llm::trace_of("describe", prompt, req, resp));
       if (!resp) {
         errors.push_back(key + ": " + resp.status().message());
         continue;

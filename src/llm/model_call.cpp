@@ -12,7 +12,37 @@ int64_t approx_prompt_tokens(const std::string& user, const std::string& system)
   return static_cast<int64_t>((user.size() + system.size() + 8 + 3) / 4);
 }
 
+// What the answer adds to a trace (the one place a trace is filled from a response).
+void fill_answer(LlmCallTrace& t, const ChatResponse& r) {
+  t.response = r.text();
+  t.reasoning = answer_reasoning(r.reasoning.empty() ? "" : r.reasoning.front(), t.response);
+  t.answer_from_reasoning = !r.answer_from_reasoning.empty() && r.answer_from_reasoning.front();
+  if (!r.profile.empty()) t.profile = r.profile;
+  if (!r.model.empty()) t.model = r.model;
+  t.provider = r.provider;
+  t.prompt_tokens = r.usage.prompt_tokens;
+  t.completion_tokens = r.usage.completion_tokens;
+  t.cost_usd = r.cost_usd;
+  t.latency_s = r.latency_s;
+  t.from_cache = r.from_cache;
+}
+
 }  // namespace
+
+LlmCallTrace trace_of(const std::string& stage, const PromptTemplate& prompt, const ChatRequest& request,
+                      const Result<ChatResponse>& response) {
+  LlmCallTrace t;
+  t.stage = stage;
+  t.template_name = prompt.name();
+  t.template_hash = prompt.hash();
+  for (const auto& m : request.messages) {
+    if (m.role == "system") t.system = m.content;
+    if (m.role == "user") t.prompt = m.content;
+  }
+  if (response) fill_answer(t, *response);
+  else t.error = response.status().message();
+  return t;
+}
 
 Result<ModelAnswer> call_model(Client& client, const ModelCall& call) {
   ModelAnswer out;
@@ -93,17 +123,7 @@ Result<ModelAnswer> call_model(Client& client, const ModelCall& call) {
   }
   out.ok = true;
   out.text = r->text();
-  out.trace.response = out.text;
-  out.trace.reasoning = answer_reasoning(r->reasoning.empty() ? "" : r->reasoning.front(), out.text);
-  out.trace.answer_from_reasoning = !r->answer_from_reasoning.empty() && r->answer_from_reasoning.front();
-  out.trace.profile = r->profile.empty() ? out.trace.profile : r->profile;
-  out.trace.model = r->model.empty() ? out.trace.model : r->model;
-  out.trace.provider = r->provider;
-  out.trace.prompt_tokens = r->usage.prompt_tokens;
-  out.trace.completion_tokens = r->usage.completion_tokens;
-  out.trace.cost_usd = r->cost_usd;
-  out.trace.latency_s = r->latency_s;
-  out.trace.from_cache = r->from_cache;
+  fill_answer(out.trace, *r);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "nl2sql/core/hash.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
+#include "nl2sql/llm/model_call.h"
 #include "nl2sql/llm/prompt_template.h"
 #include "nl2sql/select/clusters.h"
 #include "nl2sql/select/selector.h"
@@ -84,30 +85,9 @@ Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, s
   request.stage = "select";
   request.template_hash = ask.tpl->hash();
   request.messages = {{"system", detail::kSystemPrompt}, {"user", *prompt}};
-  llm::LlmCallTrace trace;
-  trace.stage = "select";
-  trace.template_name = ask.tpl->name();
-  trace.template_hash = ask.tpl->hash();
-  trace.system = detail::kSystemPrompt;
-  trace.prompt = *prompt;
   auto r = ask.client->chat(request);
-  if (!r.is_ok()) {
-    trace.error = r.status().message();
-    calls.push_back(std::move(trace));
-    return r.status();
-  }
-  trace.profile = r->profile;
-  trace.model = r->model;
-  trace.provider = r->provider;
-  trace.response = r->text();
-  trace.reasoning = llm::answer_reasoning(r->reasoning.empty() ? "" : r->reasoning.front(), trace.response);
-  trace.answer_from_reasoning = !r->answer_from_reasoning.empty() && r->answer_from_reasoning.front();
-  trace.prompt_tokens = r->usage.prompt_tokens;
-  trace.completion_tokens = r->usage.completion_tokens;
-  trace.cost_usd = r->cost_usd;
-  trace.latency_s = r->latency_s;
-  trace.from_cache = r->from_cache;
-  calls.push_back(std::move(trace));
+  calls.push_back(llm::trace_of("select", *ask.tpl, request, r));
+  if (!r.is_ok()) return r.status();
   return r->text();
 }
 

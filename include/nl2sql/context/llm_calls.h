@@ -27,11 +27,6 @@ class Client;
 
 namespace nl2sql::context {
 
-// A trace of one call: template, prompt, and the response or the error.
-llm::LlmCallTrace make_trace(const std::string& stage, const llm::PromptTemplate& prompt,
-                                  const llm::ChatRequest& request,
-                                  const Result<llm::ChatResponse>& response);
-
 // Keyword strings from an answer ({"keywords": [...]} or [...]); non-strings are skipped, blanks
 // dropped, duplicates removed (first kept). Error naming `where` when there is no such list.
 Result<std::vector<std::string>> parse_keyword_answer(const std::string& answer,

@@ -48,6 +48,12 @@ struct ModelAnswer {
   std::string text;    // the first choice when ok
 };
 
+// The trace of a call a stage sent itself (a request it shaped, e.g. with its own messages):
+// prompt and system message from the request, the rest from the response or its error. What
+// call_model records too; the one place a trace is filled from an answer.
+LlmCallTrace trace_of(const std::string& stage, const PromptTemplate& prompt, const ChatRequest& request,
+                      const Result<ChatResponse>& response);
+
 // Non-OK only for kCancelled, kConfig call errors and template rendering errors.
 Result<ModelAnswer> call_model(Client& client, const ModelCall& call);
 
