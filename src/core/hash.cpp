@@ -145,6 +145,8 @@ std::string KeyHasher::hex() {
   return xxh128_to_hex(XXH3_128bits_digest(static_cast<XXH3_state_t*>(state_)));
 }
 
+uint64_t KeyHasher::seed() { return std::stoull(hex().substr(0, 16), nullptr, 16); }
+
 std::string sha256_hex(std::string_view data) {
   Sha256 s;
   s.update(reinterpret_cast<const unsigned char*>(data.data()), data.size());

@@ -49,7 +49,7 @@ std::string sim_name(const std::string& kind) {
 uint64_t derive_seed(uint64_t seed, const std::string& label, const std::string& what, int64_t index) {
   core::KeyHasher h;
   h.add("nl2sql.generate.v1").add(static_cast<int64_t>(seed)).add(label).add(what).add(index);
-  return std::stoull(h.hex().substr(0, 16), nullptr, 16);
+  return h.seed();
 }
 
 std::string evidence_text(const data::Task& q) { return q.evidence.empty() ? "(none)" : q.evidence; }

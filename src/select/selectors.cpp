@@ -391,7 +391,7 @@ class SeparatingInstances : public Selector {
         }
         core::KeyHasher h;
         h.add(static_cast<int64_t>(in.seed)).add("separating_instance").add(ci.id).add(cj.id);
-        const uint64_t seed = std::stoull(h.hex().substr(0, 16), nullptr, 16);
+        const uint64_t seed = h.seed();
         // Approximate lineage guides the search only (D′ is verified), but say where it was used.
         json notes = json::object();
         for (const auto& [side, l] : {std::pair<const char*, const QueryLineage*>{"a", &*la}, {"b", &*lb}}) {

@@ -40,7 +40,7 @@ Result<std::vector<TrainingExample>> build_selector_training_data(
       if (seen.insert({q.candidates[c].cluster, q.candidates[w].cluster}).second) distinct.emplace_back(c, w);
     core::KeyHasher h;
     h.add(static_cast<int64_t>(options.seed)).add("selector_data").add(q.question_id);
-    std::mt19937_64 rng(std::stoull(h.hex().substr(0, 16), nullptr, 16));
+    std::mt19937_64 rng(h.seed());
     std::shuffle(distinct.begin(), distinct.end(), rng);
     if (options.max_pairs_per_question > 0 && distinct.size() > options.max_pairs_per_question)
       distinct.resize(options.max_pairs_per_question);

@@ -371,8 +371,7 @@ uint64_t seed_from(std::initializer_list<std::string> parts, int64_t seed, int64
   core::KeyHasher h;
   h.add("nl2sql.sim.v1").add(seed).add(index);
   for (const auto& p : parts) h.add(p);
-  std::string hex = h.hex();
-  return std::stoull(hex.substr(0, 16), nullptr, 16);
+  return h.seed();
 }
 
 std::string fenced(const std::string& lang, const std::string& body) {

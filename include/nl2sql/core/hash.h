@@ -27,6 +27,9 @@ class KeyHasher {
   KeyHasher& add(std::string_view field);
   KeyHasher& add(int64_t v);
   std::string hex();  // finishes; the hasher must not be used afterwards
+  // The first 64 bits of hex() as a number: the seed derived from the fields added (every
+  // derived seed of the tool is one of these, except the pipeline's per-stage xxh64 seeds).
+  uint64_t seed();     // finishes, as hex()
 
  private:
   void* state_;
