@@ -23,7 +23,7 @@
 #include "nl2sql/generate/generator.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
-#include "model_client.h"
+#include "nl2sql/sim/simulator.h"
 
 namespace nl2sql::cli {
 namespace {
@@ -274,7 +274,7 @@ std::optional<Stage> build_stage(const GenerateArgs& a, const core::Config& conf
 }
 
 int run_bench_setup(const GenerateArgs& a, const data::Dataset& ds, const core::Config& config) {
-  auto client = make_model_client(config, &ds);
+  auto client = sim::make_client(config, &ds);
   if (!client) {
     spdlog::error("{}", client.status().message());
     return kExitBadInput;
@@ -329,7 +329,7 @@ int run_generate(const GenerateArgs& a) {
     retrieval = context::retrieve(*index, schema, q->question, q->evidence);
   }
 
-  auto client = make_model_client(config, &*ds);
+  auto client = sim::make_client(config, &*ds);
   if (!client) {
     spdlog::error("{}", client.status().message());
     return kExitBadInput;

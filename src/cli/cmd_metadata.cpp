@@ -14,7 +14,7 @@
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/llm/client.h"
-#include "model_client.h"
+#include "nl2sql/sim/simulator.h"
 
 namespace nl2sql::cli {
 namespace {
@@ -46,7 +46,7 @@ int run_metadata(const MetadataArgs& a) {
   std::unique_ptr<llm::Client> client;
   std::optional<llm::PromptTemplate> prompt;
   if (a.describe || settings->describe) {
-    auto c = make_model_client(*config, &*ds);
+    auto c = sim::make_client(*config, &*ds);
     if (!c) {
       spdlog::error("{}", c.status().message());
       return kExitBadInput;

@@ -23,7 +23,7 @@
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/db/executor.h"
-#include "model_client.h"
+#include "nl2sql/sim/simulator.h"
 
 namespace nl2sql::cli {
 namespace {
@@ -247,7 +247,7 @@ int run_retrieve(const RetrieveArgs& a) {
                            !settings->embeddings.profile.empty();
   std::unique_ptr<llm::Client> client;
   if (needs_model) {
-    auto c = make_model_client(*config, &*ds);
+    auto c = sim::make_client(*config, &*ds);
     if (!c) {
       spdlog::error("{}", c.status().message());
       return kExitBadInput;

@@ -14,7 +14,7 @@
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/llm/client.h"
-#include "model_client.h"
+#include "nl2sql/sim/simulator.h"
 
 namespace nl2sql::cli {
 namespace {
@@ -72,7 +72,7 @@ int run_schema(const SchemaArgs& a) {
   if (a.stats || a.inferred_fks) settings->metadata = true;
   std::unique_ptr<llm::Client> client;
   if (settings->llm_keywords || settings->column_filter || settings->describe || !settings->embeddings.profile.empty()) {
-    auto c = make_model_client(*config, &*ds);
+    auto c = sim::make_client(*config, &*ds);
     if (!c) {
       spdlog::error("{}", c.status().message());
       return kExitBadInput;

@@ -17,6 +17,17 @@ std::string upper(std::string_view s) {
   return out;
 }
 
+bool mentions_identifier(std::string_view text, std::string_view word) {
+  const std::string h = lower(text), n = lower(word);
+  if (n.empty()) return false;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t p = h.find(n); p != std::string::npos; p = h.find(n, p + 1)) {
+    const size_t e = p + n.size();
+    if ((p == 0 || !ident(h[p - 1])) && (e >= h.size() || !ident(h[e]))) return true;
+  }
+  return false;
+}
+
 std::string squash_spaces(std::string_view s) {
   std::string out;
   bool space = false;

@@ -19,14 +19,6 @@ std::string evidence_text(const data::Task& q) { return q.evidence.empty() ? "(n
 
 using core::lower;
 
-bool mentions(const std::string& text, const std::string& word) {
-  const std::string h = lower(text), n = lower(word);
-  for (size_t p = h.find(n); p != std::string::npos; p = h.find(n, p + 1)) {
-    auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-    if ((p == 0 || !ident(h[p - 1])) && (p + n.size() >= h.size() || !ident(h[p + n.size()]))) return true;
-  }
-  return false;
-}
 
 struct Plan {
   std::string text;              // numbered steps (or the model's text when it gave no JSON)
@@ -159,7 +151,7 @@ class RecapGenerator : public Generator {
     std::vector<std::string> table_names, column_owners, column_names;
     for (const auto& t : in.schema->tables) {
       table_names.push_back(t.name);
-      if (mentions(sql, t.name)) tables.insert(t.name);
+      if (core::mentions_identifier(sql, t.name)) tables.insert(t.name);
       for (const auto& c : t.columns) {
         column_names.push_back(c.name);
         column_owners.push_back(t.name);

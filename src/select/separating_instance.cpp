@@ -35,16 +35,6 @@ std::string quote_name(const std::string& name) {
   return q + "\"";
 }
 
-bool has_word(const std::string& text, const std::string& word) {
-  const std::string t = lower(text);
-  for (size_t p = t.find(word); p != std::string::npos; p = t.find(word, p + 1)) {
-    bool left = p == 0 || !(std::isalnum(static_cast<unsigned char>(t[p - 1])) || t[p - 1] == '_');
-    size_t e = p + word.size();
-    bool right = e >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[e])) || t[e] == '_');
-    if (left && right) return true;
-  }
-  return false;
-}
 
 template <typename J>
 J value_json(const db::Value& v) {
@@ -520,7 +510,7 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
 
   const auto [m0, n0] = sample_sizes(a.sql, b.sql);
   // A partial group still yields its output row unless a HAVING condition drops it.
-  const bool having = has_word(a.sql, "having") || has_word(b.sql, "having");
+  const bool having = core::mentions_identifier(a.sql, "having") || core::mentions_identifier(b.sql, "having");
   std::mt19937_64 rng(seed ^ 0x5eb4a7a1c0ffee11ULL);
   std::string last_error;
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
@@ -666,8 +656,9 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
 
 std::pair<int, int> sample_sizes(const std::string& sql_a, const std::string& sql_b) {
   const std::string both = sql_a + "\n" + sql_b;
-  if (has_word(both, "sum") && has_word(both, "case") && has_word(both, "when")) return {3, 4};
-  if (has_word(both, "count")) return {1, 2};
+  auto has = [&](const char* word) { return core::mentions_identifier(both, word); };
+  if (has("sum") && has("case") && has("when")) return {3, 4};
+  if (has("count")) return {1, 2};
   return {1, 1};
 }
 

@@ -459,17 +459,6 @@ std::vector<std::string> keywords_of(const std::string& text) {
   return out;
 }
 
-bool mentions_word(const std::string& haystack, const std::string& needle) {
-  std::string h = lower(haystack), n = lower(needle);
-  if (n.empty()) return false;
-  for (size_t p = h.find(n); p != std::string::npos; p = h.find(n, p + 1)) {
-    bool left = p == 0 || !(std::isalnum(static_cast<unsigned char>(h[p - 1])) || h[p - 1] == '_');
-    size_t e = p + n.size();
-    bool right = e >= h.size() || !(std::isalnum(static_cast<unsigned char>(h[e])) || h[e] == '_');
-    if (left && right) return true;
-  }
-  return false;
-}
 
 
 // ---- outlines of a query: what plans, fact sheets and critics are derived from ----
@@ -829,7 +818,7 @@ Result<ChatResponse> answer_from(const SimSettings& settings_, const Facts& c, i
       }
       case CallTask::kColumnFilter: {
         if (c.column.empty()) return invalid_input(who + ": needs column");
-        bool truth = mentions_word(c.gold_sql, c.column);
+        bool truth = core::mentions_identifier(c.gold_sql, c.column);
         bool said = rng.uniform() < settings_.p_sel ? truth : !truth;
         text = fenced("json", json{{"relevant", said}}.dump()) + "\n";
         break;
@@ -849,7 +838,7 @@ Result<ChatResponse> answer_from(const SimSettings& settings_, const Facts& c, i
         if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
         json issues = json::array();
         for (const auto& tb : outline_of(c.gold_sql).tables)
-          if (!mentions_word(c.current_plan, tb)) issues.push_back("The plan never reads table " + tb + ".");
+          if (!core::mentions_identifier(c.current_plan, tb)) issues.push_back("The plan never reads table " + tb + ".");
         text = std::string(issues.empty() ? "The plan covers what the question asks." : "The plan has gaps.") +
                "\n\n" + fenced("json", json{{"approved", issues.empty()}, {"issues", issues}}.dump()) + "\n";
         break;
@@ -1009,6 +998,13 @@ Result<std::shared_ptr<Simulator>> attach_if_simulated(llm::ClientOptions& optio
   for (const auto& [name, profile] : settings->profiles)
     if (profile.provider == "sim") return attach(options, settings->sim, dataset);
   return std::shared_ptr<Simulator>();
+}
+
+Result<std::unique_ptr<llm::Client>> make_client(const core::Config& config, const data::Dataset* dataset,
+                                                 llm::ClientOptions options) {
+  auto simulator = attach_if_simulated(options, config, dataset);
+  if (!simulator) return simulator.status();
+  return llm::Client::from_config(config, options);
 }
 
 }  // namespace nl2sql::sim

@@ -20,7 +20,7 @@
 #include "nl2sql/generate/generator.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
-#include "support/sim_client.h"
+#include "nl2sql/sim/simulator.h"
 #include "support/test_env.h"
 
 namespace nl2sql::generate::agentic_testing {
@@ -69,7 +69,7 @@ class AgenticFixture : public ::testing::Test {
     core::Config config(
         json{{"llm", llm}, {Generator::kName, options}, {"generate", {{"generators", generators}}}});
     Run r;
-    auto c = nl2sql::testing::client_with_sim(config, ds_);
+    auto c = sim::make_client(config, ds_);
     EXPECT_TRUE(c.is_ok()) << c.status().message();
     if (!c) return r;
     r.client = std::move(*c);

@@ -13,7 +13,7 @@
 #include "nl2sql/generate/generator.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
-#include "support/sim_client.h"
+#include "nl2sql/sim/simulator.h"
 #include "support/test_env.h"
 
 namespace nl2sql::generate {
@@ -36,7 +36,7 @@ TEST(AgenticSlow, SimOnBirdSuperhero) {
     "agent": {"fast_attempts": 2, "max_attempts": 4},
     "recap": {"max_steps": 12},
     "generate": {"generators": [{"name": "baseline"}, {"name": "agent"}, {"name": "recap"}]}})"));
-  auto client = testing::client_with_sim(config, &*ds);
+  auto client = sim::make_client(config, &*ds);
   ASSERT_TRUE(client.is_ok()) << client.status().message();
   db::Executor ex;
   auto gens = make_generators(config, client->get(), &ex, llm::bundled_prompts_dir());

@@ -10,7 +10,7 @@
 #include "nl2sql/fix/fixer.h"
 #include "nl2sql/generate/generator.h"
 #include "nl2sql/llm/client.h"
-#include "support/sim_client.h"
+#include "nl2sql/sim/simulator.h"
 #include "support/test_env.h"
 
 namespace nl2sql::generate {
@@ -29,7 +29,7 @@ Tally run_stage(const data::Dataset& ds, const std::string& only_db, size_t max_
                                 {"name": "qp", "samples": 2}, {"name": "os", "samples": 2},
                                 {"name": "ssev", "profiles": ["sim", "sim2"]}]}})"));
   Tally t;
-  auto client = testing::client_with_sim(config, &ds);
+  auto client = sim::make_client(config, &ds);
   EXPECT_TRUE(client.is_ok()) << client.status().message();
   if (!client) return t;
   db::Executor ex;

@@ -16,7 +16,7 @@
 #include "nl2sql/generate/generator.h"
 #include "nl2sql/generate/qp_demos.h"
 #include "nl2sql/llm/client.h"
-#include "support/sim_client.h"
+#include "nl2sql/sim/simulator.h"
 #include "support/test_env.h"
 
 namespace nl2sql::generate {
@@ -71,7 +71,7 @@ class Generators : public ::testing::Test {
   static Run make(const json& generators) {
     core::Config config(json{{"llm", sim_llm()}, {"generate", {{"generators", generators}}}});
     Run r;
-    auto c = testing::client_with_sim(config, ds_);
+    auto c = sim::make_client(config, ds_);
     EXPECT_TRUE(c.is_ok()) << c.status().message();
     r.client = std::move(*c);
     auto g = make_generators(config, r.client.get(), ex_, llm::bundled_prompts_dir());
@@ -164,7 +164,7 @@ TEST_F(Generators, ShuffleVariesSchemaOrderAcrossSamples) {
 }
 
 TEST_F(Generators, ConfigErrorsNameTheKey) {
-  auto client = testing::client_with_sim(core::Config(json{{"llm", sim_llm()}}), ds_);
+  auto client = sim::make_client(core::Config(json{{"llm", sim_llm()}}), ds_);
   ASSERT_TRUE(client.is_ok());
   auto err = [&](const char* gens) {
     core::Config config(json{{"generate", {{"generators", json::parse(gens)}}}});

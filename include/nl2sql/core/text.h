@@ -9,6 +9,9 @@ namespace nl2sql::core {
 
 std::string lower(std::string_view s);
 std::string upper(std::string_view s);
+// Whether `word` occurs in `text` as a whole identifier (case-insensitive; neighbours that are
+// letters, digits or '_' make it part of a longer name): "T1.county" mentions "county".
+bool mentions_identifier(std::string_view text, std::string_view word);
 // Runs of whitespace become one space; leading and trailing whitespace goes.
 std::string squash_spaces(std::string_view s);
 

@@ -120,4 +120,10 @@ std::shared_ptr<Simulator> attach(llm::ClientOptions& options, const llm::SimSet
 Result<std::shared_ptr<Simulator>> attach_if_simulated(llm::ClientOptions& options, const core::Config& config,
                                                        const data::Dataset* dataset = nullptr);
 
+// A model client for `config` with the simulator attached when a profile is simulated (it reads
+// gold from `dataset` when given; keyword and description calls need none): what the commands
+// and the tests that build a client use.
+Result<std::unique_ptr<llm::Client>> make_client(const core::Config& config, const data::Dataset* dataset = nullptr,
+                                                 llm::ClientOptions options = {});
+
 }  // namespace nl2sql::sim
