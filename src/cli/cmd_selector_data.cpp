@@ -28,21 +28,20 @@ int run_selector_data(const SelectorDataArgs& a) {
   std::vector<select::TrainingQuestion> questions;
   size_t usable = 0;
   for (const auto& r : run->records) {
-    if (run::string_field(r, "status") != "ok") continue;
+    if (!r.ok) continue;
     select::TrainingQuestion q;
-    q.question_id = run::string_field(r, "question_id");
-    q.question = run::string_field(r, "question");
-    q.evidence = run::string_field(r, "evidence");
+    q.question_id = r.question_id;
+    q.question = r.question;
+    q.evidence = r.evidence;
     // The schema as the generators saw it is not stored per question; the union-schema
     // restriction needs the database, so the pair prompt shows the SQL and results only.
-    for (const auto& c : run::field(r, "candidates")) {
-      int correct = run::tri_bool(run::field(c, "correct"));
-      if (correct < 0) continue;
+    for (const auto& c : r.candidates) {
+      if (!c.judged || !c.judged->correct) continue;
       select::TrainingCandidate tc;
-      tc.sql = run::string_field(c, "sql");
-      tc.cluster = static_cast<int>(run::number_field(c, "cluster", -1));
-      tc.correct = correct == 1;
-      tc.result_preview = run::string_field(run::field(c, "execution"), "preview");
+      tc.sql = c.sql;
+      tc.cluster = static_cast<int>(c.judged->cluster);
+      tc.correct = *c.judged->correct;
+      tc.result_preview = run::string_field(run::field(c.trace, "execution"), "preview");
       q.candidates.push_back(std::move(tc));
     }
     usable += !q.candidates.empty();

@@ -171,21 +171,18 @@ Result<json> prompt_hashes(const fs::path& dir) {
   return out;
 }
 
-// Sums a list of call traces (JSON) into usage totals.
-void add_calls(json& usage, const std::string& stage, const json& calls) {
+// Sums a list of call traces (JSON) into a stage's usage.
+void add_calls(std::map<std::string, run::StageUsage>& usage, const std::string& stage, const json& calls) {
   if (!calls.is_array()) return;
-  json& u = usage[stage];
-  if (u.is_null())
-    u = {{"calls", 0}, {"prompt_tokens", 0}, {"completion_tokens", 0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
+  run::StageUsage& u = usage[stage];
   for (const auto& c : calls) {
-    u["calls"] = u["calls"].get<int64_t>() + 1;
-    u["prompt_tokens"] = u["prompt_tokens"].get<int64_t>() + c.value("prompt_tokens", int64_t{0});
-    u["completion_tokens"] =
-        u["completion_tokens"].get<int64_t>() + c.value("completion_tokens", int64_t{0});
-    u["cost_usd"] = u["cost_usd"].get<double>() + c.value("cost_usd", 0.0);
-    u["latency_s"] = u["latency_s"].get<double>() + c.value("latency_s", 0.0);
+    u.calls += 1;
+    u.prompt_tokens += c.value("prompt_tokens", int64_t{0});
+    u.completion_tokens += c.value("completion_tokens", int64_t{0});
+    u.cost_usd += c.value("cost_usd", 0.0);
+    u.latency_s += c.value("latency_s", 0.0);
     // Prompts whose schema was lightened to fit the model's context (the ladder's rung > 0).
-    if (c.value("prompt_rung", 0) > 0) u["degraded_prompts"] = u.value("degraded_prompts", int64_t{0}) + 1;
+    if (c.value("prompt_rung", 0) > 0) u.degraded_prompts += 1;
   }
 }
 
@@ -193,9 +190,9 @@ void add_calls(json& usage, const std::string& stage, const json& calls) {
 // successful calls that no reader could use (parse failures, by the stage that read them),
 // between two snapshots of one question's accounting: what a stage's result cost in faults
 // survived.
-json llm_faults_between(const llm::UsageTotals& before, const llm::UsageTotals& after) {
+run::LlmFaults llm_faults_between(const llm::UsageTotals& before, const llm::UsageTotals& after) {
   auto diff = [](const std::map<std::string, int64_t>& b, const std::map<std::string, int64_t>& a) {
-    json out = json::object();
+    std::map<std::string, int64_t> out;
     for (const auto& [k, v] : a) {
       auto it = b.find(k);
       int64_t d = v - (it == b.end() ? 0 : it->second);
@@ -203,35 +200,43 @@ json llm_faults_between(const llm::UsageTotals& before, const llm::UsageTotals& 
     }
     return out;
   };
-  return {{"failed_calls", after.errors - before.errors},
-          {"retries", after.retries - before.retries},
-          {"failed_by_kind", diff(before.errors_by_kind, after.errors_by_kind)},
-          {"parse_failures", after.parse_failures - before.parse_failures},
-          {"parse_failures_by_stage", diff(before.parse_failures_by_stage, after.parse_failures_by_stage)}};
+  run::LlmFaults f;
+  f.failed_calls = after.errors - before.errors;
+  f.retries = after.retries - before.retries;
+  f.failed_by_kind = diff(before.errors_by_kind, after.errors_by_kind);
+  f.parse_failures = after.parse_failures - before.parse_failures;
+  f.parse_failures_by_stage = diff(before.parse_failures_by_stage, after.parse_failures_by_stage);
+  return f;
 }
 
-void add_llm_faults(json& total, const json& part) {
-  if (!part.is_object()) return;
-  if (!total.is_object())
-    total = {{"failed_calls", 0}, {"retries", 0}, {"failed_by_kind", json::object()},
-             {"parse_failures", 0}, {"parse_failures_by_stage", json::object()}};
-  for (const char* n : {"failed_calls", "retries", "parse_failures"})
-    total[n] = total.value(n, int64_t{0}) + part.value(n, int64_t{0});
-  for (const char* m : {"failed_by_kind", "parse_failures_by_stage"}) {
-    const json kinds = part.value(m, json::object());
-    for (const auto& [k, v] : kinds.items())
-      if (v.is_number_integer()) total[m][k] = total[m].value(k, int64_t{0}) + v.get<int64_t>();
+// The store's final records, typed (this build writes them, so they read at its version).
+Result<std::vector<run::QuestionRecord>> final_records(const run::RunStore& store, const fs::path& dir) {
+  auto rows = store.final_records();
+  if (!rows) return rows.status();
+  std::vector<run::QuestionRecord> out;
+  for (const auto& r : *rows) {
+    auto rec = run::record_from_json(r);
+    if (!rec) return rec.status().with_context((dir / run::RunStore::kFileName).string());
+    out.push_back(std::move(*rec));
   }
+  return out;
 }
 
-json item_to_json(const eval::ItemResult& item) {
-  return {{"verdicts", item.verdicts},       {"outcome", item.outcome},
-          {"soft_f1", item.soft_f1},         {"pred_status", item.pred_status},
-          {"error", item.error},             {"gold_status", item.gold_status},
-          {"gold_error", item.gold_error},   {"gold_unusable", item.gold_unusable},
-          {"gold_tie_dependent", item.gold_tie_dependent},
-          {"pred_rows", item.pred_rows},     {"gold_rows", item.gold_rows},
-          {"difficulty", item.difficulty}};
+run::Verdict verdict_of(const eval::ItemResult& item) {
+  run::Verdict v;
+  v.verdicts = item.verdicts;
+  v.outcome = item.outcome;
+  v.soft_f1 = item.soft_f1;
+  v.pred_status = item.pred_status;
+  v.error = item.error;
+  v.gold_status = item.gold_status;
+  v.gold_error = item.gold_error;
+  v.gold_unusable = item.gold_unusable;
+  v.gold_tie_dependent = item.gold_tie_dependent;
+  v.pred_rows = static_cast<int64_t>(item.pred_rows);
+  v.gold_rows = static_cast<int64_t>(item.gold_rows);
+  v.difficulty = item.difficulty;
+  return v;
 }
 
 // Rebuilds the retrieval a generator needs from the stored context payload.
@@ -339,7 +344,7 @@ class QuestionRun {
       : s_(shared), q_(q), task_(q.task()), position_(position) {}
 
   // Runs the missing stages; returns the final record (status "error" when a stage failed).
-  json run();
+  run::QuestionRecord run();
 
  private:
   Status stage_context();
@@ -347,7 +352,9 @@ class QuestionRun {
   Status stage_fix();
   Status stage_judge();
   Status stage_select();
-  json final_record();
+  run::QuestionRecord final_record();
+  // The record's fields every outcome shares: the question, and the faults and candidates so far.
+  run::QuestionRecord base_record() const;
   void wait_turn();
   void finish_turn();
   // The cancel flag, or the client stopped by an auth failure.
@@ -358,15 +365,17 @@ class QuestionRun {
   // storing it would make the resumed run differ from an uninterrupted one.
   Status put(const std::string& stage, json payload, const llm::UsageTotals& before) {
     if (cancelled()) return Status(ErrorCode::kCancelled, "run stopping: stage " + stage + " not stored");
-    payload["llm_faults"] = llm_faults_between(before, usage_now());
-    faults_[stage] = payload["llm_faults"];
+    faults_[stage] = llm_faults_between(before, usage_now());
+    payload["llm_faults"] = run::to_json(faults_[stage]);
     return s_.store->put_stage(q_.question_id, static_cast<int64_t>(q_.index), stage, run::kStageDone,
                                payload);
   }
   std::optional<json> stored(const std::string& stage) {
     auto r = s_.store->get_stage(q_.question_id, stage);
     if (!r || !r->has_value()) return std::nullopt;
-    faults_[stage] = (**r).value("llm_faults", json());
+    // Faults unreadable in a stored stage count as none (the stage's result itself is intact).
+    auto faults = run::faults_from_json((**r).value("llm_faults", json()), "stage " + stage);
+    faults_[stage] = faults ? *faults : run::LlmFaults{};
     return **r;
   }
   // Candidates from a stored generate/fix payload (replacing any in memory).
@@ -394,11 +403,12 @@ class QuestionRun {
   json exec_before_fix_;  // per candidate id: executable before the fixer
   std::vector<eval::ItemResult> items_;
   std::vector<std::optional<db::ExecutionResult>> results_;
-  json selections_ = json::object();
+  std::map<std::string, run::SelectionRecord> selections_;
+  std::map<int64_t, run::CurvePoint> curves_;
   std::map<std::string, double> latency_;
   std::optional<eval::ItemResult> verdict_;
   bool turn_taken_ = false;
-  std::map<std::string, json> faults_;  // per stage: failed model calls and retries
+  std::map<std::string, run::LlmFaults> faults_;  // per stage: failed model calls and retries
 };
 
 Status QuestionRun::stage_context() {
@@ -576,10 +586,14 @@ Status QuestionRun::stage_select() {
   }
 
   if (auto done = stored("select")) {
-    selections_ = *done;
     latency_["select"] = done->value("latency_s", 0.0);
-    selections_.erase("latency_s");
-    selections_.erase("llm_faults");
+    selections_.clear();
+    for (const auto& [name, sel] : done->items()) {
+      if (name == "latency_s" || name == "llm_faults") continue;
+      auto rec = run::selection_from_json(sel, "question " + q_.question_id + ", stored selection \"" + name + "\"");
+      if (!rec) return rec.status();
+      selections_[name] = std::move(*rec);
+    }
   } else {
     auto t0 = Clock::now();
     auto before = usage_now();
@@ -588,35 +602,35 @@ Status QuestionRun::stage_select() {
       auto sel = s_.selectors.at(name)->select(input);
       if (!sel) return sel.status();
       select::check_duels_against_gold(*sel, db_path_, *s_.executor, q_.gold_sql);
-      json rec = {{"chosen", sel->chosen}, {"llm_calls", sel->llm_calls()},
-                  {"explanation", sel->explanation}, {"calls", json::array()},
-                  {"latency_s", seconds_since(t1)}};
-      double cost = 0;
+      run::SelectionRecord rec;
+      rec.chosen = sel->chosen;
+      rec.llm_calls = sel->llm_calls();
+      rec.explanation = sel->explanation;
+      rec.latency_s = seconds_since(t1);
+      rec.calls = json::array();
       for (const auto& c : sel->calls) {
-        rec["calls"].push_back(context::call_to_json(c));
-        cost += c.cost_usd;
+        rec.calls.push_back(context::call_to_json(c));
+        rec.cost_usd += c.cost_usd;
       }
-      rec["cost_usd"] = cost;
       if (sel->chosen >= 0 && sel->chosen < static_cast<int>(candidates_.size())) {
-        rec["candidate_id"] = candidates_[sel->chosen].id;
-        rec["sql"] = candidates_[sel->chosen].sql;
-        rec["correct"] = s_.judge->correct(items_[sel->chosen]);
+        rec.candidate_id = candidates_[sel->chosen].id;
+        rec.sql = candidates_[sel->chosen].sql;
+        rec.correct = s_.judge->correct(items_[sel->chosen]);
       } else {
-        rec["candidate_id"] = "";
-        rec["sql"] = "";
-        rec["correct"] = false;
+        rec.correct = false;
       }
       selections_[name] = std::move(rec);
     }
     latency_["select"] = seconds_since(t0);
-    json payload = selections_;
+    json payload = json::object();
+    for (const auto& [name, rec] : selections_) payload[name] = run::to_json(rec);
     payload["latency_s"] = latency_["select"];
     NL2SQL_RETURN_IF_ERROR(put("select", payload, before));
   }
 
   // Curves vs number of candidates: bounds and self-consistency on the first k candidates of
   // the interleaved order; the primary selector re-run on that prefix when run.curve_selector.
-  json curves = json::object();
+  curves_.clear();
   auto curves_before = usage_now();
   auto order = interleaved_order(candidates_, s_.generator_names);
   const auto* primary = s_.selectors.at(s_.settings.primary_selector).get();
@@ -637,42 +651,53 @@ Status QuestionRun::stage_select() {
       int rep = clusters.clusters.front().representative;
       sc = sub_correct[rep];
     }
-    json point = {{"upper", select::oracle_bound(matches)},
-                  {"lower", select::adversarial_bound(matches)},
-                  {"self_consistency", sc},
-                  {"selector", nullptr}};
-    if (n == candidates_.size() && selections_.contains(s_.settings.primary_selector)) {
-      point["selector"] = selections_[s_.settings.primary_selector].value("correct", false);
+    run::CurvePoint point;
+    point.upper = select::oracle_bound(matches);
+    point.lower = select::adversarial_bound(matches);
+    point.self_consistency = sc;
+    if (auto it = selections_.find(s_.settings.primary_selector); n == candidates_.size() && it != selections_.end()) {
+      point.selector = it->second.correct.value_or(false);
     } else if (s_.settings.curve_selector && !uses_weights(s_.settings.primary_selector)) {
       auto sel = primary->select(sub);
-      if (sel && sel->chosen >= 0) point["selector"] = sub_correct[sel->chosen];
-      else if (sel) point["selector"] = false;
+      if (sel && sel->chosen >= 0) point.selector = static_cast<bool>(sub_correct[sel->chosen]);
+      else if (sel) point.selector = false;
     }
-    curves[std::to_string(k)] = point;
+    curves_[static_cast<int64_t>(k)] = point;
   }
-  selections_["__curves"] = curves;
   faults_["curves"] = llm_faults_between(curves_before, usage_now());
   return Status::ok();
 }
 
-json QuestionRun::final_record() {
-  json rec;
-  rec["question_id"] = q_.question_id;
-  rec["index"] = q_.index;
-  rec["db_id"] = q_.db_id;
-  rec["question"] = q_.question;
-  rec["evidence"] = q_.evidence;
-  rec["difficulty"] = q_.difficulty;
-  rec["gold_sql"] = q_.gold_sql;
-  rec["status"] = "ok";
-  rec["error"] = "";
-  json features = json::array();
-  if (auto stmt = sql::parse_query(q_.gold_sql); stmt.is_ok())
-    for (const auto& t : sql::compute_features(*stmt->select).tags()) features.push_back(t);
-  rec["features"] = features;
-  rec["context"] = context_json_;
+run::QuestionRecord QuestionRun::base_record() const {
+  run::QuestionRecord rec;
+  rec.question_id = q_.question_id;
+  rec.index = static_cast<int64_t>(q_.index);
+  rec.db_id = q_.db_id;
+  rec.question = q_.question;
+  rec.evidence = q_.evidence;
+  rec.difficulty = q_.difficulty;
+  rec.gold_sql = q_.gold_sql;
+  rec.primary_selector = s_.settings.primary_selector;
+  for (const auto& [name, f] : faults_) rec.llm_faults += f;
+  return rec;
+}
 
-  json cands = json::array();
+// A candidate as the record keeps it: the generate layer's trace.
+run::CandidateRecord candidate_record(const generate::Candidate& c) {
+  run::CandidateRecord out;
+  out.id = c.id;
+  out.generator = c.generator;
+  out.sql = c.sql;
+  out.trace = generate::to_json(c);
+  return out;
+}
+
+run::QuestionRecord QuestionRun::final_record() {
+  run::QuestionRecord rec = base_record();
+  if (auto stmt = sql::parse_query(q_.gold_sql); stmt.is_ok())
+    for (const auto& t : sql::compute_features(*stmt->select).tags()) rec.features.push_back(t);
+  rec.context = context_json_;
+
   auto clusters = [&] {
     std::vector<select::PoolCandidate> pool;
     for (size_t i = 0; i < candidates_.size(); ++i) {
@@ -687,86 +712,63 @@ json QuestionRun::final_record() {
   }();
   std::vector<bool> matches;
   for (size_t i = 0; i < candidates_.size(); ++i) {
-    json c = generate::to_json(candidates_[i]);
-    bool correct = s_.judge->correct(items_[i]);
-    c["correct"] = items_[i].gold_unusable ? json(nullptr) : json(correct);
-    c["cluster"] = clusters.cluster_of[i];
-    c["executable_before_fix"] = exec_before_fix_.value(candidates_[i].id, false);
-    c["executable_after_fix"] = results_[i].has_value();
-    c["verdict"] = {{"outcome", items_[i].outcome}, {"verdicts", items_[i].verdicts}};
+    run::CandidateRecord c = candidate_record(candidates_[i]);
+    const bool correct = s_.judge->correct(items_[i]);
+    run::CandidateRecord::Judgement g;
+    if (!items_[i].gold_unusable) g.correct = correct;
+    g.cluster = clusters.cluster_of[i];
+    auto before = exec_before_fix_.find(candidates_[i].id);
+    g.executable_before_fix = before != exec_before_fix_.end() && before->is_boolean() && before->get<bool>();
+    g.executable_after_fix = results_[i].has_value();
+    g.outcome = items_[i].outcome;
+    g.verdicts = items_[i].verdicts;
+    c.judged = std::move(g);
     if (results_[i]) matches.push_back(correct);
-    cands.push_back(std::move(c));
+    rec.candidates.push_back(std::move(c));
   }
-  rec["candidates"] = cands;
-  json curves = selections_.value("__curves", json::object());
-  json sels = selections_;
-  sels.erase("__curves");
-  rec["selections"] = sels;
-  rec["primary_selector"] = s_.settings.primary_selector;
-  std::string prediction;
-  if (sels.contains(s_.settings.primary_selector))
-    prediction = sels[s_.settings.primary_selector].value("sql", "");
-  rec["prediction"] = prediction;
+  rec.selections = selections_;
+  if (auto it = rec.selections.find(s_.settings.primary_selector); it != rec.selections.end())
+    rec.prediction = it->second.sql;
   {
     auto t0 = Clock::now();
     eval::Prediction p;
-    p.present = !prediction.empty();
-    p.sql = prediction;
+    p.present = !rec.prediction.empty();
+    p.sql = rec.prediction;
     verdict_ = s_.judge->judge(q_, db_path_, s_.fingerprints.at(q_.db_id), p);
     latency_["eval"] += seconds_since(t0);
   }
-  rec["verdict"] = item_to_json(*verdict_);
-  if (rec["difficulty"].get<std::string>().empty()) rec["difficulty"] = verdict_->difficulty;
-  rec["bounds"] = {{"oracle", select::oracle_bound(matches)},
-                   {"adversarial", select::adversarial_bound(matches)}};
-  rec["curves"] = curves;
+  rec.verdict = verdict_of(*verdict_);
+  if (rec.difficulty.empty()) rec.difficulty = verdict_->difficulty;
+  rec.bounds = run::Bounds{select::oracle_bound(matches), select::adversarial_bound(matches)};
+  rec.curves = curves_;
 
-  json usage = json::object();
-  add_calls(usage, "context", context_json_.value("calls", json::array()));
+  add_calls(rec.usage, "context", context_json_.value("calls", json::array()));
   for (const auto& c : candidates_) {
     json cj = generate::to_json(c);
-    add_calls(usage, "generate", cj.value("calls", json::array()));
+    add_calls(rec.usage, "generate", cj.value("calls", json::array()));
     json fix_calls = json::array();
     for (const auto& r : cj.value("fix_rounds", json::array()))
       if (r.contains("call")) fix_calls.push_back(r["call"]);
-    add_calls(usage, "fix", fix_calls);
+    add_calls(rec.usage, "fix", fix_calls);
   }
-  for (const auto& [name, sel] : sels.items()) add_calls(usage, "select", sel.value("calls", json::array()));
-  rec["usage"] = usage;
-  json faults;
-  for (const char* st : {"context", "generate", "fix", "select", "curves"})
-    if (auto it = faults_.find(st); it != faults_.end()) add_llm_faults(faults, it->second);
-  add_llm_faults(faults, json{{"failed_calls", 0}});  // present (zeros) even without model calls
-  rec["llm_faults"] = faults;
+  for (const auto& [name, sel] : rec.selections) add_calls(rec.usage, "select", sel.calls);
   double total = 0;
-  json lat = json::object();
   for (const char* st : {"context", "generate", "fix", "select", "eval"}) {
-    lat[st] = latency_[st];
+    rec.latency_s[st] = latency_[st];
     total += latency_[st];
   }
-  lat["total"] = total;
-  rec["latency_s"] = lat;
+  rec.latency_s["total"] = total;
   return rec;
 }
 
-json QuestionRun::run() {
+run::QuestionRecord QuestionRun::run() {
   auto fail = [&](const Status& st, const char* stage) {
-    json rec = {{"question_id", q_.question_id}, {"index", q_.index},     {"db_id", q_.db_id},
-                {"question", q_.question},       {"evidence", q_.evidence},
-                {"difficulty", q_.difficulty},   {"gold_sql", q_.gold_sql},
-                {"status", "error"},
-                {"error", fmt::format("{} stage: {}", stage, st.message())},
-                {"candidates", json::array()},   {"selections", json::object()},
-                {"primary_selector", s_.settings.primary_selector},
-                {"prediction", ""},              {"verdict", nullptr},
-                {"features", json::array()}};
+    run::QuestionRecord rec = base_record();
+    rec.ok = false;
+    rec.error = fmt::format("{} stage: {}", stage, st.message());
     // What the question's model calls did before it failed stays accounted for: the candidates
     // made so far (their traces hold the failed calls) and the faults per stage.
-    for (const auto& c : candidates_) rec["candidates"].push_back(generate::to_json(c));
-    json faults;
-    for (const auto& [name, f] : faults_) add_llm_faults(faults, f);
-    add_llm_faults(faults, json{{"failed_calls", 0}});
-    rec["llm_faults"] = faults;
+    for (const auto& c : candidates_) rec.candidates.push_back(candidate_record(c));
     return rec;
   };
   auto sit = s_.ds->schemas.find(q_.db_id);
@@ -778,7 +780,7 @@ json QuestionRun::run() {
   schema_ = &sit->second;
   db_path_ = pit->second;
   const bool sequenced = static_cast<bool>(s_.weights);
-  json rec;
+  run::QuestionRecord rec;
   const char* stage = "context";
   Status st = stage_context();
   if (st) { stage = "generate"; st = stage_generate(); }
@@ -798,7 +800,7 @@ json QuestionRun::run() {
         v = v || s_.judge->correct(items_[i]);
       }
       if (!expert_correct.empty()) s_.weights->update(expert_correct, q_.question_id);
-      rec["weights"] = s_.weights->snapshot();
+      rec.weights = s_.weights->snapshot();
     }
   } else {
     rec = fail(st, stage);
@@ -830,6 +832,7 @@ json make_manifest(const Shared& s, const data::Dataset& ds, const std::string& 
   m["selectors"] = s.settings.selectors;
   m["generators"] = s.generator_names;
   m["primary_metric"] = eval::metric_name(eval::primary_metric(ds.benchmark, s.settings.metrics));
+  m["record_version"] = run::kRecordVersion;
   // Which model answered: the profiles the run's roles resolve to, with the model and endpoint
   // as resolved (OPENAI_MODEL / OPENAI_BASE_URL included; credentials never). A resume with
   // another model or endpoint is refused like a config change.
@@ -1062,15 +1065,15 @@ Result<RunSummary> run(const RunOptions& options) {
   // Pending: questions without a final record; resumed ones are replayed for the weights.
   std::vector<const data::Question*> pending;
   std::vector<size_t> positions;
-  std::map<std::string, json> finals;
+  std::map<std::string, run::QuestionRecord> finals;
   {
-    auto recs = (*store)->final_records();
+    auto recs = final_records(**store, options.out_dir);
     if (!recs) return recs.status();
     for (auto& r : *recs) {
       // A question that failed (its model calls, its database) is attempted again: its
       // finished stages are reused, the failed one is redone.
-      if (r.value("status", "") == "error") continue;
-      std::string id = r.value("question_id", "");
+      if (!r.ok) continue;
+      std::string id = r.question_id;
       finals.emplace(std::move(id), std::move(r));
     }
   }
@@ -1091,10 +1094,10 @@ Result<RunSummary> run(const RunOptions& options) {
       auto it = finals.find(s.order[pos]);
       if (it == finals.end()) break;
       std::map<std::string, bool> expert_correct;
-      for (const auto& c : it->second.value("candidates", json::array())) {
-        if (c.value("correct", json()).is_null()) continue;
-        bool& v = expert_correct.try_emplace(c.value("generator", ""), false).first->second;
-        v = v || c["correct"].get<bool>();
+      for (const auto& c : it->second.candidates) {
+        if (!c.judged || !c.judged->correct) continue;
+        bool& v = expert_correct.try_emplace(c.generator, false).first->second;
+        v = v || *c.judged->correct;
       }
       if (!expert_correct.empty()) s.weights->update(expert_correct, s.order[pos]);
       s.seq_next = pos + 1;
@@ -1133,7 +1136,7 @@ Result<RunSummary> run(const RunOptions& options) {
   popts.interval_s = options.progress_interval_s;
   popts.total = summary.questions;
   Progress progress(popts, s.client.get());
-  for (const auto& [id, r] : finals) progress.add_resumed(run::record_correct(r, manifest["primary_metric"]));
+  for (const auto& [id, r] : finals) progress.add_resumed(r.correct(manifest["primary_metric"].get<std::string>()));
   s.progress = &progress;
   progress.start();
 
@@ -1177,7 +1180,7 @@ Result<RunSummary> run(const RunOptions& options) {
         double cost_before = s.client->accounting().by_question()[q.question_id].cost_usd;
         const llm::UsageTotals usage_before = s.client->accounting().question(q.question_id);
         QuestionRun qr(s, q, positions[k]);
-        json rec = qr.run();
+        const run::QuestionRecord rec = qr.run();
         // Stopping (cancel flag or an auth failure): a record that failed, or whose calls were
         // cancelled or refused, is not stored — a resume completes it from its stored stages.
         bool interrupted = false;
@@ -1189,18 +1192,16 @@ Result<RunSummary> run(const RunOptions& options) {
             return (a == after.errors_by_kind.end() ? 0 : a->second) >
                    (b == usage_before.errors_by_kind.end() ? 0 : b->second);
           };
-          interrupted = rec.value("status", "") == "error" || grew("cancelled") || grew("auth");
+          interrupted = !rec.ok || grew("cancelled") || grew("auth");
         }
         if (!interrupted) {
           if (auto st = s.store->put_stage(q.question_id, static_cast<int64_t>(q.index), run::kFinalStage,
-                                           rec.value("status", "ok") == "ok" ? run::kStageDone : run::kStageError,
-                                           rec);
+                                           rec.ok ? run::kStageDone : run::kStageError, run::to_json(rec));
               !st) {
             spdlog::error("question {}: cannot record its result: {}", q.question_id, st.message());
             ++unrecorded;
           }
-          if (rec.value("status", "") == "error")
-            spdlog::warn("question {} failed: {}", q.question_id, rec.value("error", ""));
+          if (!rec.ok) spdlog::warn("question {} failed: {}", q.question_id, rec.error);
         }
         double cost_after = s.client->accounting().by_question()[q.question_id].cost_usd;
         {
@@ -1212,8 +1213,7 @@ Result<RunSummary> run(const RunOptions& options) {
           }
         }
         if (interrupted) ++not_started;
-        else progress.question_finished(run::record_correct(rec, primary_metric),
-                                        rec.value("status", "") == "error");
+        else progress.question_finished(rec.correct(primary_metric), !rec.ok);
       });
     }
     pool.wait_idle();
@@ -1226,14 +1226,14 @@ Result<RunSummary> run(const RunOptions& options) {
   }
 
   // Summary from the store (the source of truth, including resumed questions).
-  auto recs = (*store)->final_records();
+  auto recs = final_records(**store, options.out_dir);
   if (!recs) return recs.status();
   std::set<std::string> wanted(s.order.begin(), s.order.end());
   for (const auto& r : *recs) {
-    if (!wanted.count(r.value("question_id", ""))) continue;
+    if (!wanted.count(r.question_id)) continue;
     ++summary.finished;
-    if (r.value("status", "") == "error") ++summary.failed;
-    if (run::record_correct(r, primary_metric)) ++summary.correct;
+    if (!r.ok) ++summary.failed;
+    if (r.correct(primary_metric)) ++summary.correct;
   }
   summary.not_started = not_started;
   summary.unrecorded = unrecorded;

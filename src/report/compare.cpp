@@ -75,9 +75,9 @@ json compare_runs(const std::vector<run::RunData>& runs, const CompareOptions& o
   for (size_t r = 0; r < runs.size(); ++r) {
     std::string metric = run::primary_metric(runs[r].manifest);
     for (const auto& rec : runs[r].records) {
-      std::string id = rec["question_id"].get<std::string>();
-      correct[r][id] = run::record_correct(rec, metric) ? 1 : 0;
-      if (!info.count(id)) info[id] = {rec["index"].get<int64_t>(), run::string_field(rec, "db_id")};
+      const std::string& id = rec.question_id;
+      correct[r][id] = rec.correct(metric) ? 1 : 0;
+      if (!info.count(id)) info[id] = {rec.index, rec.db_id};
     }
   }
   std::vector<std::string> common;

@@ -22,16 +22,16 @@ std::string one_line(const std::string& s) { return core::squash_spaces(s); }
 
 std::string export_predictions(const run::RunData& run, ExportFormat format, ExportStats* stats) {
   ExportStats st;
-  std::map<int64_t, const json*> by_pos;
-  for (const auto& r : run.records) by_pos[r["index"].get<int64_t>()] = &r;
-  auto sql_of = [&](const json* r) -> std::string {
-    if (!r || run::string_field(*r, "status", "ok") != "ok") return "";
-    return one_line(run::string_field(*r, "prediction"));
+  std::map<int64_t, const run::QuestionRecord*> by_pos;
+  for (const auto& r : run.records) by_pos[r.index] = &r;
+  auto sql_of = [&](const run::QuestionRecord* r) -> std::string {
+    if (!r || !r->ok) return "";
+    return one_line(r->prediction);
   };
   std::string out;
   if (format == ExportFormat::kJsonl) {
     for (const auto& r : run.records) {
-      json line = {{"question_id", r["question_id"]}, {"db_id", run::string_field(r, "db_id")}, {"sql", sql_of(&r)}};
+      json line = {{"question_id", r.question_id}, {"db_id", r.db_id}, {"sql", sql_of(&r)}};
       out += line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
       ++st.written;
     }
@@ -40,7 +40,7 @@ std::string export_predictions(const run::RunData& run, ExportFormat format, Exp
     json bird = json::object();
     for (int64_t pos = 0; pos <= last; ++pos) {
       auto it = by_pos.find(pos);
-      const json* r = it == by_pos.end() ? nullptr : it->second;
+      const run::QuestionRecord* r = it == by_pos.end() ? nullptr : it->second;
       std::string sql = sql_of(r);
       if (sql.empty()) {
         sql = kNoPredictionSql;
@@ -51,7 +51,7 @@ std::string export_predictions(const run::RunData& run, ExportFormat format, Exp
       if (format == ExportFormat::kSpider) {
         out += sql + "\n";
       } else {
-        bird[std::to_string(pos)] = sql + "\t----- bird -----\t" + (r ? run::string_field(*r, "db_id") : std::string());
+        bird[std::to_string(pos)] = sql + "\t----- bird -----\t" + (r ? r->db_id : std::string());
       }
     }
     // Keys in position order, as the official file lists them (nlohmann sorts keys as strings).

@@ -19,12 +19,11 @@ namespace {
 
 // What two records of the same question must share to be the same answer (timings and
 // traces may differ between machines).
-json answer_of(const json& r) {
-  const json& v = run::field(r, "verdict");
-  return {{"status", run::string_field(r, "status", "ok")},
-          {"prediction", run::string_field(r, "prediction")},
-          {"verdicts", run::field(v, "verdicts")},
-          {"outcome", run::field(v, "outcome")}};
+json answer_of(const run::QuestionRecord& r) {
+  return {{"status", r.ok ? "ok" : "error"},
+          {"prediction", r.prediction},
+          {"verdicts", r.verdict ? json(r.verdict->verdicts) : json()},
+          {"outcome", r.verdict ? json(r.verdict->outcome) : json()}};
 }
 
 }  // namespace
@@ -33,11 +32,15 @@ Result<MergeSummary> merge_runs(const std::vector<fs::path>& inputs, const fs::p
   if (inputs.size() < 2) return invalid_input("merge needs at least two run folders");
   std::vector<std::unique_ptr<run::RunStore>> stores;
   std::vector<json> manifests;
+  std::vector<int> versions;  // record version of each input
   for (const auto& dir : inputs) {
     auto s = run::RunStore::open(dir, false);
     if (!s) return s.status();
     auto m = (*s)->manifest();
     if (!m) return m.status();
+    auto v = run::record_version(*m);
+    if (!v) return v.status().with_context(dir.string());
+    versions.push_back(*v);
     manifests.push_back(*m);
     stores.push_back(std::move(*s));
   }
@@ -62,7 +65,9 @@ Result<MergeSummary> merge_runs(const std::vector<fs::path>& inputs, const fs::p
     for (const auto& r : *all) {
       index_of[r.question_id] = r.index;
       if (r.stage == run::kFinalStage) {
-        json ans = answer_of(r.payload);
+        auto rec = run::record_from_json(r.payload, versions[i]);
+        if (!rec) return rec.status().with_context(inputs[i].string());
+        json ans = answer_of(*rec);
         auto it = finals.find(r.question_id);
         if (it != finals.end() && it->second.second != ans)
           return invalid_input(fmt::format("cannot merge: question {} disagrees between {} and {} (first {}, then {})",

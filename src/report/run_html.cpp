@@ -254,28 +254,30 @@ string duels_view(const json& expl, size_t limit) {
   return d + "</table>";
 }
 
-string question_details(const json& r, const json& rep, size_t limit) {
+string yesno(const std::optional<bool>& v) { return yesno(v ? json(*v) : json()); }
+
+string question_details(const run::QuestionRecord& r, const json& rep, size_t limit) {
   const string metric = rep["primary_metric"].get<string>();
-  bool correct = run::record_correct(r, metric);
-  string qid = run::string_field(r, "question_id");
+  bool correct = r.correct(metric);
+  const string& qid = r.question_id;
   string d = fmt::format("<details class=\"q\" data-qid=\"{}\" data-correct=\"{}\"><summary>{} <b>{}</b> · {} · {} · {}</summary>",
                          esc(qid), correct ? 1 : 0, correct ? "<span class=\"ok\">✓</span>" : "<span class=\"bad\">✗</span>", esc(qid),
-                         esc(run::string_field(r, "db_id")), esc(run::string_field(r, "difficulty")), esc(cut(run::string_field(r, "question"), 200)));
+                         esc(r.db_id), esc(r.difficulty), esc(cut(r.question, 200)));
   d += "<div class=\"qbody\">";
-  d += fmt::format("<p><b>Question.</b> {}</p><p><b>Evidence.</b> {}</p>", esc(run::string_field(r, "question")), esc(run::string_field(r, "evidence")));
-  if (run::string_field(r, "status", "ok") != "ok") d += "<p class=\"bad\"><b>Failed:</b> " + esc(run::string_field(r, "error")) + "</p>";
-  d += "<p><b>Gold SQL</b></p>" + pre(run::string_field(r, "gold_sql"), limit);
-  d += "<p><b>Prediction</b> (" + esc(run::string_field(r, "primary_selector", rep["primary_selector"].get<string>())) + ")</p>" + pre(run::string_field(r, "prediction"), limit);
-  const json& v = run::field(r, "verdict");
-  if (!v.is_null()) {
-    d += "<p><b>Verdict:</b> " + esc(run::string_field(v, "outcome")) + " · prediction " + esc(run::string_field(v, "pred_status"));
-    if (run::field(v, "verdicts").is_object())
-      for (const auto& [k, b] : v["verdicts"].items()) d += " · " + esc(k) + " " + yesno(b);
-    if (run::tri_bool(run::field(v, "gold_unusable")) == 1) d += " · <span class=\"bad\">gold unusable</span>";
-    if (run::tri_bool(run::field(v, "gold_tie_dependent")) == 1) d += " · gold tie-dependent";
+  d += fmt::format("<p><b>Question.</b> {}</p><p><b>Evidence.</b> {}</p>", esc(r.question), esc(r.evidence));
+  if (!r.ok) d += "<p class=\"bad\"><b>Failed:</b> " + esc(r.error) + "</p>";
+  d += "<p><b>Gold SQL</b></p>" + pre(r.gold_sql, limit);
+  const string selector = r.primary_selector.empty() ? rep["primary_selector"].get<string>() : r.primary_selector;
+  d += "<p><b>Prediction</b> (" + esc(selector) + ")</p>" + pre(r.prediction, limit);
+  if (r.verdict) {
+    const run::Verdict& v = *r.verdict;
+    d += "<p><b>Verdict:</b> " + esc(v.outcome) + " · prediction " + esc(v.pred_status);
+    for (const auto& [k, b] : v.verdicts) d += " · " + esc(k) + " " + yesno(std::optional<bool>(b));
+    if (v.gold_unusable) d += " · <span class=\"bad\">gold unusable</span>";
+    if (v.gold_tie_dependent) d += " · gold tie-dependent";
     d += "</p>";
   }
-  const json& ctx = run::field(r, "context");
+  const json& ctx = r.context;
   if (ctx.is_object()) {
     string kw;
     if (run::field(ctx, "keywords").is_array())
@@ -289,19 +291,21 @@ string question_details(const json& r, const json& rep, size_t limit) {
       d += "</table>";
     }
   }
-  const json& cands = run::field(r, "candidates");
-  if (cands.is_array() && !cands.empty()) {
+  if (!r.candidates.empty()) {
     d += "<table class=\"cands\"><tr><th>candidate</th><th>generator</th><th>correct</th><th>cluster</th><th>exec before fix</th><th>exec after fix</th><th>SQL</th></tr>";
-    for (const auto& c : cands) {
-      d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>", esc(run::string_field(c, "id")),
-                       esc(run::string_field(c, "generator")), yesno(run::field(c, "correct")), esc(run::string_field(c, "cluster")),
-                       yesno(run::field(c, "executable_before_fix")), yesno(run::field(c, "executable_after_fix")));
-      d += pre(run::string_field(c, "sql"), limit);
-      if (run::string_field(c, "extraction_error") != "") d += "<p class=\"bad\">extraction: " + esc(run::string_field(c, "extraction_error")) + "</p>";
-      const json& ex = run::field(c, "execution");
+    for (const auto& c : r.candidates) {
+      const auto& g = c.judged;
+      d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>", esc(c.id), esc(c.generator),
+                       yesno(g ? g->correct : std::nullopt), g ? std::to_string(g->cluster) : string(),
+                       yesno(g ? std::optional<bool>(g->executable_before_fix) : std::nullopt),
+                       yesno(g ? std::optional<bool>(g->executable_after_fix) : std::nullopt));
+      d += pre(c.sql, limit);
+      const json& t = c.trace;
+      if (run::string_field(t, "extraction_error") != "") d += "<p class=\"bad\">extraction: " + esc(run::string_field(t, "extraction_error")) + "</p>";
+      const json& ex = run::field(t, "execution");
       if (ex.is_object() && run::string_field(ex, "error") != "") d += "<p class=\"bad\">" + esc(cut(run::string_field(ex, "error"), limit)) + "</p>";
       if (ex.is_object() && run::string_field(ex, "preview") != "") d += "<details><summary>result preview</summary>" + pre(run::string_field(ex, "preview"), limit) + "</details>";
-      const json& rounds = run::field(c, "fix_rounds");
+      const json& rounds = run::field(t, "fix_rounds");
       if (rounds.is_array() && !rounds.empty()) {
         d += fmt::format("<details><summary>{} fixer round(s)</summary>", rounds.size());
         for (const auto& fr : rounds) {
@@ -311,23 +315,22 @@ string question_details(const json& r, const json& rep, size_t limit) {
         }
         d += "</details>";
       }
-      if (run::string_field(c, "reasoning") != "") d += "<details><summary>reasoning</summary>" + pre(run::string_field(c, "reasoning"), limit) + "</details>";
+      if (run::string_field(t, "reasoning") != "") d += "<details><summary>reasoning</summary>" + pre(run::string_field(t, "reasoning"), limit) + "</details>";
       d += "</td></tr>";
     }
     d += "</table>";
   }
-  const json& sels = run::field(r, "selections");
-  if (sels.is_object() && !sels.empty()) {
+  if (!r.selections.empty()) {
     d += "<table class=\"sels\"><tr><th>selector</th><th>chosen</th><th>correct</th><th>LLM calls</th><th>cost USD</th><th>explanation</th></tr>";
     string duels;  // separating-instance duels, drawn below the table at full width
-    for (const auto& [name, s] : sels.items()) {
-      string expl = run::field(s, "explanation").is_null() ? "" : run::field(s, "explanation").dump(1, ' ', false, json::error_handler_t::replace);
-      string view = run::field(s, "explanation").is_object() ? duels_view(s["explanation"], limit) : "";
+    for (const auto& [name, s] : r.selections) {
+      string expl = s.explanation.is_null() ? "" : s.explanation.dump(1, ' ', false, json::error_handler_t::replace);
+      string view = s.explanation.is_object() ? duels_view(s.explanation, limit) : "";
       if (!view.empty())
         duels += "<p class=\"cap\">Duels of " + esc(name) + "</p><div class=\"wide\">" + view + "</div>";
       d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>", esc(name),
-                       esc(run::string_field(s, "candidate_id")), yesno(run::field(s, "correct")), num(run::number_field(s, "llm_calls"), 0),
-                       num(run::number_field(s, "cost_usd"), 4), view.empty() ? "" : "duels below · ",
+                       esc(s.candidate_id), yesno(s.correct), num(static_cast<double>(s.llm_calls), 0),
+                       num(s.cost_usd, 4), view.empty() ? "" : "duels below · ",
                        expl.empty() ? "" : "<details><summary>explanation (JSON)</summary>" + pre(expl, limit) + "</details>");
     }
     d += "</table>" + duels;

@@ -121,31 +121,26 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   std::map<std::string, size_t> outcomes;
   double soft_f1 = 0;
   size_t soft_n = 0;
+  auto or_unknown = [](const std::string& s) { return s.empty() ? std::string("unknown") : s; };
   for (const auto& r : run.records) {
-    int c = run::record_correct(r, metric) ? 1 : 0;
+    int c = r.correct(metric) ? 1 : 0;
     overall.push_back(c);
-    by_diff[run::string_field(r, "difficulty", "unknown")].push_back(c);
-    by_db[run::string_field(r, "db_id", "unknown")].push_back(c);
-    const json& feats = run::field(r, "features");
-    if (feats.is_array() && !feats.empty()) {
-      for (const auto& f : feats)
-        if (f.is_string()) by_feature[f.get<std::string>()].push_back(c);
+    by_diff[or_unknown(r.difficulty)].push_back(c);
+    by_db[or_unknown(r.db_id)].push_back(c);
+    if (!r.features.empty()) {
+      for (const auto& f : r.features) by_feature[f].push_back(c);
     } else {
       by_feature["simple"].push_back(c);
     }
-    const json& v = run::field(r, "verdict");
-    if (const json& vv = run::field(v, "verdicts"); vv.is_object())
-      for (auto it = vv.begin(); it != vv.end(); ++it) metrics.insert(it.key());
-    if (run::string_field(r, "status", "ok") != "ok")
-      errors.push_back({{"question_id", r["question_id"]}, {"error", run::string_field(r, "error")}});
-    if (!v.is_null()) {
-      outcomes[run::string_field(v, "outcome", "none")]++;
-      if (run::field(v, "soft_f1").is_number()) {
-        soft_f1 += v["soft_f1"].get<double>();
-        ++soft_n;
-      }
-      if (run::tri_bool(run::field(v, "gold_unusable")) == 1) unusable.push_back(r["question_id"]);
-      if (run::tri_bool(run::field(v, "gold_tie_dependent")) == 1) ties.push_back(r["question_id"]);
+    if (!r.ok) errors.push_back({{"question_id", r.question_id}, {"error", r.error}});
+    if (r.verdict) {
+      const run::Verdict& v = *r.verdict;
+      for (const auto& [mt, _] : v.verdicts) metrics.insert(mt);
+      outcomes[v.outcome.empty() ? std::string("none") : v.outcome]++;
+      soft_f1 += v.soft_f1;
+      ++soft_n;
+      if (v.gold_unusable) unusable.push_back(r.question_id);
+      if (v.gold_tie_dependent) ties.push_back(r.question_id);
     } else {
       outcomes["not_evaluated"]++;
     }
@@ -158,9 +153,9 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   for (const auto& mt : metrics) {
     std::vector<int> xs, usable;
     for (const auto& r : run.records) {
-      int c = run::record_correct(r, mt) ? 1 : 0;
+      int c = r.correct(mt) ? 1 : 0;
       xs.push_back(c);
-      if (run::tri_bool(run::field(run::field(r, "verdict"), "gold_unusable")) != 1) usable.push_back(c);
+      if (!(r.verdict && r.verdict->gold_unusable)) usable.push_back(c);
     }
     json g = group_stats(xs, o, "metric:" + mt);
     g["n_usable_gold"] = usable.size();
@@ -179,8 +174,7 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   if (run::field(m, "selectors").is_array())
     for (const auto& s : m["selectors"]) if (s.is_string()) sel_names.insert(s.get<std::string>());
   for (const auto& r : run.records)
-    if (run::field(r, "selections").is_object())
-      for (const auto& [k, _] : r["selections"].items()) sel_names.insert(k);
+    for (const auto& [k, _] : r.selections) sel_names.insert(k);
   if (primary_sel.empty() && !sel_names.empty()) primary_sel = *sel_names.begin();
   rep["primary_selector"] = primary_sel;
   json sj = json::object();
@@ -189,11 +183,16 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
     double calls = 0, cost = 0;
     std::vector<double> lat;
     for (const auto& r : run.records) {
-      const json& sel = run::field(run::field(r, "selections"), s.c_str());
-      xs.push_back(run::string_field(r, "status", "ok") == "ok" && run::tri_bool(run::field(sel, "correct")) == 1 ? 1 : 0);
-      calls += run::number_field(sel, "llm_calls");
-      cost += run::number_field(sel, "cost_usd");
-      if (run::field(sel, "latency_s").is_number()) lat.push_back(sel["latency_s"].get<double>());
+      auto it = r.selections.find(s);
+      if (it == r.selections.end()) {
+        xs.push_back(0);
+        continue;
+      }
+      const run::SelectionRecord& sel = it->second;
+      xs.push_back(r.ok && sel.correct.value_or(false) ? 1 : 0);
+      calls += static_cast<double>(sel.llm_calls);
+      cost += sel.cost_usd;
+      lat.push_back(sel.latency_s);
     }
     json g = group_stats(xs, o, "selector:" + s);
     g["primary"] = s == primary_sel;
@@ -207,20 +206,19 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   // evidence against the gold SQL, worth a look before trusting that question's verdict.
   json disputes = json::array();
   for (const auto& r : run.records) {
-    if (!run::field(r, "selections").is_object()) continue;
     size_t n = 0;
-    for (const auto& [k, sel] : r["selections"].items()) {
-      const json& duels = run::field(run::field(sel, "explanation"), "duels");
+    for (const auto& [k, sel] : r.selections) {
+      const json& duels = run::field(sel.explanation, "duels");
       if (duels.is_array())
         for (const auto& d : duels) n += run::tri_bool(run::field(d, "model_agrees_with_gold")) == 0 ? 1 : 0;
     }
-    if (n > 0) disputes.push_back({{"question_id", run::string_field(r, "question_id")}, {"duels", n}});
+    if (n > 0) disputes.push_back({{"question_id", r.question_id}, {"duels", n}});
   }
   rep["gold_disputes"] = disputes;
   std::vector<int> oracle, adversarial;
   for (const auto& r : run.records) {
-    oracle.push_back(run::tri_bool(run::field(run::field(r, "bounds"), "oracle")) == 1 ? 1 : 0);
-    adversarial.push_back(run::tri_bool(run::field(run::field(r, "bounds"), "adversarial")) == 1 ? 1 : 0);
+    oracle.push_back(r.bounds && r.bounds->oracle ? 1 : 0);
+    adversarial.push_back(r.bounds && r.bounds->adversarial ? 1 : 0);
   }
   rep["bounds"] = {{"oracle", group_stats(oracle, o, "oracle")}, {"adversarial", group_stats(adversarial, o, "adversarial")}};
 
@@ -232,23 +230,23 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   std::map<std::string, Gen> gens;
   std::map<std::string, size_t> overlap;
   for (const auto& r : run.records) {
-    std::string qid = r["question_id"].get<std::string>();
+    const std::string& qid = r.question_id;
     std::set<std::string> found;
-    const json& cands = run::field(r, "candidates");
-    if (cands.is_array())
-      for (const auto& c : cands) {
-        Gen& g = gens[run::string_field(c, "generator", "unknown")];
-        ++g.candidates;
-        g.questions.insert(qid);
-        if (run::tri_bool(run::field(c, "executable_before_fix")) == 1) ++g.exec_before;
-        if (run::tri_bool(run::field(c, "executable_after_fix")) == 1) ++g.exec_after;
-        if (run::field(c, "fix_rounds").is_array()) g.fixed_rounds += c["fix_rounds"].size();
-        if (run::tri_bool(run::field(c, "correct")) == 1) {
-          ++g.correct;
-          g.questions_correct.insert(qid);
-          found.insert(run::string_field(c, "generator", "unknown"));
-        }
+    for (const auto& c : r.candidates) {
+      const std::string generator = or_unknown(c.generator);
+      Gen& g = gens[generator];
+      ++g.candidates;
+      g.questions.insert(qid);
+      g.fixed_rounds += c.fix_rounds();
+      if (!c.judged) continue;
+      if (c.judged->executable_before_fix) ++g.exec_before;
+      if (c.judged->executable_after_fix) ++g.exec_after;
+      if (c.judged->correct.value_or(false)) {
+        ++g.correct;
+        g.questions_correct.insert(qid);
+        found.insert(generator);
       }
+    }
     if (found.size() == 1) gens[*found.begin()].unique.insert(qid);
     std::string key;
     for (const auto& g : found) key += (key.empty() ? "" : "+") + g;
@@ -288,16 +286,12 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   std::map<long, std::array<std::pair<size_t, size_t>, 4>> curves;  // k -> (hits, n) per series
   static const char* kSeries[] = {"upper", "lower", "self_consistency", "selector"};
   for (const auto& r : run.records) {
-    const json& cs = run::field(r, "curves");
-    if (!cs.is_object()) continue;
-    for (const auto& [k, v] : cs.items()) {
-      long kk = std::atol(k.c_str());
-      if (kk <= 0) continue;
-      auto& acc = curves[kk];
+    for (const auto& [k, p] : r.curves) {
+      auto& acc = curves[static_cast<long>(k)];
+      const std::optional<bool> series[] = {p.upper, p.lower, p.self_consistency, p.selector};
       for (int i = 0; i < 4; ++i) {
-        int b = run::tri_bool(run::field(v, kSeries[i]));
-        if (b < 0) continue;
-        acc[i].first += static_cast<size_t>(b);
+        if (!series[i]) continue;
+        acc[i].first += *series[i] ? 1 : 0;
         acc[i].second += 1;
       }
     }
@@ -315,19 +309,16 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   std::map<std::string, std::vector<std::string>> cats;
   for (const char* c : {"correct", "wrong_selection", "no_correct_candidate", "gold_unusable", "failed"}) cats[c];
   for (const auto& r : run.records) {
-    std::string qid = r["question_id"].get<std::string>();
     std::string cat;
-    if (run::string_field(r, "status", "ok") != "ok") cat = "failed";
-    else if (run::tri_bool(run::field(run::field(r, "verdict"), "gold_unusable")) == 1) cat = "gold_unusable";
-    else if (run::record_correct(r, metric)) cat = "correct";
+    if (!r.ok) cat = "failed";
+    else if (r.verdict && r.verdict->gold_unusable) cat = "gold_unusable";
+    else if (r.correct(metric)) cat = "correct";
     else {
-      bool any = false;
-      if (run::field(r, "candidates").is_array())
-        for (const auto& c : r["candidates"]) any = any || run::tri_bool(run::field(c, "correct")) == 1;
-      if (!any && run::tri_bool(run::field(run::field(r, "bounds"), "oracle")) == 1) any = true;
+      bool any = r.bounds && r.bounds->oracle;
+      for (const auto& c : r.candidates) any = any || (c.judged && c.judged->correct.value_or(false));
       cat = any ? "wrong_selection" : "no_correct_candidate";
     }
-    cats[cat].push_back(qid);
+    cats[cat].push_back(r.question_id);
   }
   json se = json::object();
   for (const auto& [k, ids] : cats) se[k] = {{"count", ids.size()}, {"pct", pct(ids.size(), n)}, {"question_ids", ids}};
@@ -337,17 +328,21 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   std::map<std::string, json> usage;
   json total = {{"calls", 0.0}, {"prompt_tokens", 0.0}, {"completion_tokens", 0.0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
   for (const auto& r : run.records) {
-    const json& u = run::field(r, "usage");
-    if (!u.is_object()) continue;
-    for (const auto& [stage, v] : u.items()) {
+    for (const auto& [stage, v] : r.usage) {
       json& acc = usage[stage];
       if (acc.is_null()) acc = {{"calls", 0.0}, {"prompt_tokens", 0.0}, {"completion_tokens", 0.0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
-      for (const char* f : {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s"}) {
-        acc[f] = acc[f].get<double>() + run::number_field(v, f);
-        total[f] = total[f].get<double>() + run::number_field(v, f);
+      const std::pair<const char*, double> fields[] = {
+          {"calls", static_cast<double>(v.calls)},
+          {"prompt_tokens", static_cast<double>(v.prompt_tokens)},
+          {"completion_tokens", static_cast<double>(v.completion_tokens)},
+          {"cost_usd", v.cost_usd},
+          {"latency_s", v.latency_s}};
+      for (const auto& [f, x] : fields) {
+        acc[f] = acc[f].get<double>() + x;
+        total[f] = total[f].get<double>() + x;
       }
       // Prompts cut to fit the model's context: shown only when there were any.
-      if (const double d = run::number_field(v, "degraded_prompts"); d > 0) {
+      if (const double d = static_cast<double>(v.degraded_prompts); d > 0) {
         acc["degraded_prompts"] = acc.value("degraded_prompts", 0.0) + d;
         total["degraded_prompts"] = total.value("degraded_prompts", 0.0) + d;
       }
@@ -359,42 +354,28 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   // --- Model calls that failed after their retries, and the retries, summed from the records'
   // llm_faults (per stage, stored with the stage they belong to, so a resumed run keeps them).
   {
-    int64_t failed = 0, retries = 0, questions_hit = 0, unread = 0, questions_unread = 0;
-    std::map<std::string, int64_t> by_kind, unread_by_stage;
+    run::LlmFaults sum;
+    int64_t questions_hit = 0, questions_unread = 0;
     for (const auto& r : run.records) {
-      const json& f = run::field(r, "llm_faults");
-      if (!f.is_object()) continue;
-      int64_t qf = f.value("failed_calls", int64_t{0}), qr = f.value("retries", int64_t{0});
-      failed += qf;
-      retries += qr;
-      questions_hit += (qf + qr) > 0;
-      const json kinds = f.value("failed_by_kind", json::object());
-      for (const auto& [k, v] : kinds.items())
-        if (v.is_number_integer()) by_kind[k] += v.get<int64_t>();
+      const run::LlmFaults& f = r.llm_faults;
+      sum += f;
+      questions_hit += (f.failed_calls + f.retries) > 0;
       // Answers no reader could use (absent from records written before they were counted).
-      const int64_t qp = f.value("parse_failures", int64_t{0});
-      unread += qp;
-      questions_unread += qp > 0;
-      const json stages = f.value("parse_failures_by_stage", json::object());
-      for (const auto& [k, v] : stages.items())
-        if (v.is_number_integer()) unread_by_stage[k] += v.get<int64_t>();
+      questions_unread += f.parse_failures > 0;
     }
-    rep["llm_faults"] = {{"failed_calls", failed}, {"retries", retries},
-                         {"failed_by_kind", by_kind}, {"questions_affected", questions_hit},
-                         {"parse_failures", unread}, {"parse_failures_by_stage", unread_by_stage},
+    rep["llm_faults"] = {{"failed_calls", sum.failed_calls}, {"retries", sum.retries},
+                         {"failed_by_kind", sum.failed_by_kind}, {"questions_affected", questions_hit},
+                         {"parse_failures", sum.parse_failures}, {"parse_failures_by_stage", sum.parse_failures_by_stage},
                          {"questions_with_parse_failures", questions_unread}};
   }
   json lat = json::object();
   std::set<std::string> lat_stages(kStages.begin(), kStages.end());
   for (const auto& r : run.records)
-    if (run::field(r, "latency_s").is_object())
-      for (const auto& [k, _] : r["latency_s"].items()) lat_stages.insert(k);
+    for (const auto& [k, _] : r.latency_s) lat_stages.insert(k);
   for (const auto& s : lat_stages) {
     std::vector<double> xs;
-    for (const auto& r : run.records) {
-      const json& v = run::field(run::field(r, "latency_s"), s.c_str());
-      if (v.is_number()) xs.push_back(v.get<double>());
-    }
+    for (const auto& r : run.records)
+      if (auto it = r.latency_s.find(s); it != r.latency_s.end()) xs.push_back(it->second);
     if (xs.empty()) continue;
     double sum = 0;
     for (double x : xs) sum += x;
@@ -406,14 +387,14 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   // --- WMA weights after each question.
   json weights = json::object();
   for (const auto& r : run.records) {
-    const json& w = run::field(r, "weights");
-    if (!w.is_object()) continue;
-    for (const auto& [expert, v] : w.items())
-      if (v.is_number()) weights[expert].push_back({r["index"], v});
+    if (!r.weights) continue;
+    for (const auto& [expert, v] : *r.weights) weights[expert].push_back({r.index, v});
   }
   if (!weights.empty()) rep["weights"] = weights;
 
-  rep["questions"] = run.records;
+  json questions = json::array();
+  for (const auto& r : run.records) questions.push_back(run::to_json(r));
+  rep["questions"] = std::move(questions);
   return rep;
 }
 
@@ -559,34 +540,31 @@ std::string render_csv(const run::RunData& run) {
   const std::string metric = run::primary_metric(run.manifest);
   std::set<std::string> sels;
   for (const auto& r : run.records)
-    if (run::field(r, "selections").is_object())
-      for (const auto& [k, _] : r["selections"].items()) sels.insert(k);
+    for (const auto& [k, _] : r.selections) sels.insert(k);
   std::string out = "question_id,index,db_id,difficulty,status,correct,outcome,features,candidates,correct_candidates,oracle,adversarial";
   for (const auto& s : sels) out += "," + eval::csv_field("sel_" + s);
   out += ",cost_usd,latency_s,prediction,error\n";
+  auto tri = [](const std::optional<bool>& v) { return v ? std::to_string(*v ? 1 : 0) : std::string(); };
   for (const auto& r : run.records) {
-    size_t nc = 0, ncc = 0;
-    if (run::field(r, "candidates").is_array())
-      for (const auto& c : r["candidates"]) {
-        ++nc;
-        if (run::tri_bool(run::field(c, "correct")) == 1) ++ncc;
-      }
+    size_t ncc = 0;
+    for (const auto& c : r.candidates) ncc += c.judged && c.judged->correct.value_or(false) ? 1 : 0;
     std::string feats;
-    if (run::field(r, "features").is_array())
-      for (const auto& f : r["features"]) if (f.is_string()) feats += (feats.empty() ? "" : ";") + f.get<std::string>();
+    for (const auto& f : r.features) feats += (feats.empty() ? "" : ";") + f;
     double cost = 0;
-    if (run::field(r, "usage").is_object())
-      for (const auto& [_, u] : r["usage"].items()) cost += run::number_field(u, "cost_usd");
-    auto b = [](const json& v) { int t = run::tri_bool(v); return t < 0 ? std::string() : std::to_string(t); };
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}", eval::csv_field(run::string_field(r, "question_id")),
-                       r["index"].get<long>(), eval::csv_field(run::string_field(r, "db_id")),
-                       eval::csv_field(run::string_field(r, "difficulty")), eval::csv_field(run::string_field(r, "status", "ok")),
-                       run::record_correct(r, metric) ? 1 : 0, eval::csv_field(run::string_field(run::field(r, "verdict"), "outcome")),
-                       eval::csv_field(feats), nc, ncc, b(run::field(run::field(r, "bounds"), "oracle")),
-                       b(run::field(run::field(r, "bounds"), "adversarial")));
-    for (const auto& s : sels) out += "," + b(run::field(run::field(run::field(r, "selections"), s.c_str()), "correct"));
-    out += fmt::format(",{},{},{},{}\n", fmt_num(cost, 6), fmt_num(run::number_field(run::field(r, "latency_s"), "total"), 3),
-                       eval::csv_field(run::string_field(r, "prediction")), eval::csv_field(run::string_field(r, "error")));
+    for (const auto& [_, u] : r.usage) cost += u.cost_usd;
+    const std::optional<bool> oracle = r.bounds ? std::optional<bool>(r.bounds->oracle) : std::nullopt;
+    const std::optional<bool> adversarial = r.bounds ? std::optional<bool>(r.bounds->adversarial) : std::nullopt;
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}", eval::csv_field(r.question_id), r.index,
+                       eval::csv_field(r.db_id), eval::csv_field(r.difficulty), eval::csv_field(r.ok ? "ok" : "error"),
+                       r.correct(metric) ? 1 : 0, eval::csv_field(r.verdict ? r.verdict->outcome : std::string()),
+                       eval::csv_field(feats), r.candidates.size(), ncc, tri(oracle), tri(adversarial));
+    for (const auto& s : sels) {
+      auto it = r.selections.find(s);
+      out += "," + (it == r.selections.end() ? std::string() : tri(it->second.correct));
+    }
+    auto total = r.latency_s.find("total");
+    out += fmt::format(",{},{},{},{}\n", fmt_num(cost, 6), fmt_num(total == r.latency_s.end() ? 0.0 : total->second, 3),
+                       eval::csv_field(r.prediction), eval::csv_field(r.error));
   }
   return out;
 }

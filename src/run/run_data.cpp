@@ -18,29 +18,16 @@ Result<RunData> load_run(const std::filesystem::path& dir) {
   auto c = (*store)->get_meta("config");
   if (!c) return c.status();
   if (*c && (*c)->is_object()) run.config = **c;
+  auto version = record_version(run.manifest);
+  if (!version) return version.status().with_context((dir / "manifest.json").string());
   auto records = (*store)->final_records();
   if (!records) return records.status();
-  for (auto& r : *records) {
-    NL2SQL_RETURN_IF_ERROR(check_record(r).with_context((dir / RunStore::kFileName).string()));
-    run.records.push_back(std::move(r));
+  for (const auto& r : *records) {
+    auto rec = record_from_json(r, *version);
+    if (!rec) return rec.status().with_context((dir / RunStore::kFileName).string());
+    run.records.push_back(std::move(*rec));
   }
   return run;
-}
-
-Status check_record(const json& r) {
-  if (!r.is_object()) return invalid_input("a final record must be a JSON object");
-  std::string id = r.contains("question_id") && r["question_id"].is_string() ? r["question_id"].get<std::string>() : "?";
-  if (id == "?") return invalid_input("final record without a string \"question_id\"");
-  if (!r.contains("index") || !r["index"].is_number_integer())
-    return invalid_input("question " + id + ": final record without an integer \"index\"");
-  if (r.contains("status") && !r["status"].is_string())
-    return invalid_input("question " + id + ": \"status\" must be \"ok\" or \"error\"");
-  for (const char* obj : {"selections", "usage", "latency_s", "curves", "bounds"})
-    if (r.contains(obj) && !r[obj].is_object() && !r[obj].is_null())
-      return invalid_input("question " + id + ": \"" + obj + "\" must be an object");
-  if (r.contains("candidates") && !r["candidates"].is_array() && !r["candidates"].is_null())
-    return invalid_input("question " + id + ": \"candidates\" must be a list");
-  return Status::ok();
 }
 
 const json& field(const json& obj, const char* key) {
@@ -68,16 +55,6 @@ std::string primary_metric(const json& manifest) {
   std::string m = string_field(manifest, "primary_metric");
   if (!m.empty()) return m;
   return string_field(manifest, "benchmark") == "spider" ? "spider_ts" : "bird";
-}
-
-bool record_correct(const json& record, const std::string& metric) {
-  if (string_field(record, "status", "ok") != "ok") return false;
-  const json& verdict = field(record, "verdict");
-  const json& v = field(field(verdict, "verdicts"), metric.c_str());
-  // A verdict without the metric (an older run): the evaluator's outcome RES3 means correct
-  // under its primary metric.
-  if (v.is_null()) return string_field(verdict, "outcome") == "RES3";
-  return tri_bool(v) == 1;
 }
 
 }  // namespace nl2sql::run

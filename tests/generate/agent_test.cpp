@@ -19,6 +19,7 @@
 #include "nl2sql/generate/result_check.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
+#include "support/records.h"
 #include "support/test_env.h"
 
 namespace nl2sql::generate {
@@ -215,7 +216,7 @@ TEST_F(Agent, AgenticChaseConfigPoolsEveryGeneratorThroughTheCli) {
   auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok()) << data.status().message();
   ASSERT_EQ(data->records.size(), 3u);
-  for (const auto& rec : data->records) {
+  for (const auto& rec : testing::written_records(*data)) {
     std::map<std::string, int> per_generator;
     for (const auto& c : rec["candidates"]) ++per_generator[c.value("generator", "")];
     EXPECT_EQ(per_generator["dc"], 2) << rec.dump();

@@ -19,6 +19,7 @@
 #include "nl2sql/core/hash.h"
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/run/run_data.h"
+#include "support/records.h"
 #include "support/mini_run.h"
 #include "support/test_env.h"
 
@@ -102,7 +103,7 @@ std::map<std::string, json> stable_records(const fs::path& run) {
   EXPECT_TRUE(data.is_ok()) << data.status().message();
   std::map<std::string, json> out;
   if (data.is_ok())
-    for (const auto& r : data->records) out[r.value("question_id", "")] = stable(r);
+    for (const auto& r : testing::written_records(*data)) out[r.value("question_id", "")] = stable(r);
   return out;
 }
 
@@ -172,7 +173,7 @@ TEST_F(HardeningLlmFaults, RunSurvivesEveryFaultKindAndCountsThem) {
                                        "not_json", "missing_field", "empty_choices", "truncated"};
   int64_t traced_failures = 0, record_failures = 0, record_retries = 0;
   std::map<std::string, int64_t> traced_by_kind;
-  for (const auto& r : data->records) {
+  for (const auto& r : testing::written_records(*data)) {
     for (const auto& c : call_traces(r)) {
       std::string err = c.value("error", "");
       if (err.empty()) continue;
@@ -304,7 +305,7 @@ TEST_F(HardeningLlmFaults, InjectedSqlErrorsAtChosenCallsAreSurvivedAndRecorded)
   auto data = run::load_run(dir_ / "run");
   ASSERT_TRUE(data.is_ok());
   std::string all;
-  for (const auto& r : data->records) all += r.dump();
+  for (const auto& r : testing::written_records(*data)) all += r.dump();
   // Where a candidate's execution met the fault, its trace says so. (Not every SQL call keeps
   // its error: some are probes whose failure only drops a hint, so not all five are required.)
   size_t recorded = 0;

@@ -16,6 +16,7 @@
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/run/run_data.h"
+#include "support/records.h"
 #include "support/mini_run.h"
 #include "support/test_env.h"
 
@@ -185,7 +186,7 @@ TEST_F(EndpointRun, EveryReasoningShapeScoresLikePlainFencedAnswers) {
     EXPECT_EQ(summary->correct, *plain_correct) << name;
     auto data = run::load_run(out);
     ASSERT_TRUE(data.is_ok());
-    for (const auto& r : data->records)
+    for (const auto& r : testing::written_records(*data))
       for (const auto& c : r["candidates"])
         EXPECT_EQ(c["sql"].get<std::string>().find("'draft'"), std::string::npos) << name << ": " << c["sql"];
   }
@@ -241,7 +242,7 @@ TEST_F(EndpointRun, QuestionsWhoseEveryCallFailedAreFailedAndARerunRetriesThem) 
   EXPECT_EQ(down->correct, 0u);
   auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok());
-  for (const auto& r : data->records) {
+  for (const auto& r : testing::written_records(*data)) {
     EXPECT_EQ(r["status"], "error");
     EXPECT_NE(r["error"].get<std::string>().find("model is loading"), std::string::npos) << r["error"];
     // The failed call stays accounted for: in the candidate's trace and in the record's faults.
@@ -287,7 +288,7 @@ TEST_F(EndpointRun, PromptsAreFittedToTheContextWindowAndCounted) {
   auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok());
   int degraded = 0;
-  for (const auto& r : data->records)
+  for (const auto& r : testing::written_records(*data))
     for (const auto& cand : r["candidates"])
       for (const auto& call : cand["calls"]) degraded += call.value("prompt_rung", 0) > 0;
   EXPECT_GT(degraded, 0);
@@ -317,7 +318,7 @@ TEST_F(EndpointRun, AnOverflowWithoutAKnownWindowIsAskedAgainOneRungLighter) {
   auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok());
   int retried = 0;
-  for (const auto& r : data->records)
+  for (const auto& r : testing::written_records(*data))
     for (const auto& cand : r["candidates"])
       for (const auto& call : cand["calls"]) retried += call.value("prompt_rung", 0) > 0;
   EXPECT_EQ(retried, refused.load());  // each refused prompt was asked once more, and fitted

@@ -18,6 +18,7 @@
 #include "nl2sql/select/selector.h"
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/run/run_data.h"
+#include "support/records.h"
 #include "support/mini_run.h"
 #include "support/test_env.h"
 
@@ -89,7 +90,7 @@ TEST_F(PipelineHttp, EveryStageCallsTheServerAndTheKeyStaysOutOfTheRunFolder) {
   ASSERT_TRUE(data.is_ok()) << data.status().message();
   EXPECT_FALSE(data->manifest.value("simulated", true));
   size_t with_calls = 0;
-  for (const auto& r : data->records) {
+  for (const auto& r : testing::written_records(*data)) {
     ASSERT_EQ(r["candidates"].size(), 3u) << r.dump();
     with_calls += !r["context"]["calls"].empty();
     for (const auto& c : r["candidates"]) EXPECT_EQ(c["calls"][0]["provider"], "openai");
@@ -127,7 +128,7 @@ TEST_F(PipelineHttp, AServerFailingEveryCallStillRecordsEveryQuestionAsFailed) {
   auto data = run::load_run(out);
   ASSERT_TRUE(data.is_ok());
   ASSERT_EQ(data->records.size(), 21u);
-  for (const auto& r : data->records) {
+  for (const auto& r : testing::written_records(*data)) {
     EXPECT_EQ(r["prediction"], "") << r["question_id"];
     // The failure is kept in the trace, not dropped.
     bool error_kept = r.value("status", "") == "error";

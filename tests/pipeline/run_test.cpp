@@ -17,6 +17,7 @@
 
 #include "nl2sql/run/run_store.h"
 #include "nl2sql/run/run_data.h"
+#include "support/records.h"
 #include "support/test_env.h"
 
 namespace nl2sql {
@@ -49,7 +50,7 @@ std::vector<json> stable_records(const fs::path& run) {
   EXPECT_TRUE(data.is_ok()) << data.status().message();
   std::vector<json> out;
   if (data.is_ok())
-    for (const auto& r : data->records) out.push_back(stable(r));
+    for (const auto& r : testing::written_records(*data)) out.push_back(stable(r));
   return out;
 }
 
@@ -79,7 +80,7 @@ TEST_F(RunCommand, RunsEveryQuestionAndResumesWithoutRedoingWork) {
   ASSERT_EQ(data->records.size(), 21u);
   EXPECT_TRUE(data->manifest.value("simulated", false));
   size_t with_candidates = 0, judged = 0;
-  for (const auto& r : data->records) {
+  for (const auto& r : testing::written_records(*data)) {
     EXPECT_EQ(r.value("status", ""), "ok") << r.dump();
     const auto& cands = r["candidates"];
     with_candidates += cands.size() == 9;
@@ -281,7 +282,7 @@ TEST_F(RunCommand, ShardsMergeIntoTheUnshardedRunAndExportReevaluates) {
   auto data = run::load_run(whole);
   ASSERT_TRUE(data.is_ok());
   size_t correct = 0;
-  for (const auto& r : data->records) correct += run::record_correct(r, "bird");
+  for (const auto& r : data->records) correct += r.correct("bird");
   size_t eval_correct = 0;
   for (const auto& item : eval_report["items"]) eval_correct += item["verdicts"]["bird"].get<bool>();
   EXPECT_EQ(correct, eval_correct);

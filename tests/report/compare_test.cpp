@@ -55,8 +55,8 @@ run::RunData make_run(const std::string& name, const std::vector<std::pair<std::
   r.manifest = {{"benchmark", "bird"}, {"simulated", false}};
   int64_t i = 0;
   for (const auto& [id, ok] : answers)
-    r.records.push_back({{"question_id", id}, {"index", i++}, {"db_id", "db"}, {"status", "ok"},
-                         {"verdict", {{"verdicts", {{"bird", ok}}}, {"outcome", ok ? "RES3" : "RES2"}}}});
+    r.records.push_back(testing::typed(json{{"question_id", id}, {"index", i++}, {"db_id", "db"}, {"status", "ok"},
+                                            {"verdict", {{"verdicts", {{"bird", ok}}}, {"outcome", ok ? "RES3" : "RES2"}}}}));
   return r;
 }
 

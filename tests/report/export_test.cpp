@@ -16,9 +16,9 @@ using nlohmann::json;
 
 run::RunData small_run() {
   run::RunData r;
-  r.records.push_back({{"question_id", "a"}, {"index", 0}, {"db_id", "d1"}, {"status", "ok"}, {"prediction", "SELECT 1\nFROM t\tWHERE x = 'a\"b'"}});
-  r.records.push_back({{"question_id", "c"}, {"index", 2}, {"db_id", "d2"}, {"status", "error"}, {"prediction", ""}});
-  r.records.push_back({{"question_id", "d"}, {"index", 3}, {"db_id", "d2"}, {"status", "ok"}, {"prediction", "SELECT 2"}});
+  r.records.push_back(testing::typed(json{{"question_id", "a"}, {"index", 0}, {"db_id", "d1"}, {"status", "ok"}, {"prediction", "SELECT 1\nFROM t\tWHERE x = 'a\"b'"}}));
+  r.records.push_back(testing::typed(json{{"question_id", "c"}, {"index", 2}, {"db_id", "d2"}, {"status", "error"}, {"prediction", ""}}));
+  r.records.push_back(testing::typed(json{{"question_id", "d"}, {"index", 3}, {"db_id", "d2"}, {"status", "ok"}, {"prediction", "SELECT 2"}}));
   return r;
 }
 
@@ -57,7 +57,7 @@ TEST(Export, ReEvaluatedExportGivesTheRecordedVerdicts) {
   testing::write_fixture_run(dir / "run");
   auto records = testing::fixture_records();
   std::map<std::string, bool> recorded;
-  for (const auto& r : records) recorded[r["question_id"].get<std::string>()] = run::record_correct(r, "bird");
+  for (const auto& r : testing::typed(records)) recorded[r.question_id] = r.correct("bird");
   for (const std::string fmt : {"bird", "spider", "jsonl"}) {
     std::string ext = fmt == "bird" ? "json" : fmt == "spider" ? "sql" : "jsonl";
     auto pred = dir / ("pred." + ext);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/core/files.h"
+#include "nl2sql/run/question_record.h"
 #include "nl2sql/run/run_store.h"
 #include "support/test_env.h"
 
@@ -29,6 +30,19 @@ inline std::vector<nlohmann::json> fixture_records() {
   while (std::getline(in, line))
     if (!line.empty()) out.push_back(nlohmann::json::parse(line));
   EXPECT_EQ(out.size(), 8u);
+  return out;
+}
+
+// A record as a reader gets it (the test fails when it does not read).
+inline run::QuestionRecord typed(const nlohmann::json& record) {
+  auto r = run::record_from_json(record);
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  return r.is_ok() ? *r : run::QuestionRecord{};
+}
+
+inline std::vector<run::QuestionRecord> typed(const std::vector<nlohmann::json>& records) {
+  std::vector<run::QuestionRecord> out;
+  for (const auto& r : records) out.push_back(typed(r));
   return out;
 }
 

@@ -1,7 +1,8 @@
 // RunStore: the durable state of one run folder (`runs/NAME/run.sqlite`). Per question and
 // pipeline stage one row (question_id, idx, stage, status, payload JSON, updated_at); a `meta`
 // table (key → JSON) holds the manifest and anything else the pipeline needs to resume.
-// The record shapes are the data contract in nl2sql/run/run_data.h.
+// The final record is a run::QuestionRecord (nl2sql/run/question_record.h); the folder layout is
+// described in nl2sql/run/run_data.h.
 //
 // Durability: SQLite in WAL mode with synchronous=FULL; every put is one transaction, so a
 // kill -9 or a power cut loses at most the rows in flight and never leaves a half-written row

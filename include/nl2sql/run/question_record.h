@@ -1,0 +1,158 @@
+// QuestionRecord: one question's final record — what the pipeline writes (stage "final" of the
+// run store) and what report, compare, merge, export and selector-data read. The JSON layout is
+// written and read here only (to_json / record_from_json), so a field added to the record is
+// added in this file and the compiler finds every reader.
+//
+// JSON layout (record version 1; the manifest names the version as "record_version", and a run
+// folder written before records were versioned reads as version 1):
+//   question_id, index (position in the question file), db_id, question, evidence, difficulty,
+//   gold_sql, status ("ok" | "error"), error, features [SQL features of gold: "join",
+//   "aggregate", "nested", …],
+//   context {keywords, values[{table, column, value, score}], columns, selected_columns, calls}
+//     — the context stage's own payload, kept as written,
+//   candidates [the candidate as the generate layer writes it + once judged {correct:
+//     bool|null, cluster, executable_before_fix, executable_after_fix, verdict {outcome,
+//     verdicts}}],
+//   selections {<selector>: {chosen, candidate_id, sql, correct, llm_calls, cost_usd,
+//     latency_s, explanation {…selector-specific…}, calls [...]}},
+//   primary_selector, prediction (the primary selector's SQL, "" when none),
+//   verdict {verdicts {metric: bool}, outcome RES1..RES6, soft_f1, pred_status, error,
+//     gold_status, gold_error, gold_unusable, gold_tie_dependent, pred_rows, gold_rows,
+//     difficulty} | null,
+//   bounds {oracle, adversarial}, curves {"<k>": {upper, lower, self_consistency, selector:
+//     bool|null}}, usage {<stage>: {calls, prompt_tokens, completion_tokens, cost_usd,
+//     latency_s, degraded_prompts (when > 0)}},
+//   llm_faults {failed_calls, retries, failed_by_kind {kind: n}, parse_failures,
+//     parse_failures_by_stage {<stage>[:<reader>]: n}},
+//   latency_s {context, generate, fix, select, eval, total},
+//   weights {<expert>: w} (WMA weights after this question, when the run keeps them).
+// A failed question is still recorded (status "error", verdict null) and counts as wrong; its
+// record has no context, bounds, curves, usage or latency unless they were filled.
+//
+// Reading is tolerant of absence and strict about types: a missing field reads as empty, a
+// field of the wrong type is an error naming the question and the field; keys this version
+// does not know are ignored. Plain values; every function is pure and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/core/status.h"
+
+namespace nl2sql::run {
+
+// The layout this build writes and the newest it reads.
+inline constexpr int kRecordVersion = 1;
+
+// Model use of one stage of one question, summed over its calls.
+struct StageUsage {
+  int64_t calls = 0, prompt_tokens = 0, completion_tokens = 0;
+  double cost_usd = 0, latency_s = 0;
+  int64_t degraded_prompts = 0;  // prompts lightened to fit the model's context
+  bool operator==(const StageUsage&) const = default;
+};
+
+// Model calls that failed after their retries, the retries, and answers no reader could use.
+struct LlmFaults {
+  int64_t failed_calls = 0, retries = 0, parse_failures = 0;
+  std::map<std::string, int64_t> failed_by_kind, parse_failures_by_stage;
+  LlmFaults& operator+=(const LlmFaults& other);
+  bool operator==(const LlmFaults&) const = default;
+};
+
+// The evaluator's verdict on the question's prediction (eval::ItemResult as recorded).
+struct Verdict {
+  std::map<std::string, bool> verdicts;  // by metric name
+  std::string outcome;                   // RES1..RES6
+  double soft_f1 = 0;
+  std::string pred_status, error, gold_status, gold_error;
+  bool gold_unusable = false, gold_tie_dependent = false;
+  int64_t pred_rows = 0, gold_rows = 0;
+  std::string difficulty;
+  bool operator==(const Verdict&) const = default;
+};
+
+// One candidate: the generate layer's trace, plus how it fared once judged.
+struct CandidateRecord {
+  std::string id, generator, sql;  // also inside `trace`; these win when written
+  nlohmann::json trace = nlohmann::json::object();  // generate::to_json(Candidate), as written
+  struct Judgement {
+    std::optional<bool> correct;  // nullopt: gold unusable
+    int64_t cluster = -1;         // result cluster (relaxed equality)
+    bool executable_before_fix = false, executable_after_fix = false;
+    std::string outcome;
+    std::map<std::string, bool> verdicts;
+    bool operator==(const Judgement&) const = default;
+  };
+  std::optional<Judgement> judged;  // absent in a failed question's record
+  size_t fix_rounds() const;
+  bool operator==(const CandidateRecord&) const = default;
+};
+
+// What one selector chose and what choosing cost.
+struct SelectionRecord {
+  int64_t chosen = -1;  // index into candidates; -1: nothing selectable
+  std::string candidate_id, sql;
+  std::optional<bool> correct;
+  int64_t llm_calls = 0;
+  double cost_usd = 0, latency_s = 0;
+  nlohmann::json explanation;  // selector-specific: scores, duels, votes …
+  nlohmann::json calls;        // call traces (array); null when not kept
+  bool operator==(const SelectionRecord&) const = default;
+};
+
+struct Bounds {
+  bool oracle = false, adversarial = false;
+  bool operator==(const Bounds&) const = default;
+};
+
+// Accuracy on the first k candidates (CHASE-SQL Fig. 2): nullopt where not computed.
+struct CurvePoint {
+  std::optional<bool> upper, lower, self_consistency, selector;
+  bool operator==(const CurvePoint&) const = default;
+};
+
+struct QuestionRecord {
+  std::string question_id;
+  int64_t index = 0;
+  std::string db_id, question, evidence, difficulty, gold_sql;
+  bool ok = true;  // "status": "ok" | "error"
+  std::string error;
+  std::vector<std::string> features;
+  nlohmann::json context;  // the context stage's payload; null when absent
+  std::vector<CandidateRecord> candidates;
+  std::map<std::string, SelectionRecord> selections;
+  std::string primary_selector, prediction;
+  std::optional<Verdict> verdict;
+  std::optional<Bounds> bounds;
+  std::map<int64_t, CurvePoint> curves;
+  std::map<std::string, StageUsage> usage;
+  LlmFaults llm_faults;
+  std::map<std::string, double> latency_s;
+  std::optional<std::map<std::string, double>> weights;
+
+  // Whether the prediction is correct under `metric` (false when the question failed or was not
+  // evaluated; a verdict without that metric — an older run — counts RES3 as correct).
+  bool correct(const std::string& metric) const;
+  bool operator==(const QuestionRecord&) const = default;
+};
+
+nlohmann::json to_json(const QuestionRecord& record);
+// `version`: the run's record version (record_version(manifest)). Errors name the question and
+// the field.
+Result<QuestionRecord> record_from_json(const nlohmann::json& j, int version = kRecordVersion);
+
+nlohmann::json to_json(const SelectionRecord& selection);
+Result<SelectionRecord> selection_from_json(const nlohmann::json& j, const std::string& where);
+nlohmann::json to_json(const LlmFaults& faults);
+Result<LlmFaults> faults_from_json(const nlohmann::json& j, const std::string& where);
+
+// The manifest's "record_version" (1 when absent); an error when this build cannot read it.
+Result<int> record_version(const nlohmann::json& manifest);
+
+}  // namespace nl2sql::run
