@@ -3,7 +3,7 @@
 #include <deque>
 #include <map>
 
-#include "nl2sql/context/llm_calls.h"
+#include "llm_calls.h"
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"

@@ -1,4 +1,4 @@
-#include "nl2sql/context/llm_calls.h"
+#include "llm_calls.h"
 
 #include <unordered_set>
 

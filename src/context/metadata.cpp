@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "nl2sql/context/llm_calls.h"
+#include "llm_calls.h"
 #include "nl2sql/context/text_match.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/files.h"

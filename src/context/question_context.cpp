@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "nl2sql/context/llm_calls.h"
+#include "llm_calls.h"
 #include "nl2sql/llm/client.h"
 
 namespace nl2sql::context {

@@ -12,8 +12,8 @@
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/db/result_compare.h"
 #include "nl2sql/eval/compare.h"
-#include "nl2sql/eval/hardness.h"
-#include "nl2sql/eval/tie_check.h"
+#include "hardness.h"
+#include "tie_check.h"
 #include "nl2sql/sql/features.h"
 #include "nl2sql/sql/parser.h"
 

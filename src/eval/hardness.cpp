@@ -1,4 +1,4 @@
-#include "nl2sql/eval/hardness.h"
+#include "hardness.h"
 
 namespace nl2sql::eval {
 namespace {

@@ -1,4 +1,4 @@
-#include "nl2sql/eval/tie_check.h"
+#include "tie_check.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,5 +1,5 @@
 // The orchestrator generator `agent` (see agent.h).
-#include "nl2sql/generate/agent.h"
+#include "agent.h"
 
 #include <algorithm>
 

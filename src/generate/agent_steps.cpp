@@ -1,5 +1,5 @@
 // Steps shared by the agentic generators (see agent_steps.h).
-#include "nl2sql/generate/agent_steps.h"
+#include "agent_steps.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,5 +1,5 @@
 // Self-built query-plan demonstrations (see qp_demos.h).
-#include "nl2sql/generate/qp_demos.h"
+#include "qp_demos.h"
 
 #include <algorithm>
 #include <fstream>

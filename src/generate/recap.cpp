@@ -1,5 +1,5 @@
 // The ReCAP generator `recap` (see recap.h).
-#include "nl2sql/generate/recap.h"
+#include "recap.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,5 +1,5 @@
 // Result summaries and heuristics for the agentic generators (see result_check.h).
-#include "nl2sql/generate/result_check.h"
+#include "result_check.h"
 #include "nl2sql/core/text.h"
 
 #include <algorithm>

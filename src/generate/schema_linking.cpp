@@ -1,5 +1,5 @@
 // PreSQL → linked schema (see schema_linking.h).
-#include "nl2sql/generate/schema_linking.h"
+#include "schema_linking.h"
 
 #include "nl2sql/sql/parser.h"
 

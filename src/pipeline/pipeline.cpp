@@ -27,7 +27,7 @@
 #include "nl2sql/generate/generator.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
-#include "nl2sql/pipeline/progress.h"
+#include "progress.h"
 #include "nl2sql/run/run_data.h"
 #include "nl2sql/run/run_store.h"
 #include "nl2sql/select/clusters.h"

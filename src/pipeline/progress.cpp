@@ -1,4 +1,4 @@
-#include "nl2sql/pipeline/progress.h"
+#include "progress.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

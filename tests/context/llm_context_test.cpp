@@ -11,7 +11,7 @@
 #include "../llm/fake_openai_server.h"
 #include "nl2sql/context/column_filter.h"
 #include "nl2sql/context/embedding_rerank.h"
-#include "nl2sql/context/llm_calls.h"
+#include "context/llm_calls.h"
 #include "nl2sql/context/question_context.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/llm/client.h"

@@ -72,6 +72,33 @@ TEST(Layers, EveryFolderIsADeclaredLayer) {
     }
 }
 
+// A layer's private headers sit beside its sources (src/<layer>/*.h, included as "name.h");
+// no other layer includes them — only tests do, through src/ on their include path.
+TEST(Layers, PrivateHeadersStayInTheirLayer) {
+  const std::regex include_re(R"re(#include\s+"([a-z_]+)/([a-z_]+\.h)")re");
+  size_t private_headers = 0;
+  for (const auto& entry : fs::directory_iterator(source_root() / "src")) {
+    if (!entry.is_directory()) continue;
+    for (const auto& file : fs::directory_iterator(entry.path())) {
+      const auto ext = file.path().extension();
+      if (ext == ".h") ++private_headers;
+      if (ext != ".cpp" && ext != ".h") continue;
+      std::ifstream in(file.path());
+      std::stringstream ss;
+      ss << in.rdbuf();
+      const std::string text = ss.str();
+      for (std::sregex_iterator it(text.begin(), text.end(), include_re), end; it != end; ++it) {
+        if ((*it)[1].str() == entry.path().filename().string()) continue;  // its own layer
+        const fs::path target = source_root() / "src" / (*it)[1].str() / (*it)[2].str();
+        EXPECT_FALSE(fs::exists(target)) << file.path().lexically_relative(source_root()).string()
+                                         << " includes " << (*it)[1].str() << "/" << (*it)[2].str()
+                                         << ", a private header of another layer";
+      }
+    }
+  }
+  EXPECT_GE(private_headers, 10u);
+}
+
 // The compiler, given a layer's include root, refuses a higher layer's header and accepts a
 // lower one's.
 TEST(Layers, TheIncludeRootRefusesAReachUp) {

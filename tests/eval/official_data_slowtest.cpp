@@ -6,7 +6,7 @@
 
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/eval/evaluator.h"
-#include "nl2sql/eval/hardness.h"
+#include "eval/hardness.h"
 #include "support/test_env.h"
 
 namespace nl2sql::eval {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "nl2sql/context/column_filter.h"
-#include "nl2sql/context/llm_calls.h"
+#include "context/llm_calls.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/select/separating_instance.h"
 

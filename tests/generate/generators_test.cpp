@@ -14,7 +14,7 @@
 #include "nl2sql/db/result_compare.h"
 #include "nl2sql/fix/fixer.h"
 #include "nl2sql/generate/generator.h"
-#include "nl2sql/generate/qp_demos.h"
+#include "generate/qp_demos.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/sim/simulator.h"
 #include "support/test_env.h"

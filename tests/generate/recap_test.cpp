@@ -9,7 +9,7 @@
 #include "generate/agentic_fixture.h"
 #include "llm/fake_openai_server.h"
 #include "nl2sql/generate/generator.h"
-#include "nl2sql/generate/recap.h"
+#include "generate/recap.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
 #include "support/test_env.h"

@@ -2,7 +2,7 @@
 // resolved through aliases and subqueries; unparsable PreSQL is reported and contributes nothing.
 #include <gtest/gtest.h>
 
-#include "nl2sql/generate/schema_linking.h"
+#include "generate/schema_linking.h"
 #include "support/test_env.h"
 
 namespace nl2sql::generate {

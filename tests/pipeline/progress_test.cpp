@@ -1,4 +1,4 @@
-#include "nl2sql/pipeline/progress.h"
+#include "pipeline/progress.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "nl2sql/eval/hardness.h"
+#include "eval/hardness.h"
 #include "nl2sql/sql/analysis.h"
 #include "nl2sql/sql/features.h"
 #include "nl2sql/sql/parser.h"

@@ -18,7 +18,7 @@
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/generate/generator.h"
-#include "nl2sql/generate/result_check.h"
+#include "result_check.h"
 
 namespace nl2sql::llm {
 class Client;

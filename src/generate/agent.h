@@ -29,7 +29,7 @@
 
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/status.h"
-#include "nl2sql/generate/agent_steps.h"
+#include "agent_steps.h"
 #include "nl2sql/generate/generator.h"
 
 namespace nl2sql::generate {
