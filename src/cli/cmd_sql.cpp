@@ -40,7 +40,7 @@ Result<sql::Statement> parse_arg(const SqlArgs& a) { return sql::parse(read_sql(
 
 Result<sql::Schema> schema_arg(const SqlArgs& a) {
   if (a.db.empty()) return invalid_input("--db PATH is required");
-  return sql::load_schema(a.db);
+  return db::inspect_schema(a.db);
 }
 
 int run_parse(const SqlArgs& a) {

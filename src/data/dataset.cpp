@@ -1,6 +1,6 @@
 #include "nl2sql/data/dataset.h"
+#include "nl2sql/db/schema_info.h"
 
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <cctype>
@@ -348,64 +348,23 @@ Result<std::map<std::string, Schema>> load_tables_json(const fs::path& path) {
 }
 
 Result<Schema> read_schema_from_database(const fs::path& db_path, const std::string& db_id) {
-  // Schema introspection needs PRAGMA table-valued functions, which the query authorizer
-  // denies; this handle runs only the fixed statements below.
-  sqlite3* db = nullptr;
-  std::string uri = "file:" + fs::absolute(db_path).string() + "?mode=ro";
-  if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) !=
-      SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : "cannot open";
-    sqlite3_close_v2(db);
-    return Status(ErrorCode::kIo, "cannot open database " + db_path.string() + ": " + msg);
-  }
-  struct Closer {
-    sqlite3* d;
-    ~Closer() { sqlite3_close_v2(d); }
-  } closer{db};
-  auto query = [&](const std::string& sql, auto&& on_row) -> Status {
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK)
-      return Status(ErrorCode::kSql, db_path.string() + ": " + sqlite3_errmsg(db));
-    while (sqlite3_step(st) == SQLITE_ROW) on_row(st);
-    sqlite3_finalize(st);
-    return Status::ok();
-  };
-  auto text = [](sqlite3_stmt* st, int c) {
-    const auto* p = sqlite3_column_text(st, c);
-    return p ? std::string(reinterpret_cast<const char*>(p)) : std::string();
-  };
+  auto info = db::inspect_schema(db_path);
+  if (!info) return info.status();
   Schema s;
   s.db_id = db_id;
-  NL2SQL_RETURN_IF_ERROR(query(
-      "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid",
-      [&](sqlite3_stmt* st) {
-        Table t;
-        t.name = text(st, 0);
-        t.display_name = t.name;
-        s.tables.push_back(std::move(t));
-      }));
-  for (auto& t : s.tables) {
-    std::vector<std::pair<int, std::string>> pk;
-    std::string esc;
-    for (char c : t.name) esc += (c == '\'') ? std::string("''") : std::string(1, c);
-    NL2SQL_RETURN_IF_ERROR(query("SELECT name, type, pk FROM pragma_table_info('" + esc + "')",
-                                 [&](sqlite3_stmt* st) {
-                                   Column c;
-                                   c.name = text(st, 0);
-                                   c.display_name = c.name;
-                                   c.type = text(st, 1);
-                                   int k = sqlite3_column_int(st, 2);
-                                   if (k > 0) pk.emplace_back(k, c.name);
-                                   t.columns.push_back(std::move(c));
-                                 }));
-    std::sort(pk.begin(), pk.end());
-    for (auto& [k, name] : pk) t.primary_key.push_back(name);
-    NL2SQL_RETURN_IF_ERROR(query(
-        "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list('" + esc + "')",
-        [&](sqlite3_stmt* st) {
-          ForeignKey fk{t.name, text(st, 1), text(st, 0), text(st, 2)};
-          s.foreign_keys.push_back(std::move(fk));
-        }));
+  for (const auto& ti : info->tables) {
+    if (ti.is_view) continue;
+    Table t;
+    t.name = t.display_name = ti.name;
+    for (const auto& ci : ti.columns) {
+      Column c;
+      c.name = c.display_name = ci.name;
+      c.type = ci.type;
+      t.columns.push_back(std::move(c));
+    }
+    t.primary_key = ti.primary_key();
+    for (const auto& fk : ti.foreign_keys) s.foreign_keys.push_back({ti.name, fk.from_column, fk.to_table, fk.to_column});
+    s.tables.push_back(std::move(t));
   }
   // An FK declared without a target column refers to the target's primary key.
   for (auto& fk : s.foreign_keys) {

@@ -318,7 +318,7 @@ class SsevGenerator : public GeneratorBase {
     context::RenderOptions pruned = full;
     std::string link_note;
     auto schema = in.db_path.empty() ? Result<sql::Schema>(not_found("no database path"))
-                                     : sql::load_schema(in.db_path);
+                                     : db::inspect_schema(in.db_path);
     if (schema) {
       auto link = link_schema(queries, *schema);
       pruned.columns = link.columns;

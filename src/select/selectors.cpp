@@ -111,7 +111,7 @@ class SchemaCache {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(db.string());
     if (it != cache_.end()) return it->second;
-    auto s = sql::load_schema(db);
+    auto s = db::inspect_schema(db);
     std::shared_ptr<const sql::Schema> p =
         s.is_ok() ? std::make_shared<const sql::Schema>(std::move(*s)) : nullptr;
     cache_[db.string()] = p;

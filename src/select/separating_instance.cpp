@@ -269,7 +269,7 @@ Result<db::ResultSet> MemoryDatabase::run(const std::string& sql, double timeout
 Result<InstanceBuilder> InstanceBuilder::open(const std::filesystem::path& db_path,
                                               const db::Executor& executor,
                                               InstanceOptions options) {
-  auto schema = sql::load_schema(db_path);
+  auto schema = db::inspect_schema(db_path);
   if (!schema.is_ok()) return schema.status();
   InstanceBuilder b;
   b.db_path_ = db_path;

@@ -1,6 +1,5 @@
 #include "nl2sql/sql/analysis.h"
 
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <cctype>
@@ -451,71 +450,6 @@ class Analyzer {
 };
 
 }  // namespace
-
-const ColumnInfo* TableInfo::find_column(std::string_view name) const {
-  for (const auto& c : columns)
-    if (sqlite3_stricmp(c.name.c_str(), std::string(name).c_str()) == 0) return &c;
-  return nullptr;
-}
-
-const TableInfo* Schema::find(std::string_view name) const {
-  std::string n(name);
-  for (const auto& t : tables)
-    if (sqlite3_stricmp(t.name.c_str(), n.c_str()) == 0) return &t;
-  return nullptr;
-}
-
-Result<Schema> load_schema(const std::filesystem::path& db) {
-  if (!std::filesystem::exists(db)) return not_found("no database at " + db.string());
-  sqlite3* h = nullptr;
-  int rc = sqlite3_open_v2(db.string().c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string msg = h ? sqlite3_errmsg(h) : "out of memory";
-    sqlite3_close_v2(h);
-    return Status(ErrorCode::kSql, db.string() + ": " + msg);
-  }
-  Schema schema;
-  Status st;
-  auto query = [&](const char* sql, const std::string& arg, auto&& on_row) {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(h, sql, -1, &stmt, nullptr) != SQLITE_OK) {
-      st = Status(ErrorCode::kSql, db.string() + ": " + sqlite3_errmsg(h));
-      return;
-    }
-    if (!arg.empty()) sqlite3_bind_text(stmt, 1, arg.c_str(), -1, SQLITE_TRANSIENT);
-    while (sqlite3_step(stmt) == SQLITE_ROW) on_row(stmt);
-    sqlite3_finalize(stmt);
-  };
-  auto text = [](sqlite3_stmt* s, int i) {
-    const unsigned char* t = sqlite3_column_text(s, i);
-    return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
-  };
-  query("SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT "
-        "LIKE 'sqlite_%' ORDER BY rowid",
-        "", [&](sqlite3_stmt* s) {
-          TableInfo t;
-          t.name = text(s, 0);
-          t.is_view = text(s, 1) == "view";
-          t.create_sql = text(s, 2);
-          std::string upper_sql = lc(t.create_sql);
-          t.without_rowid = upper_sql.find("without rowid") != std::string::npos;
-          schema.tables.push_back(std::move(t));
-        });
-  for (auto& t : schema.tables) {
-    int pk_count = 0;
-    query("SELECT name, type, pk FROM pragma_table_info(?)", t.name, [&](sqlite3_stmt* s) {
-      ColumnInfo c{text(s, 0), text(s, 1), sqlite3_column_int(s, 2) > 0};
-      if (c.primary_key) ++pk_count;
-      t.columns.push_back(std::move(c));
-    });
-    if (pk_count == 1 && !t.without_rowid && !t.is_view)
-      for (size_t k = 0; k < t.columns.size(); ++k)
-        if (t.columns[k].primary_key && lc(t.columns[k].type) == "integer") t.rowid_alias = static_cast<int>(k);
-  }
-  sqlite3_close_v2(h);
-  if (!st.is_ok()) return st;
-  return schema;
-}
 
 References analyze_references(const Select& select, const Schema& schema) {
   References out;

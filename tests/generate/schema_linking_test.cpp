@@ -16,7 +16,7 @@ class SchemaLinking : public ::testing::Test {
                             "CREATE TABLE school (school_id INTEGER PRIMARY KEY, name TEXT, district_id INTEGER, kind TEXT);"
                             "CREATE TABLE district (district_id INTEGER PRIMARY KEY, name TEXT, region TEXT, population INTEGER);"
                             "CREATE TABLE score (school_id INTEGER, year INTEGER, avg_math REAL);");
-    auto s = sql::load_schema(db);
+    auto s = db::inspect_schema(db);
     ASSERT_TRUE(s.is_ok()) << s.status().message();
     schema_ = std::move(*s);
   }

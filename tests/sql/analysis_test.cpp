@@ -19,7 +19,7 @@ class SqlAnalysis : public ::testing::Test {
       CREATE VIEW old_singers AS SELECT name, age FROM singer WHERE age > 60;
       INSERT INTO singer VALUES (1, 'A', 'France', 30), (2, 'B', 'Spain', 70);
     )");
-    auto s = load_schema(db_);
+    auto s = db::inspect_schema(db_);
     ASSERT_TRUE(s.is_ok()) << s.status().message();
     schema_ = std::move(*s);
   }
@@ -42,7 +42,7 @@ TEST_F(SqlAnalysis, SchemaIsReadFromTheDatabase) {
   EXPECT_EQ(s->columns.size(), 4u);
   EXPECT_EQ(s->rowid_alias, 0);
   EXPECT_TRUE(schema_.find("old_singers")->is_view);
-  EXPECT_FALSE(load_schema(dir_ / "missing.sqlite").is_ok());
+  EXPECT_FALSE(db::inspect_schema(dir_ / "missing.sqlite").is_ok());
 }
 
 TEST_F(SqlAnalysis, ResolvesAliasesStarsCtesAndCorrelation) {

@@ -64,7 +64,7 @@ TEST(SqlGoldAnalysis, ReferencedColumnsEqualAuthorizerReads) {
     if (!auth) continue;  // gold that SQLite itself rejects
     auto key = q.db->string();
     if (!schemas.count(key)) {
-      auto s = load_schema(*q.db);
+      auto s = db::inspect_schema(*q.db);
       ASSERT_TRUE(s.is_ok()) << s.status().message();
       schemas[key] = std::move(*s);
     }

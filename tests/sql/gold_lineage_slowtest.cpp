@@ -36,7 +36,7 @@ TEST(SqlGoldLineage, LineageSubDatabaseReproducesTheResult) {
     if (!original.ok() || original.result.rows.empty()) continue;
     ++considered;
     auto key = q.db->string();
-    if (!schemas.count(key)) schemas[key] = std::move(*load_schema(*q.db));
+    if (!schemas.count(key)) schemas[key] = std::move(*db::inspect_schema(*q.db));
     auto parsed = parse_query(q.sql);
     ASSERT_TRUE(parsed.is_ok());
     auto lineage = rewrite_lineage(*parsed->select, schemas[key]);

@@ -20,7 +20,7 @@ class SqlLineage : public ::testing::Test {
       INSERT INTO singer VALUES (1, 'A', 'France', 30), (2, 'B', 'Spain', 70), (3, 'C', 'Spain', 50);
       INSERT INTO concert VALUES ('v1', 1), ('v2', 2), ('v3', 2), ('v4', 3);
     )");
-    schema_ = std::move(*load_schema(db_));
+    schema_ = std::move(*db::inspect_schema(db_));
   }
   LineageRows rows(const std::string& sql, Lineage* out = nullptr) {
     auto q = parse_query(sql);
@@ -134,7 +134,7 @@ TEST_F(SqlLineage, LargeGroupedWitnessesKeepAHashSampleOfWholeGroups) {
     CREATE TABLE sale (id INTEGER PRIMARY KEY, shop INTEGER, amount INTEGER);
     WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 399)
     INSERT INTO sale SELECT i + 1, i % 50, i FROM n;)");
-  Schema schema = std::move(*load_schema(db));
+  Schema schema = std::move(*db::inspect_schema(db));
   db::ExecutorOptions eo;
   eo.immutable = false;
   db::Executor exec(eo);

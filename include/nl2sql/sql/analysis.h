@@ -1,9 +1,8 @@
 // Schema-aware analyses of a parsed query: which base tables and columns it reads, and which
 // literals it compares with which columns.
 //
-// A Schema is read from the SQLite file itself (sqlite_master + pragma_table_info) on a plain
-// read-only handle of our own: db::Executor's authorizer denies PRAGMA, and introspection is
-// not query execution. analyze_references() resolves every column reference the way SQLite's
+// A Schema is the database's physical schema as db::inspect_schema reads it from the SQLite
+// file (db/schema_info.h). analyze_references() resolves every column reference the way SQLite's
 // name resolution does — table aliases, CTE names, derived tables, views (expanded), `*` and
 // `t.*`, USING/NATURAL joins, correlated references to outer queries, result-column aliases in
 // WHERE/GROUP BY/HAVING/ORDER BY, rowid aliases, and SQLite's rule that an unresolvable
@@ -20,33 +19,16 @@
 #include <vector>
 
 #include "nl2sql/core/status.h"
+#include "nl2sql/db/schema_info.h"
 #include "nl2sql/sql/ast.h"
 
 namespace nl2sql::sql {
 
-struct ColumnInfo {
-  std::string name;
-  std::string type;
-  bool primary_key = false;
-};
-
-struct TableInfo {
-  std::string name;
-  std::vector<ColumnInfo> columns;
-  bool is_view = false;
-  bool without_rowid = false;
-  std::string create_sql;        // as stored in sqlite_master
-  int rowid_alias = -1;          // index of an INTEGER PRIMARY KEY column, or -1
-  const ColumnInfo* find_column(std::string_view name) const;  // case-insensitive
-};
-
-struct Schema {
-  std::vector<TableInfo> tables;
-  const TableInfo* find(std::string_view name) const;  // case-insensitive
-};
-
-// Reads tables and views (not sqlite_* internals) of the database at `db`.
-Result<Schema> load_schema(const std::filesystem::path& db);
+// The physical schema the analysis resolves names against (db/schema_info.h, read by
+// db::inspect_schema).
+using ColumnInfo = db::ColumnInfo;
+using TableInfo = db::TableInfo;
+using Schema = db::SchemaInfo;
 
 // A (table, column) read, spelled as in the schema.
 using ColumnRead = std::pair<std::string, std::string>;
