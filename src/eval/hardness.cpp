@@ -47,8 +47,8 @@ std::vector<json> all_conds(const json& sql, size_t start) {
 
 }  // namespace
 
-HardnessComponents spider_hardness_components(const json& sql) {
-  HardnessComponents h;
+sql::SpiderHardness spider_hardness_components(const json& sql) {
+  sql::SpiderHardness h;
   const json& from = sql.contains("from") ? sql["from"] : json::object();
   const json& where = field(sql, "where");
   const json& group_by = field(sql, "groupBy");
@@ -104,14 +104,7 @@ HardnessComponents spider_hardness_components(const json& sql) {
 
 std::string spider_hardness(const json& sql) {
   if (!sql.is_object() || !sql.contains("select")) return "";
-  auto h = spider_hardness_components(sql);
-  int c1 = h.component1, c2 = h.component2, o = h.others;
-  if (c1 <= 1 && o == 0 && c2 == 0) return "easy";
-  if ((o <= 2 && c1 <= 1 && c2 == 0) || (c1 <= 2 && o < 2 && c2 == 0)) return "medium";
-  if ((o > 2 && c1 <= 2 && c2 == 0) || (2 < c1 && c1 <= 3 && o <= 2 && c2 == 0) ||
-      (c1 <= 1 && o == 0 && c2 <= 1))
-    return "hard";
-  return "extra";
+  return sql::spider_hardness_level(spider_hardness_components(sql));
 }
 
 }  // namespace nl2sql::eval

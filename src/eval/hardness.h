@@ -8,15 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nl2sql/sql/features.h"
+
 namespace nl2sql::eval {
 
-struct HardnessComponents {
-  int component1 = 0;
-  int component2 = 0;
-  int others = 0;
-};
-
-HardnessComponents spider_hardness_components(const nlohmann::json& sql);
+// The counts of the official rule, read from Spider's parsed "sql" field; the rule itself is
+// sql::spider_hardness_level (shared with the counts read from our own parse).
+sql::SpiderHardness spider_hardness_components(const nlohmann::json& sql);
 // "easy" | "medium" | "hard" | "extra"; "" when `sql` is not a parsed Spider query.
 std::string spider_hardness(const nlohmann::json& sql);
 

@@ -251,9 +251,10 @@ SpiderHardness spider_hardness_components(const Select& s) {
   return h;
 }
 
-std::string spider_hardness(const Select& select) {
-  auto h = spider_hardness_components(select);
-  int c1 = h.component1, c2 = h.component2, o = h.others;
+std::string spider_hardness(const Select& select) { return spider_hardness_level(spider_hardness_components(select)); }
+
+std::string spider_hardness_level(const SpiderHardness& h) {
+  const int c1 = h.component1, c2 = h.component2, o = h.others;
   if (c1 <= 1 && o == 0 && c2 == 0) return "easy";
   if ((o <= 2 && c1 <= 1 && c2 == 0) || (c1 <= 2 && o < 2 && c2 == 0)) return "medium";
   if ((o > 2 && c1 <= 2 && c2 == 0) || (c1 > 2 && c1 <= 3 && o <= 2 && c2 == 0) ||

@@ -51,7 +51,10 @@ struct SpiderHardness {
 };
 
 SpiderHardness spider_hardness_components(const Select& select);
-// "easy" | "medium" | "hard" | "extra".
+// The official rule from the three counts: "easy" | "medium" | "hard" | "extra". The one place
+// the thresholds live; eval's reader of Spider's parsed "sql" field counts the same components.
+std::string spider_hardness_level(const SpiderHardness& h);
+// spider_hardness_level(spider_hardness_components(select)).
 std::string spider_hardness(const Select& select);
 
 // True for count/sum/avg/min/max/total/group_concat/string_agg calls (not windowed).
