@@ -18,8 +18,10 @@
 #include <iostream>
 #include <string>
 
-#include "llm_fake_server.h"
 #include "nl2sql/core/hash.h"
+#include "support/fake_openai_server.h"
+
+namespace fake = nl2sql::llm::testing;
 
 namespace {
 
@@ -31,19 +33,14 @@ namespace {
   std::exit(2);
 }
 
-bool known_kind(const std::string& k) {
-  if (k == "401") return true;
-  for (const auto& f : nl2sql::bench::random_fault_kinds())
-    if (f == k) return true;
-  return false;
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int latency = 100;
   int port = 0;
-  nl2sql::bench::FaultPlan faults;
+  fake::FaultPlan faults;
+  double fault_rate = 0;
   int positional = 0;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -54,7 +51,7 @@ int main(int argc, char** argv) {
       };
       if (a == "--latency-ms") latency = std::stoi(value());
       else if (a == "--port") port = std::stoi(value());
-      else if (a == "--fault-rate") faults.rate = std::stod(value());
+      else if (a == "--fault-rate") fault_rate = std::stod(value());
       else if (a == "--fault-seed") faults.seed = std::stoull(value());
       else if (a == "--fail-401-after") faults.fail_401_from = std::stoll(value());
       else if (a == "--slow-body-ms") faults.slow_body_delay = std::chrono::milliseconds(std::stoi(value()));
@@ -67,8 +64,9 @@ int main(int argc, char** argv) {
           size_t colon = item.find(':');
           if (colon == std::string::npos) usage("--fault-at: expected SEQ:KIND, got '" + item + "'");
           std::string kind = item.substr(colon + 1);
-          if (!known_kind(kind)) usage("--fault-at: unknown fault kind '" + kind + "'");
-          faults.at_call[std::stoll(item.substr(0, colon))] = kind;
+          auto fault = fake::fault_from_name(kind);
+          if (!fault) usage("--fault-at: unknown fault kind '" + kind + "'");
+          faults.at_call[std::stoll(item.substr(0, colon))] = *fault;
           if (end == std::string::npos) break;
           start = end + 1;
         }
@@ -83,7 +81,8 @@ int main(int argc, char** argv) {
   } catch (const std::exception&) {
     usage("a numeric flag has a non-numeric value");
   }
-  if (faults.rate < 0 || faults.rate > 1) usage("--fault-rate must be within [0, 1]");
+  if (fault_rate < 0 || fault_rate > 1) usage("--fault-rate must be within [0, 1]");
+  if (fault_rate > 0) faults.rates = fake::FaultPlan::uniform(fault_rate, faults.seed).rates;
 
   // Blocked before the server's threads start, so only sigwait() below receives them.
   sigset_t stop;
@@ -98,15 +97,17 @@ int main(int argc, char** argv) {
       "SELECT name FROM sqlite_master ORDER BY name LIMIT 1",
       "SELECT no_such_column FROM no_such_table",
   };
-  nl2sql::bench::LatencyServer server(
-      std::chrono::milliseconds(latency),
-      [](const std::string& body, int64_t) {
-        uint64_t h = nl2sql::core::xxh64(body);
+  // One thread per connection the pipeline may keep open (threads x in-flight cap stays far below).
+  fake::FakeOpenAiServer server(
+      [latency](const httplib::Request& req, int64_t) {
+        uint64_t h = nl2sql::core::xxh64(req.body);
         const char* sql = kSql[h % 5];
-        return std::string("Reasoning: compared the two candidates.\nAnswer: ") + ((h >> 8) % 2 ? "A" : "B") +
-               "\n```json\n[\"name\", \"count\"]\n```\n```sql\n" + sql + "\n```";
+        std::string text = std::string("Reasoning: compared the two candidates.\nAnswer: ") + ((h >> 8) % 2 ? "A" : "B") +
+                           "\n```json\n[\"name\", \"count\"]\n```\n```sql\n" + sql + "\n```";
+        return fake::FakeReply(200, fake::completion_body(text), {}, std::chrono::milliseconds(latency));
       },
-      port, faults);
+      256, port);
+  server.set_faults(faults);
   std::cout << server.base_url() << std::endl;
   int sig = 0;
   sigwait(&stop, &sig);
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
   std::cerr << "faults:";
   int64_t total = 0;
   for (const auto& [kind, n] : server.faults()) {
-    std::cerr << " " << kind << "=" << n;
+    std::cerr << " " << fake::fault_name(kind) << "=" << n;
     total += n;
   }
   std::cerr << " total=" << total << "\n";

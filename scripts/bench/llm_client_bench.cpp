@@ -10,10 +10,10 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "llm_fake_server.h"
 #include "nl2sql/core/log.h"
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/llm/client.h"
+#include "lean_latency_server.h"
 
 using namespace nl2sql;
 
@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   const auto cache_path = (dir / "cache.sqlite").string();
 
-  bench::LatencyServer server{std::chrono::milliseconds(latency_ms)};
+  bench::LeanLatencyServer server{std::chrono::milliseconds(latency_ms)};
   llm::LlmSettings settings;
   llm::ModelProfile p;
   p.name = "bench";

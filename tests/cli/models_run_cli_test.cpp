@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "support/test_env.h"
 
 namespace nl2sql::testing {

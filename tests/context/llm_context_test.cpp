@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/context/column_filter.h"
 #include "nl2sql/context/embedding_rerank.h"
 #include "context/llm_calls.h"

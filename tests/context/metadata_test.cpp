@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/context/metadata.h"
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/db/executor.h"

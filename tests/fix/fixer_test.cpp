@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/feedback/feedback.h"
 #include "nl2sql/fix/fixer.h"

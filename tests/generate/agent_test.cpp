@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "generate/agentic_fixture.h"
-#include "llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/context/retrieve.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/run/run_data.h"

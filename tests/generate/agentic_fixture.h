@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/executor.h"

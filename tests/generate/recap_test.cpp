@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "generate/agentic_fixture.h"
-#include "llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/generate/generator.h"
 #include "generate/recap.h"
 #include "nl2sql/llm/client.h"

@@ -21,7 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/hash.h"

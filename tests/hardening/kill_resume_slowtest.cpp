@@ -23,8 +23,8 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
-#include "../../scripts/bench/llm_fake_server.h"
 #include "nl2sql/core/hash.h"
+#include "support/fake_openai_server.h"
 #include "support/test_env.h"
 
 namespace nl2sql {
@@ -129,13 +129,14 @@ class HardeningKillResume : public ::testing::Test {
 TEST_F(HardeningKillResume, TwentyKillsThenResumeGiveTheUninterruptedReport) {
   // Content-decided answers: a verdict line, a keyword list and one of a few SQL blocks (one
   // broken, so the fixer runs).
-  bench::LatencyServer server(std::chrono::milliseconds(50), [](const std::string& body, int64_t) {
+  llm::testing::FakeOpenAiServer server([](const httplib::Request& req, int64_t) {
     static const char* kSql[] = {"SELECT count(*) FROM school", "SELECT name FROM district",
                                  "SELECT nope FROM school"};
-    uint64_t h = core::xxh64(body);
-    return std::string("Answer: ") + ((h >> 7) % 2 ? "A" : "B") + "\n```json\n[\"school\"]\n```\n```sql\n" +
-           kSql[h % 3] + "\n```";
-  });
+    uint64_t h = core::xxh64(req.body);
+    std::string text = std::string("Answer: ") + ((h >> 7) % 2 ? "A" : "B") + "\n```json\n[\"school\"]\n```\n```sql\n" +
+                       kSql[h % 3] + "\n```";
+    return llm::testing::FakeReply(200, llm::testing::completion_body(text), {}, std::chrono::milliseconds(50));
+  }, 64);
   fs::path clean = dir_ / "clean", killed = dir_ / "killed";
   write_config(clean, server.base_url());
   write_config(killed, server.base_url());

@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/hash.h"
 #include "nl2sql/pipeline/pipeline.h"

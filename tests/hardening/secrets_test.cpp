@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/core/hash.h"
 #include "support/test_env.h"
 

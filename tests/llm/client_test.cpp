@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/core/log.h"
 #include "support/test_env.h"
 

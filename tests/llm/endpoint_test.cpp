@@ -8,7 +8,7 @@
 
 #include <ctime>
 
-#include "fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/core/log.h"
 #include "nl2sql/llm/client.h"
 #include "support/test_env.h"

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/llm/client.h"
 #include "support/test_env.h"
 

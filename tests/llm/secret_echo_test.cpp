@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include "fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/core/log.h"
 #include "nl2sql/llm/client.h"
 

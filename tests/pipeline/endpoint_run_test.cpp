@@ -11,7 +11,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/pipeline/pipeline.h"

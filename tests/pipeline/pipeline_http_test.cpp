@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/fix/fixer.h"

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "llm/fake_openai_server.h"
+#include "support/fake_openai_server.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/select/clusters.h"

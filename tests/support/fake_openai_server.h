@@ -1,5 +1,6 @@
-// An in-process fake OpenAI-compatible server for tests and benchmarks: cpp-httplib on
-// 127.0.0.1 at an ephemeral port, answering POST /v1/chat/completions and /v1/embeddings with
+// The fake OpenAI-compatible server of the tests and the benchmarks (scripts/bench/ builds it
+// into fake_llm_server_tool and bench_llm_client_bench): cpp-httplib on 127.0.0.1 at an
+// ephemeral port (or a given one), answering POST /v1/chat/completions and /v1/embeddings with
 // scripted replies. A script function decides each reply from the request and its sequence
 // number; the server counts requests, tracks requests in flight (current and peak) and keeps
 // the Authorization headers it saw. Thread-safe; stops and joins in its destructor.
@@ -24,6 +25,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -93,6 +95,15 @@ inline const char* fault_name(Fault f) {
   return "?";
 }
 
+// The kind named as fault_name spells it; nullopt for an unknown name.
+inline std::optional<Fault> fault_from_name(const std::string& name) {
+  for (Fault f : {Fault::k429, Fault::k429RetryAfter, Fault::k500, Fault::k503, Fault::kReset,
+                  Fault::kSlowBody, Fault::kTruncatedJson, Fault::kNotJson, Fault::kEmptyChoices,
+                  Fault::kLength, Fault::k401})
+    if (name == fault_name(f)) return f;
+  return std::nullopt;
+}
+
 inline std::vector<Fault> all_random_faults() {
   return {Fault::k429,           Fault::k429RetryAfter, Fault::k500,          Fault::k503,
           Fault::kReset,         Fault::kSlowBody,      Fault::kTruncatedJson, Fault::kNotJson,
@@ -135,11 +146,18 @@ struct FaultPlan {
   }
 };
 
+// The content type llama.cpp's server sends. cpp-httplib compresses only an exact
+// "application/json", with brotli when the client accepts it (ours does): several milliseconds
+// of server CPU per answer that would be counted against the client in the benchmarks.
+inline constexpr const char* kJsonType = "application/json; charset=utf-8";
+
 class FakeOpenAiServer {
  public:
   using Script = std::function<FakeReply(const httplib::Request&, int64_t seq)>;
 
-  explicit FakeOpenAiServer(Script script, int threads = 16) : script_(std::move(script)) {
+  // `threads` bounds the connections served at once (a keep-alive connection holds a thread);
+  // `port` 0 picks a free one.
+  explicit FakeOpenAiServer(Script script, int threads = 16, int port = 0) : script_(std::move(script)) {
     server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
     server_.set_tcp_nodelay(true);  // else Nagle + delayed ACK add ~40 ms per answer
     server_.set_keep_alive_max_count(100000);
@@ -147,7 +165,8 @@ class FakeOpenAiServer {
     auto handler = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
     server_.Post("/v1/chat/completions", handler);
     server_.Post("/v1/embeddings", handler);
-    port_ = server_.bind_to_any_port("127.0.0.1");
+    port_ = port > 0 ? (server_.bind_to_port("127.0.0.1", port) ? port : -1) : server_.bind_to_any_port("127.0.0.1");
+    if (port_ < 0) throw std::runtime_error("fake OpenAI server: cannot bind 127.0.0.1:" + std::to_string(port));
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     for (int i = 0; i < 2000 && !server_.is_running(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -269,7 +288,7 @@ class FakeOpenAiServer {
         // transfer breaks off like a reset connection (a transport error, not an HTTP status).
         res.status = 200;
         res.set_content_provider(
-            1024, "application/json",
+            1024, kJsonType,
             [](size_t, size_t, httplib::DataSink&) { return false; });
         return;
       }
@@ -278,7 +297,7 @@ class FakeOpenAiServer {
         res.status = reply.status;
         for (const auto& [k, v] : reply.headers) res.set_header(k, v);
         res.set_content_provider(
-            body->size(), "application/json",
+            body->size(), kJsonType,
             [this, body, slow_delay](size_t offset, size_t, httplib::DataSink& sink) {
               size_t half = body->size() / 2;
               if (offset < half) return sink.write(body->data(), half);
@@ -292,7 +311,7 @@ class FakeOpenAiServer {
     for (const auto& [k, v] : reply.headers) res.set_header(k, v);
     if (reply.chunked) {
       auto body = std::make_shared<std::string>(std::move(reply.body));
-      res.set_chunked_content_provider("application/json", [body](size_t offset, httplib::DataSink& sink) {
+      res.set_chunked_content_provider(kJsonType, [body](size_t offset, httplib::DataSink& sink) {
         if (offset >= body->size()) {
           sink.done();
           return true;
@@ -301,7 +320,7 @@ class FakeOpenAiServer {
       });
       return;
     }
-    res.set_content(reply.body, "application/json");
+    res.set_content(reply.body, kJsonType);
   }
 
   Script script_;
