@@ -1,6 +1,8 @@
 #include "nl2sql/sql/printer.h"
 
 #include <cctype>
+#include <set>
+#include <string>
 
 #include "nl2sql/sql/parser.h"
 #include "nl2sql/core/text.h"
@@ -561,7 +563,14 @@ bool plain_identifier(const std::string& n) {
     if (!(std::isalnum(c) || c == '_')) return false;
   }
   std::string u = to_upper(n);
-  return !is_reserved_word(u) && u != "TRUE" && u != "FALSE";
+  // Keywords SQLite's grammar never reads as a bare name, beyond those our parser reserves
+  // (SQLite 3.40: `SELECT index FROM t` is a syntax error). Checked against every SQLite keyword
+  // by SqlPrinter.EveryKeywordNamedColumnPrintsAsSqliteReadsIt.
+  static const std::set<std::string, std::less<>> kSqliteOnly = {
+      "ADD",     "ALTER",      "AUTOINCREMENT", "CHECK", "COMMIT", "CONSTRAINT",  "CREATE",
+      "DEFERRABLE", "DROP",    "FOREIGN",       "INDEX", "NOTHING", "PRIMARY",    "RAISE",
+      "REFERENCES", "TABLE",   "TO",            "TRANSACTION",     "UNIQUE"};
+  return !is_reserved_word(u) && !kSqliteOnly.count(u) && u != "TRUE" && u != "FALSE";
 }
 
 }  // namespace
