@@ -8,10 +8,12 @@
 
 namespace nl2sql::db {
 
-int exec_setup(sqlite3* db, const char* sql, std::string& error, int timeout_ms) {
+int exec_setup(sqlite3* db, const char* sql, std::string& error, int timeout_ms, int* attempts) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   auto pause = std::chrono::milliseconds(2);
+  if (attempts) *attempts = 0;
   for (;;) {
+    if (attempts) ++*attempts;
     char* err = nullptr;
     int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
     error = err ? err : (rc == SQLITE_OK ? "" : sqlite3_errstr(rc));

@@ -155,12 +155,12 @@ TEST(LlmClient, SlowAnswerPastTimeoutIsATimeout) {
   }, /*max_attempts=*/1);
   h.settings.profiles["main"].timeout_s = 0.15;
   auto client = h.client();
-  auto start = std::chrono::steady_clock::now();
   auto r = client->chat(ask("q"));
+  // Not "late": the client gave up before the answer came (and did not retry).
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(call_error_kind(r.status()), CallErrorKind::kTimeout) << r.status().to_string();
   EXPECT_EQ(r.status().code(), ErrorCode::kTimeout);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 550ms);
+  EXPECT_EQ(h.server.requests(), 1);
 }
 
 TEST(LlmClient, MalformedAnswersAreTypedErrorsAndNotRetried) {
@@ -393,19 +393,21 @@ TEST(LlmClient, ExternalCancelFlagAbandonsBackoff) {
 }
 
 TEST(LlmClient, CancelAbandonsAnInFlightRequestPromptly) {
+  // The server holds its answer for a minute (cut short when the test ends).
   Harness h([](const httplib::Request&, int64_t) {
-    return FakeReply{200, completion_body("too late"), {}, 1500ms};
+    return FakeReply{200, completion_body("too late"), {}, 60000ms};
   });
   auto client = h.client();
   Result<ChatResponse> result = internal_error("not run");
-  auto start = std::chrono::steady_clock::now();
   std::thread caller([&] { result = client->chat(ask("q")); });
-  for (int i = 0; i < 200 && h.server.requests() == 0; ++i) std::this_thread::sleep_for(5ms);
+  for (int i = 0; i < 2000 && h.server.in_flight() == 0; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(h.server.in_flight(), 1);
   client->cancel();
   caller.join();
+  // The call ended while the server was still holding the answer: abandoned, not awaited.
+  EXPECT_EQ(h.server.in_flight(), 1);
   ASSERT_FALSE(result.is_ok());
   EXPECT_EQ(call_error_kind(result.status()), CallErrorKind::kCancelled) << result.status().to_string();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 1000ms);
 }
 
 TEST(LlmClient, EmbeddingsKeepInputOrder) {

@@ -187,6 +187,7 @@ class FakeOpenAiServer {
   int port() const { return port_; }
   int64_t requests() const { return seq_.load(); }
   int64_t peak_in_flight() const { return peak_.load(); }
+  int64_t in_flight() const { return in_flight_.load(); }  // requests whose reply is not made yet
   std::vector<std::string> authorizations() {
     std::lock_guard lock(mu_);
     return auth_;

@@ -13,7 +13,9 @@ namespace nl2sql::db {
 
 // Runs `sql` (one or more statements) with sqlite3_exec, retrying while it fails with
 // SQLITE_BUSY or SQLITE_LOCKED for up to `timeout_ms`. Returns the SQLite result code; on
-// failure `error` holds the message.
-int exec_setup(sqlite3* db, const char* sql, std::string& error, int timeout_ms = 10000);
+// failure `error` holds the message. `attempts`, when given, receives how many times the
+// statements ran (1: no contention was met).
+int exec_setup(sqlite3* db, const char* sql, std::string& error, int timeout_ms = 10000,
+               int* attempts = nullptr);
 
 }  // namespace nl2sql::db
