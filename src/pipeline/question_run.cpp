@@ -1,0 +1,540 @@
+#include "question_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "nl2sql/select/clusters.h"
+#include "nl2sql/sql/features.h"
+#include "nl2sql/sql/parser.h"
+#include "progress.h"
+
+namespace nl2sql::pipeline {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Sums a list of call traces (JSON) into a stage's usage.
+void add_calls(std::map<std::string, run::StageUsage>& usage, const std::string& stage, const json& calls) {
+  if (!calls.is_array()) return;
+  run::StageUsage& u = usage[stage];
+  for (const auto& c : calls) {
+    u.calls += 1;
+    u.prompt_tokens += c.value("prompt_tokens", int64_t{0});
+    u.completion_tokens += c.value("completion_tokens", int64_t{0});
+    u.cost_usd += c.value("cost_usd", 0.0);
+    u.latency_s += c.value("latency_s", 0.0);
+    // Prompts whose schema was lightened to fit the model's context (the ladder's rung > 0).
+    if (c.value("prompt_rung", 0) > 0) u.degraded_prompts += 1;
+  }
+}
+
+run::Verdict verdict_of(const eval::ItemResult& item) {
+  run::Verdict v;
+  v.verdicts = item.verdicts;
+  v.outcome = item.outcome;
+  v.soft_f1 = item.soft_f1;
+  v.pred_status = item.pred_status;
+  v.error = item.error;
+  v.gold_status = item.gold_status;
+  v.gold_error = item.gold_error;
+  v.gold_unusable = item.gold_unusable;
+  v.gold_tie_dependent = item.gold_tie_dependent;
+  v.pred_rows = static_cast<int64_t>(item.pred_rows);
+  v.gold_rows = static_cast<int64_t>(item.gold_rows);
+  v.difficulty = item.difficulty;
+  return v;
+}
+
+// Rebuilds the retrieval a generator needs from the stored context payload.
+context::Retrieval retrieval_from_json(const json& ctx) {
+  context::Retrieval r;
+  for (const auto& k : ctx.value("keywords", json::array()))
+    r.keywords.push_back({k.value("text", ""), k.value("source", "")});
+  for (const auto& v : ctx.value("values", json::array())) {
+    context::ValueMatch m;
+    m.table = v.value("table", "");
+    m.column = v.value("column", "");
+    m.value = v.value("value", "");
+    m.score = v.value("score", 0.0);
+    m.keyword = v.value("keyword", "");
+    r.values.push_back(std::move(m));
+  }
+  for (const auto& c : ctx.value("columns", json::array())) {
+    context::ColumnMatch m;
+    m.table = c.value("table", "");
+    m.column = c.value("column", "");
+    m.score = c.value("score", 0.0);
+    m.keyword = c.value("keyword", "");
+    m.via = c.value("via", "");
+    r.columns.push_back(std::move(m));
+  }
+  return r;
+}
+
+// Interleaves candidates generator by generator (dc#0, qp#0, os#0, dc#1, …) so that the first k
+// of the order are a fair small pool for the curves vs number of candidates.
+std::vector<int> interleaved_order(const std::vector<generate::Candidate>& cands,
+                                   const std::vector<std::string>& generator_order) {
+  std::map<std::string, std::vector<int>> by_gen;
+  std::vector<std::string> gens;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!by_gen.count(cands[i].generator)) gens.push_back(cands[i].generator);
+    by_gen[cands[i].generator].push_back(static_cast<int>(i));
+  }
+  std::stable_sort(gens.begin(), gens.end(), [&](const std::string& a, const std::string& b) {
+    auto pa = std::find(generator_order.begin(), generator_order.end(), a) - generator_order.begin();
+    auto pb = std::find(generator_order.begin(), generator_order.end(), b) - generator_order.begin();
+    return pa < pb;
+  });
+  std::vector<int> order;
+  for (size_t round = 0; order.size() < cands.size(); ++round)
+    for (const auto& g : gens)
+      if (round < by_gen[g].size()) order.push_back(by_gen[g][round]);
+  return order;
+}
+
+// When every candidate lacks SQL because its model call failed, the first call error (the
+// reason the question could not be attempted); nullopt when any model call answered.
+std::optional<std::string> all_model_calls_failed(const std::vector<generate::Candidate>& candidates) {
+  if (candidates.empty()) return std::nullopt;
+  std::string first;
+  for (const auto& c : candidates) {
+    if (!c.sql.empty()) return std::nullopt;
+    bool failed_call = false;
+    for (const auto& call : c.calls) {
+      if (call.error.empty()) return std::nullopt;
+      failed_call = true;
+      if (first.empty()) first = call.error;
+    }
+    if (!failed_call) return std::nullopt;
+  }
+  return "every model call failed (" + std::to_string(candidates.size()) + " candidates); first: " + first;
+}
+
+}  // namespace
+
+// Model calls that failed (after their retries), the retries themselves, and the answers of
+// successful calls that no reader could use (parse failures, by the stage that read them),
+// between two snapshots of one question's accounting: what a stage's result cost in faults
+// survived.
+run::LlmFaults llm_faults_between(const llm::UsageTotals& before, const llm::UsageTotals& after) {
+  auto diff = [](const std::map<std::string, int64_t>& b, const std::map<std::string, int64_t>& a) {
+    std::map<std::string, int64_t> out;
+    for (const auto& [k, v] : a) {
+      auto it = b.find(k);
+      int64_t d = v - (it == b.end() ? 0 : it->second);
+      if (d > 0) out[k] = d;
+    }
+    return out;
+  };
+  run::LlmFaults f;
+  f.failed_calls = after.errors - before.errors;
+  f.retries = after.retries - before.retries;
+  f.failed_by_kind = diff(before.errors_by_kind, after.errors_by_kind);
+  f.parse_failures = after.parse_failures - before.parse_failures;
+  f.parse_failures_by_stage = diff(before.parse_failures_by_stage, after.parse_failures_by_stage);
+  return f;
+}
+
+
+Status QuestionRun::stage_context() {
+  if (auto done = stored("context")) {
+    context_json_ = *done;
+  } else {
+    auto t0 = Clock::now();
+    auto before = usage_now();
+    auto ctx = s_.context->build(task_, *schema_, db_path_, derive_seed(s_.settings.seed, q_.question_id, "context"));
+    if (!ctx) return ctx.status();
+    context_json_ = ctx->to_json();
+    latency_["context"] = seconds_since(t0);
+    context_json_["latency_s"] = latency_["context"];
+    NL2SQL_RETURN_IF_ERROR(put("context", context_json_, before));
+    context_json_.erase("llm_faults");
+  }
+  context_json_.erase("llm_faults");  // kept per stage; the record sums them
+  latency_["context"] = context_json_.value("latency_s", 0.0);
+  retrieval_ = retrieval_from_json(context_json_);
+  for (const auto& c : context_json_.value("selected_columns", json::array()))
+    if (c.is_string()) selected_columns_.insert(c.get<std::string>());
+  auto index = s_.context->index(q_.db_id, db_path_, *schema_);
+  if (index) index_ = *index;  // examples in prompts; without it generation still works
+  return Status::ok();
+}
+
+Status QuestionRun::stage_generate() {
+  if (auto done = stored("generate")) {
+    NL2SQL_RETURN_IF_ERROR(load_candidates(*done));
+    latency_["generate"] = done->value("latency_s", 0.0);
+    return Status::ok();
+  }
+  auto t0 = Clock::now();
+  auto before = usage_now();
+  generate::GenerationInput input;
+  input.question = &task_;
+  input.schema = schema_;
+  input.db_path = db_path_;
+  input.index = index_.get();
+  input.retrieval = &retrieval_;
+  input.selected_columns = selected_columns_;
+  input.seed = derive_seed(s_.settings.seed, q_.question_id, "generate");
+  // Generators of one question run side by side: their calls are independent, and the
+  // question's critical path is then the slowest generator, not their sum.
+  std::vector<Result<std::vector<generate::Candidate>>> outs(s_.generators.size(),
+                                                            Result<std::vector<generate::Candidate>>(
+                                                                internal_error("not run")));
+  std::vector<std::thread> threads;
+  for (size_t g = 0; g < s_.generators.size(); ++g)
+    threads.emplace_back([&, g] { outs[g] = s_.generators[g]->generate(input); });
+  for (auto& t : threads) t.join();
+  for (auto& out : outs) {
+    if (!out) return out.status();
+    for (auto& c : *out) candidates_.push_back(std::move(c));
+  }
+  // A question none of whose candidates got an answer from the model is a failure, not a
+  // wrong answer: left unstored, a rerun asks again.
+  if (auto why = all_model_calls_failed(candidates_)) {
+    faults_["generate"] = llm_faults_between(before, usage_now());
+    return Status(ErrorCode::kUnavailable, "no candidate: " + *why);
+  }
+  latency_["generate"] = seconds_since(t0);
+  json payload = {{"candidates", json::array()}, {"latency_s", latency_["generate"]}};
+  for (const auto& c : candidates_) payload["candidates"].push_back(generate::to_json(c));
+  return put("generate", payload, before);
+}
+
+Status QuestionRun::stage_fix() {
+  if (auto done = stored("fix")) {
+    NL2SQL_RETURN_IF_ERROR(load_candidates(*done));
+    exec_before_fix_ = done->value("executable_before_fix", json::object());
+    latency_["fix"] = done->value("latency_s", 0.0);
+    return Status::ok();
+  }
+  auto t0 = Clock::now();
+  auto before = usage_now();
+  fix::FixInput input;
+  input.question = &task_;
+  input.schema = schema_;
+  input.db_path = db_path_;
+  input.index = index_.get();
+  input.retrieval = &retrieval_;
+  input.executor = s_.executor.get();
+  exec_before_fix_ = json::object();
+  std::vector<Status> statuses(candidates_.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    threads.emplace_back([&, i] {
+      auto& c = candidates_[i];
+      fix::FixInput in = input;
+      in.seed = derive_seed(s_.settings.seed, q_.question_id, "fix#" + c.id);
+      if (s_.fixer && s_.fixer->options().enabled) {
+        statuses[i] = s_.fixer->fix(c, in);
+      } else {
+        fix::execute_candidate(c, *s_.executor, db_path_);
+      }
+    });
+    // Bounded fan-out: at most as many fixer loops at once as the question has generators
+    // (each loop holds model calls in flight).
+    if (threads.size() >= std::max<size_t>(4, s_.generators.size())) {
+      for (auto& t : threads) t.join();
+      threads.clear();
+    }
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& st : statuses) NL2SQL_RETURN_IF_ERROR(st);
+  for (const auto& c : candidates_) {
+    // Executable before fixing: the first round's starting point failed only when a round ran.
+    bool before = c.fix_rounds.empty() ? c.execution.ok() && !c.rejected
+                                       : false;
+    if (!c.fix_rounds.empty() && c.fix_rounds.front().failure_class == "empty_result") before = true;
+    exec_before_fix_[c.id] = before;
+  }
+  latency_["fix"] = seconds_since(t0);
+  json payload = {{"candidates", json::array()},
+                  {"executable_before_fix", exec_before_fix_},
+                  {"latency_s", latency_["fix"]}};
+  for (const auto& c : candidates_) payload["candidates"].push_back(generate::to_json(c));
+  return put("fix", payload, before);
+}
+
+// Judges every candidate against gold (the evaluator's own rules, through the run's result
+// cache) and keeps each candidate's result for selection. Not checkpointed: it is SQL only, and
+// the result cache makes a resumed judge a lookup.
+Status QuestionRun::stage_judge() {
+  auto t0 = Clock::now();
+  const std::string& fp = s_.fingerprints.at(q_.db_id);
+  items_.resize(candidates_.size());
+  results_.resize(candidates_.size());
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    const auto& c = candidates_[i];
+    eval::Prediction p;
+    p.present = c.extraction_ok && !c.sql.empty();
+    p.sql = c.sql;
+    db::ExecutionResult exec;
+    items_[i] = s_.judge->judge(q_, db_path_, fp, p, &exec);
+    if (p.present && !c.rejected && exec.ok()) results_[i] = std::move(exec);
+  }
+  latency_["eval"] = seconds_since(t0);
+  return Status::ok();
+}
+
+void QuestionRun::wait_turn() {
+  std::unique_lock lock(s_.seq_mu);
+  s_.seq_cv.wait(lock, [&] { return s_.seq_next >= position_ || cancelled(); });
+  turn_taken_ = true;
+}
+
+void QuestionRun::finish_turn() {
+  std::lock_guard lock(s_.seq_mu);
+  s_.seq_done.insert(position_);
+  while (s_.seq_done.count(s_.seq_next)) s_.seq_done.erase(s_.seq_next++);
+  s_.seq_cv.notify_all();
+}
+
+Status QuestionRun::stage_select() {
+  // Pool for the selectors: the gold-free task and the candidates (no gold in either).
+  select::SelectionInput input;
+  std::vector<bool> correct;  // per candidate, under the primary metric (gold stays here)
+  input.question = &task_;
+  input.schema = schema_;
+  input.db_path = db_path_;
+  input.generator_order = s_.generator_names;
+  input.seed = derive_seed(s_.settings.seed, q_.question_id, "select");
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    const auto& c = candidates_[i];
+    select::PoolCandidate pc;
+    pc.id = c.id;
+    pc.generator = c.generator;
+    pc.profile = c.profile;
+    pc.sql = c.sql;
+    pc.result = results_[i];
+    input.candidates.push_back(std::move(pc));
+    correct.push_back(s_.judge->correct(items_[i]));
+  }
+
+  if (auto done = stored("select")) {
+    latency_["select"] = done->value("latency_s", 0.0);
+    selections_.clear();
+    for (const auto& [name, sel] : done->items()) {
+      if (name == "latency_s" || name == "llm_faults") continue;
+      auto rec = run::selection_from_json(sel, "question " + q_.question_id + ", stored selection \"" + name + "\"");
+      if (!rec) return rec.status();
+      selections_[name] = std::move(*rec);
+    }
+  } else {
+    auto t0 = Clock::now();
+    auto before = usage_now();
+    for (const auto& name : s_.settings.selectors) {
+      auto t1 = Clock::now();
+      auto sel = s_.selectors.at(name)->select(input);
+      if (!sel) return sel.status();
+      select::check_duels_against_gold(*sel, db_path_, *s_.executor, q_.gold_sql);
+      run::SelectionRecord rec;
+      rec.chosen = sel->chosen;
+      rec.llm_calls = sel->llm_calls();
+      rec.explanation = sel->explanation;
+      rec.latency_s = seconds_since(t1);
+      rec.calls = json::array();
+      for (const auto& c : sel->calls) {
+        rec.calls.push_back(context::call_to_json(c));
+        rec.cost_usd += c.cost_usd;
+      }
+      if (sel->chosen >= 0 && sel->chosen < static_cast<int>(candidates_.size())) {
+        rec.candidate_id = candidates_[sel->chosen].id;
+        rec.sql = candidates_[sel->chosen].sql;
+        rec.correct = s_.judge->correct(items_[sel->chosen]);
+      } else {
+        rec.correct = false;
+      }
+      selections_[name] = std::move(rec);
+    }
+    latency_["select"] = seconds_since(t0);
+    json payload = json::object();
+    for (const auto& [name, rec] : selections_) payload[name] = run::to_json(rec);
+    payload["latency_s"] = latency_["select"];
+    NL2SQL_RETURN_IF_ERROR(put("select", payload, before));
+  }
+
+  // Curves vs number of candidates: bounds and self-consistency on the first k candidates of
+  // the interleaved order; the primary selector re-run on that prefix when run.curve_selector.
+  curves_.clear();
+  auto curves_before = usage_now();
+  auto order = interleaved_order(candidates_, s_.generator_names);
+  const auto* primary = s_.selectors.at(s_.settings.primary_selector).get();
+  for (size_t k : s_.settings.curve_points) {
+    if (k > candidates_.size() && k != s_.settings.curve_points.front()) continue;
+    size_t n = std::min(k, candidates_.size());
+    select::SelectionInput sub = input;
+    sub.candidates.clear();
+    std::vector<bool> sub_correct, matches;
+    for (size_t j = 0; j < n; ++j) {
+      sub.candidates.push_back(input.candidates[order[j]]);
+      sub_correct.push_back(correct[order[j]]);
+      if (input.candidates[order[j]].result) matches.push_back(correct[order[j]]);
+    }
+    auto clusters = select::cluster_pool(sub.candidates, select::ResultEquality::kRelaxed, s_.generator_names);
+    bool sc = false;
+    if (!clusters.clusters.empty()) {
+      int rep = clusters.clusters.front().representative;
+      sc = sub_correct[rep];
+    }
+    run::CurvePoint point;
+    point.upper = select::oracle_bound(matches);
+    point.lower = select::adversarial_bound(matches);
+    point.self_consistency = sc;
+    if (auto it = selections_.find(s_.settings.primary_selector); n == candidates_.size() && it != selections_.end()) {
+      point.selector = it->second.correct.value_or(false);
+    } else if (s_.settings.curve_selector && !uses_weights(s_.settings.primary_selector)) {
+      auto sel = primary->select(sub);
+      if (sel && sel->chosen >= 0) point.selector = static_cast<bool>(sub_correct[sel->chosen]);
+      else if (sel) point.selector = false;
+    }
+    curves_[static_cast<int64_t>(k)] = point;
+  }
+  faults_["curves"] = llm_faults_between(curves_before, usage_now());
+  return Status::ok();
+}
+
+run::QuestionRecord QuestionRun::base_record() const {
+  run::QuestionRecord rec;
+  rec.question_id = q_.question_id;
+  rec.index = static_cast<int64_t>(q_.index);
+  rec.db_id = q_.db_id;
+  rec.question = q_.question;
+  rec.evidence = q_.evidence;
+  rec.difficulty = q_.difficulty;
+  rec.gold_sql = q_.gold_sql;
+  rec.primary_selector = s_.settings.primary_selector;
+  for (const auto& [name, f] : faults_) rec.llm_faults += f;
+  return rec;
+}
+
+// A candidate as the record keeps it: the generate layer's trace.
+run::CandidateRecord candidate_record(const generate::Candidate& c) {
+  run::CandidateRecord out;
+  out.id = c.id;
+  out.generator = c.generator;
+  out.sql = c.sql;
+  out.trace = generate::to_json(c);
+  return out;
+}
+
+run::QuestionRecord QuestionRun::final_record() {
+  run::QuestionRecord rec = base_record();
+  if (auto stmt = sql::parse_query(q_.gold_sql); stmt.is_ok())
+    for (const auto& t : sql::compute_features(*stmt->select).tags()) rec.features.push_back(t);
+  rec.context = context_json_;
+
+  auto clusters = [&] {
+    std::vector<select::PoolCandidate> pool;
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      select::PoolCandidate pc;
+      pc.id = candidates_[i].id;
+      pc.generator = candidates_[i].generator;
+      pc.sql = candidates_[i].sql;
+      pc.result = results_[i];
+      pool.push_back(std::move(pc));
+    }
+    return select::cluster_pool(pool, select::ResultEquality::kRelaxed, s_.generator_names);
+  }();
+  std::vector<bool> matches;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    run::CandidateRecord c = candidate_record(candidates_[i]);
+    const bool correct = s_.judge->correct(items_[i]);
+    run::CandidateRecord::Judgement g;
+    if (!items_[i].gold_unusable) g.correct = correct;
+    g.cluster = clusters.cluster_of[i];
+    auto before = exec_before_fix_.find(candidates_[i].id);
+    g.executable_before_fix = before != exec_before_fix_.end() && before->is_boolean() && before->get<bool>();
+    g.executable_after_fix = results_[i].has_value();
+    g.outcome = items_[i].outcome;
+    g.verdicts = items_[i].verdicts;
+    c.judged = std::move(g);
+    if (results_[i]) matches.push_back(correct);
+    rec.candidates.push_back(std::move(c));
+  }
+  rec.selections = selections_;
+  if (auto it = rec.selections.find(s_.settings.primary_selector); it != rec.selections.end())
+    rec.prediction = it->second.sql;
+  {
+    auto t0 = Clock::now();
+    eval::Prediction p;
+    p.present = !rec.prediction.empty();
+    p.sql = rec.prediction;
+    verdict_ = s_.judge->judge(q_, db_path_, s_.fingerprints.at(q_.db_id), p);
+    latency_["eval"] += seconds_since(t0);
+  }
+  rec.verdict = verdict_of(*verdict_);
+  if (rec.difficulty.empty()) rec.difficulty = verdict_->difficulty;
+  rec.bounds = run::Bounds{select::oracle_bound(matches), select::adversarial_bound(matches)};
+  rec.curves = curves_;
+
+  add_calls(rec.usage, "context", context_json_.value("calls", json::array()));
+  for (const auto& c : candidates_) {
+    json cj = generate::to_json(c);
+    add_calls(rec.usage, "generate", cj.value("calls", json::array()));
+    json fix_calls = json::array();
+    for (const auto& r : cj.value("fix_rounds", json::array()))
+      if (r.contains("call")) fix_calls.push_back(r["call"]);
+    add_calls(rec.usage, "fix", fix_calls);
+  }
+  for (const auto& [name, sel] : rec.selections) add_calls(rec.usage, "select", sel.calls);
+  double total = 0;
+  for (const char* st : {"context", "generate", "fix", "select", "eval"}) {
+    rec.latency_s[st] = latency_[st];
+    total += latency_[st];
+  }
+  rec.latency_s["total"] = total;
+  return rec;
+}
+
+run::QuestionRecord QuestionRun::run() {
+  auto fail = [&](const Status& st, const char* stage) {
+    run::QuestionRecord rec = base_record();
+    rec.ok = false;
+    rec.error = fmt::format("{} stage: {}", stage, st.message());
+    // What the question's model calls did before it failed stays accounted for: the candidates
+    // made so far (their traces hold the failed calls) and the faults per stage.
+    for (const auto& c : candidates_) rec.candidates.push_back(candidate_record(c));
+    return rec;
+  };
+  auto sit = s_.ds->schemas.find(q_.db_id);
+  auto pit = s_.ds->db_paths.find(q_.db_id);
+  if (sit == s_.ds->schemas.end() || pit == s_.ds->db_paths.end()) {
+    if (s_.weights) finish_turn();
+    return fail(not_found("database '" + q_.db_id + "' is not available"), "context");
+  }
+  schema_ = &sit->second;
+  db_path_ = pit->second;
+  const bool sequenced = static_cast<bool>(s_.weights);
+  run::QuestionRecord rec;
+  const char* stage = "context";
+  Status st = stage_context();
+  if (st) { stage = "generate"; st = stage_generate(); }
+  if (st) { stage = "fix"; st = stage_fix(); }
+  if (st) { stage = "judge"; st = stage_judge(); }
+  if (st && sequenced) wait_turn();
+  if (st && cancelled() && sequenced) st = Status(ErrorCode::kCancelled, "run cancelled");
+  if (st) { stage = "select"; st = stage_select(); }
+  if (st) {
+    rec = final_record();
+    if (sequenced) {
+      // Experts are generators: an expert is right when any of its executable candidates is.
+      std::map<std::string, bool> expert_correct;
+      for (size_t i = 0; i < candidates_.size(); ++i) {
+        if (items_[i].gold_unusable) continue;
+        bool& v = expert_correct.try_emplace(candidates_[i].generator, false).first->second;
+        v = v || s_.judge->correct(items_[i]);
+      }
+      if (!expert_correct.empty()) s_.weights->update(expert_correct, q_.question_id);
+      rec.weights = s_.weights->snapshot();
+    }
+  } else {
+    rec = fail(st, stage);
+  }
+  if (sequenced) finish_turn();
+  return rec;
+}
+
+}  // namespace nl2sql::pipeline

@@ -1,0 +1,99 @@
+// One question through the stages: context, generation, fixing, judging, selection, the final
+// record. Each finished stage is stored (run/run_store.h) and reused on resume. Private to the
+// pipeline layer; pipeline.cpp runs one QuestionRun per question on the worker pool.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/run/question_record.h"
+#include "shared.h"
+
+namespace nl2sql::pipeline {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Model calls that failed, retries and unread answers between two snapshots of a question's
+// accounting: what one stage's result cost in faults.
+run::LlmFaults llm_faults_between(const llm::UsageTotals& before, const llm::UsageTotals& after);
+
+class QuestionRun {
+ public:
+  QuestionRun(Shared& shared, const data::Question& q, size_t position)
+      : s_(shared), q_(q), task_(q.task()), position_(position) {}
+
+  // Runs the missing stages; returns the final record (status "error" when a stage failed).
+  run::QuestionRecord run();
+
+ private:
+  Status stage_context();
+  Status stage_generate();
+  Status stage_fix();
+  Status stage_judge();
+  Status stage_select();
+  run::QuestionRecord final_record();
+  // The record's fields every outcome shares: the question, and the faults and candidates so far.
+  run::QuestionRecord base_record() const;
+  void wait_turn();
+  void finish_turn();
+  // The cancel flag, or the client stopped by an auth failure.
+  bool cancelled() const { return s_.client->cancelled(); }
+  llm::UsageTotals usage_now() { return s_.client->accounting().question(q_.question_id); }
+  // Stores a finished stage with the faults its model calls survived — unless the run is
+  // stopping: a stage finishing after a cancellation may have swallowed a cancelled call, and
+  // storing it would make the resumed run differ from an uninterrupted one.
+  Status put(const std::string& stage, json payload, const llm::UsageTotals& before) {
+    if (cancelled()) return Status(ErrorCode::kCancelled, "run stopping: stage " + stage + " not stored");
+    faults_[stage] = llm_faults_between(before, usage_now());
+    payload["llm_faults"] = run::to_json(faults_[stage]);
+    return s_.store->put_stage(q_.question_id, static_cast<int64_t>(q_.index), stage, run::kStageDone,
+                               payload);
+  }
+  std::optional<json> stored(const std::string& stage) {
+    auto r = s_.store->get_stage(q_.question_id, stage);
+    if (!r || !r->has_value()) return std::nullopt;
+    // Faults unreadable in a stored stage count as none (the stage's result itself is intact).
+    auto faults = run::faults_from_json((**r).value("llm_faults", json()), "stage " + stage);
+    faults_[stage] = faults ? *faults : run::LlmFaults{};
+    return **r;
+  }
+  // Candidates from a stored generate/fix payload (replacing any in memory).
+  Status load_candidates(const json& payload) {
+    candidates_.clear();
+    for (const auto& c : payload.value("candidates", json::array())) {
+      auto cand = generate::candidate_from_json(c);
+      if (!cand) return cand.status();
+      candidates_.push_back(std::move(*cand));
+    }
+    return Status::ok();
+  }
+
+  Shared& s_;
+  const data::Question& q_;  // gold stays in this class: the stages get task_
+  const data::Task task_;
+  size_t position_;
+  const data::Schema* schema_ = nullptr;
+  fs::path db_path_;
+  json context_json_;
+  context::Retrieval retrieval_;
+  std::set<std::string> selected_columns_;
+  std::shared_ptr<const context::ValueIndex> index_;
+  std::vector<generate::Candidate> candidates_;
+  json exec_before_fix_;  // per candidate id: executable before the fixer
+  std::vector<eval::ItemResult> items_;
+  std::vector<std::optional<db::ExecutionResult>> results_;
+  std::map<std::string, run::SelectionRecord> selections_;
+  std::map<int64_t, run::CurvePoint> curves_;
+  std::map<std::string, double> latency_;
+  std::optional<eval::ItemResult> verdict_;
+  bool turn_taken_ = false;
+  std::map<std::string, run::LlmFaults> faults_;  // per stage: failed model calls and retries
+};
+
+}  // namespace nl2sql::pipeline

@@ -1,0 +1,88 @@
+#include "shared.h"
+
+#include <algorithm>
+
+#include "nl2sql/core/thread_pool.h"
+
+namespace nl2sql::pipeline {
+using nlohmann::json;
+
+Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmark benchmark) {
+  RunSettings s;
+  auto seed = config.get_int("run.seed", 0);
+  if (!seed) return seed.status();
+  s.seed = static_cast<uint64_t>(*seed);
+  // 0 = automatic: questions in parallel up to the LLM layer's global in-flight limit (each
+  // question mostly waits on the model), SQL on one thread per core.
+  auto threads = config.get_int("run.threads", 0);
+  if (!threads) return threads.status();
+  if (*threads < 0) return invalid_input("config key run.threads: must be >= 0 (0: automatic)");
+  auto in_flight = config.get_int("llm.max_in_flight", 64);
+  if (!in_flight) return in_flight.status();
+  s.threads = *threads > 0 ? static_cast<size_t>(*threads)
+                           : static_cast<size_t>(std::clamp<int64_t>(*in_flight, 1, 64));
+  auto sql_threads = config.get_int("run.sql_threads", 0);
+  if (!sql_threads) return sql_threads.status();
+  if (*sql_threads < 0) return invalid_input("config key run.sql_threads: must be >= 0 (0: one per core)");
+  s.sql_threads = *sql_threads > 0 ? static_cast<size_t>(*sql_threads) : core::default_threads();
+  if (config.has("run.max_cost_usd") && !config.find("run.max_cost_usd")->is_null()) {
+    auto c = config.get_number("run.max_cost_usd");
+    if (!c) return c.status();
+    s.max_cost_usd = *c;
+  }
+  if (const json* sel = config.find("run.selectors")) {
+    if (!sel->is_array()) return invalid_input("config key run.selectors: expected a list of selector names");
+    for (const auto& v : *sel) {
+      if (!v.is_string()) return invalid_input("config key run.selectors: expected a list of selector names");
+      s.selectors.push_back(v.get<std::string>());
+    }
+  }
+  auto method = config.get_string("select.method", "self_consistency");
+  if (!method) return method.status();
+  auto primary = config.get_string("run.primary_selector", *method);
+  if (!primary) return primary.status();
+  s.primary_selector = *primary;
+  if (std::find(s.selectors.begin(), s.selectors.end(), s.primary_selector) == s.selectors.end())
+    s.selectors.insert(s.selectors.begin(), s.primary_selector);
+  if (const json* cp = config.find("run.curve_points")) {
+    if (!cp->is_array()) return invalid_input("config key run.curve_points: expected a list of integers");
+    s.curve_points.clear();
+    for (const auto& v : *cp) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 1)
+        return invalid_input("config key run.curve_points: expected positive integers");
+      s.curve_points.push_back(v.get<size_t>());
+    }
+  }
+  auto curve_sel = config.get_bool("run.curve_selector", true);
+  if (!curve_sel) return curve_sel.status();
+  s.curve_selector = *curve_sel;
+  // "auto": the benchmark's official metric first (it decides correctness), relaxed beside it.
+  std::string metrics = "auto";
+  if (const json* m = config.find("eval.metrics")) {
+    if (m->is_string()) {
+      metrics = m->get<std::string>();
+    } else if (m->is_array()) {
+      metrics.clear();
+      for (const auto& v : *m) {
+        if (!v.is_string()) return invalid_input("config key eval.metrics: expected metric names");
+        metrics += (metrics.empty() ? "" : ",") + v.get<std::string>();
+      }
+    } else {
+      return invalid_input("config key eval.metrics: expected a metric name or a list of them");
+    }
+  }
+  if (metrics == "auto")
+    metrics = benchmark == data::Benchmark::kSpider ? "spider-ts,relaxed" : "bird,relaxed";
+  auto parsed = eval::parse_metrics(metrics);
+  if (!parsed) return invalid_input("config key eval.metrics: " + parsed.status().message());
+  s.metrics = *parsed;
+  auto timeout = config.get_number("eval.timeout_s", 30.0);
+  if (!timeout) return timeout.status();
+  s.timeout_s = *timeout;
+  auto row_cap = config.get_int("eval.row_cap", 100000);
+  if (!row_cap) return row_cap.status();
+  s.row_cap = static_cast<size_t>(std::max<int64_t>(0, *row_cap));
+  return s;
+}
+
+}  // namespace nl2sql::pipeline

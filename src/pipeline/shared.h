@@ -1,0 +1,95 @@
+// What one run shares across its questions (the clients, the stages, the store, the WMA
+// sequencing) and the run's own settings, read once. Private to the pipeline layer.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "nl2sql/context/question_context.h"
+#include "nl2sql/core/config.h"
+#include "nl2sql/core/hash.h"
+#include "nl2sql/db/executor.h"
+#include "nl2sql/db/result_cache.h"
+#include "nl2sql/eval/evaluator.h"
+#include "nl2sql/fix/fixer.h"
+#include "nl2sql/generate/generator.h"
+#include "nl2sql/llm/client.h"
+#include "nl2sql/pipeline/pipeline.h"
+#include "nl2sql/run/run_store.h"
+#include "nl2sql/select/selector.h"
+#include "nl2sql/select/weights.h"
+
+namespace nl2sql::pipeline {
+
+class Progress;
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A stage's seed: the run seed, the question and the stage (so reruns and shards agree).
+inline uint64_t derive_seed(uint64_t run_seed, const std::string& question_id, const std::string& stage) {
+  return core::xxh64(question_id + '\x1f' + stage, run_seed);
+}
+
+// Settings of the run itself (run.*, eval.*), read once; errors name the key.
+struct RunSettings {
+  uint64_t seed = 0;
+  size_t threads = 8;
+  size_t sql_threads = 0;
+  std::optional<double> max_cost_usd;
+  std::vector<std::string> selectors;
+  std::string primary_selector;
+  std::vector<size_t> curve_points{1, 3, 7, 21};
+  bool curve_selector = true;
+  std::vector<eval::Metric> metrics;
+  double timeout_s = 30;
+  size_t row_cap = 100000;
+};
+
+Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmark benchmark);
+
+// Everything one run shares across questions. Immutable after setup except where noted.
+struct Shared {
+  const RunOptions* options = nullptr;
+  RunSettings settings;
+  const data::Dataset* ds = nullptr;
+  core::Config config;
+  std::filesystem::path prompts_dir;
+  std::unique_ptr<llm::Client> client;
+  std::unique_ptr<db::Executor> executor;
+  std::unique_ptr<db::ResultCache> exec_cache;
+  std::unique_ptr<eval::ItemJudge> judge;
+  std::unique_ptr<context::ContextBuilder> context;
+  std::vector<std::unique_ptr<generate::Generator>> generators;
+  std::vector<std::string> generator_names;
+  std::optional<fix::Fixer> fixer;
+  std::map<std::string, std::unique_ptr<select::Selector>> selectors;
+  std::shared_ptr<select::WeightStore> weights;  // null unless a voting selector runs
+  std::map<std::string, std::string> fingerprints;  // db_id → database fingerprint
+  run::RunStore* store = nullptr;
+  Progress* progress = nullptr;
+
+  // Sequencing of the select stage for weighted voting (question t waits for t−1).
+  std::vector<std::string> order;  // question ids in run order
+  std::mutex seq_mu;
+  std::condition_variable seq_cv;
+  size_t seq_next = 0;             // guarded by seq_mu
+  std::set<size_t> seq_done;       // guarded by seq_mu: positions finished out of order
+};
+
+inline bool uses_weights(const std::string& selector) {
+  return selector == "wma" || selector == "rwma" || selector == "naive_vote";
+}
+
+}  // namespace nl2sql::pipeline
