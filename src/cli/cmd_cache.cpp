@@ -41,7 +41,7 @@ Result<std::string> resolve_path(const CacheArgs& a) {
     config = std::move(loaded).value();
   }
   NL2SQL_RETURN_IF_ERROR(config.apply_overrides(a.sets));
-  return config.get_string("llm.cache.path", llm::CacheSettings{}.path);
+  return config.get_string("llm.cache.path");
 }
 
 std::string format_time(int64_t t) {

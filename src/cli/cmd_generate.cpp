@@ -264,7 +264,7 @@ std::optional<Stage> build_stage(const GenerateArgs& a, const core::Config& conf
     return std::nullopt;
   }
   stage.fixer.emplace(std::move(*fixer));
-  auto seed = config.get_int("generate.seed", 0);
+  auto seed = config.get_int("generate.seed");
   if (!seed) {
     spdlog::error("{}", seed.status().message());
     return std::nullopt;

@@ -1,4 +1,5 @@
 #include "nl2sql/core/config.h"
+#include "nl2sql/core/config_schema.h"
 
 #include <set>
 
@@ -122,6 +123,7 @@ Result<std::string> Config::get_string(const std::string& key,
   const auto* j = find(key);
   if (!j || j->is_null()) {
     if (def) return *def;
+    if (const auto* d = schema_default(key); d && d->is_string()) return d->get<std::string>();
     return invalid_input("config key \"" + key + "\" is required (a string)");
   }
   if (!j->is_string())
@@ -133,6 +135,7 @@ Result<double> Config::get_number(const std::string& key, std::optional<double> 
   const auto* j = find(key);
   if (!j || j->is_null()) {
     if (def) return *def;
+    if (const auto* d = schema_default(key); d && d->is_number()) return d->get<double>();
     return invalid_input("config key \"" + key + "\" is required (a number)");
   }
   if (!j->is_number())
@@ -144,6 +147,7 @@ Result<int64_t> Config::get_int(const std::string& key, std::optional<int64_t> d
   const auto* j = find(key);
   if (!j || j->is_null()) {
     if (def) return *def;
+    if (const auto* d = schema_default(key); d && d->is_number_integer()) return d->get<int64_t>();
     return invalid_input("config key \"" + key + "\" is required (an integer)");
   }
   if (!j->is_number_integer())
@@ -155,6 +159,7 @@ Result<bool> Config::get_bool(const std::string& key, std::optional<bool> def) c
   const auto* j = find(key);
   if (!j || j->is_null()) {
     if (def) return *def;
+    if (const auto* d = schema_default(key); d && d->is_boolean()) return d->get<bool>();
     return invalid_input("config key \"" + key + "\" is required (true or false)");
   }
   if (!j->is_boolean())

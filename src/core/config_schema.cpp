@@ -323,6 +323,36 @@ const ConfigKeySpec* ConfigSchema::find(const std::string& pattern) const {
   return nullptr;
 }
 
+const ConfigKeySpec* ConfigSchema::spec_for(const std::string& key) const {
+  const auto segs = split_pattern(key);
+  const ConfigKeySpec* best = nullptr;
+  long best_wild = 1L << 20;
+  for (const auto& k : keys_) {
+    const auto pat = split_pattern(k.pattern);
+    if (pat.size() != segs.size()) continue;
+    bool ok = true;
+    for (size_t i = 0; i < segs.size() && ok; ++i) ok = segment_matches(pat[i], segs[i]);
+    if (!ok) continue;
+    const long wild = std::count(pat.begin(), pat.end(), "*");
+    if (wild < best_wild) {
+      best = &k;
+      best_wild = wild;
+    }
+  }
+  return best;
+}
+
+const json* schema_default(const std::string& key) {
+  static const std::optional<ConfigSchema> schema = []() -> std::optional<ConfigSchema> {
+    auto s = ConfigSchema::load_dir(default_schema_dir());
+    if (!s) return std::nullopt;
+    return std::move(*s);
+  }();
+  if (!schema) return nullptr;
+  const ConfigKeySpec* spec = schema->spec_for(key);
+  return spec && !spec->default_value.is_null() ? &spec->default_value : nullptr;
+}
+
 std::vector<std::string> ConfigSchema::validate(const json& config) const {
   std::vector<std::string> errors;
   if (!config.is_object()) {

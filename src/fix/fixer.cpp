@@ -41,17 +41,17 @@ Result<FixOptions> load_fix_options(const core::Config& config) {
     for (const auto& [k, v] : f->items())
       if (!kKeys.count(k)) return invalid_input("config key \"fix." + k + "\" is not known");
   }
-  auto en = config.get_bool("fix.enabled", true);
+  auto en = config.get_bool("fix.enabled");
   if (!en) return en.status();
   o.enabled = *en;
-  auto mr = config.get_int("fix.max_rounds", 3);
+  auto mr = config.get_int("fix.max_rounds");
   if (!mr) return mr.status();
   if (*mr < 0 || *mr > 20) return invalid_input("config key \"fix.max_rounds\" must be in [0, 20]");
   o.max_rounds = *mr;
-  auto oe = config.get_bool("fix.on_empty_result", true);
+  auto oe = config.get_bool("fix.on_empty_result");
   if (!oe) return oe.status();
   o.on_empty_result = *oe;
-  auto role = config.get_string("fix.role", "fix");
+  auto role = config.get_string("fix.role");
   if (!role) return role.status();
   o.role = *role;
   auto prof = config.get_string("fix.profile", "");
@@ -63,11 +63,11 @@ Result<FixOptions> load_fix_options(const core::Config& config) {
     if (*t < 0 || *t > 2) return invalid_input("config key \"fix.temperature\" must be in [0, 2]");
     o.temperature = *t;
   }
-  auto pr = config.get_int("fix.preview_rows", 5);
+  auto pr = config.get_int("fix.preview_rows");
   if (!pr) return pr.status();
   if (*pr < 0) return invalid_input("config key \"fix.preview_rows\" must be >= 0");
   o.preview_rows = static_cast<size_t>(*pr);
-  auto hn = config.get_int("fix.hint_names", 3);
+  auto hn = config.get_int("fix.hint_names");
   if (!hn) return hn.status();
   if (*hn < 1) return invalid_input("config key \"fix.hint_names\" must be >= 1");
   o.hint_names = static_cast<size_t>(*hn);

@@ -343,44 +343,44 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
     }
   }
   NL2SQL_RETURN_IF_ERROR(read_role_budgets(config, "llm.role_max_tokens", s.role_max_tokens));
-  auto repeated = config.get_int("llm.stop_after_repeated_errors", 8);
+  auto repeated = config.get_int("llm.stop_after_repeated_errors");
   if (!repeated) return repeated.status();
   if (*repeated < 0) return invalid_input("config key \"llm.stop_after_repeated_errors\" must be >= 0");
   s.stop_after_repeated_errors = *repeated;
-  auto preflight = config.get_bool("llm.preflight", true);
+  auto preflight = config.get_bool("llm.preflight");
   if (!preflight) return preflight.status();
   s.preflight = *preflight;
-  auto mif = config.get_int("llm.max_in_flight", 64);
+  auto mif = config.get_int("llm.max_in_flight");
   if (!mif) return mif.status();
   s.max_in_flight = *mif;
-  auto max_body = config.get_int("llm.max_response_bytes", static_cast<int64_t>(s.max_response_bytes));
+  auto max_body = config.get_int("llm.max_response_bytes");
   if (!max_body) return max_body.status();
   if (*max_body < 1024)
     return invalid_input("config key \"llm.max_response_bytes\" must be >= 1024 (an answer needs room)");
   s.max_response_bytes = static_cast<size_t>(*max_body);
 
-  auto attempts = config.get_int("llm.retry.max_attempts", 5);
+  auto attempts = config.get_int("llm.retry.max_attempts");
   if (!attempts) return attempts.status();
   if (*attempts < 1 || *attempts > 100)
     return invalid_input("config key \"llm.retry.max_attempts\" must be in [1, 100]");
   s.retry.max_attempts = static_cast<int>(*attempts);
-  auto base = config.get_number("llm.retry.base_delay_s", 1.0);
+  auto base = config.get_number("llm.retry.base_delay_s");
   if (!base) return base.status();
   s.retry.base_delay_s = *base;
-  auto maxd = config.get_number("llm.retry.max_delay_s", 60.0);
+  auto maxd = config.get_number("llm.retry.max_delay_s");
   if (!maxd) return maxd.status();
   s.retry.max_delay_s = *maxd;
 
-  auto mode = config.get_string("llm.cache.mode", "read-write");
+  auto mode = config.get_string("llm.cache.mode");
   if (!mode) return mode.status();
   auto parsed = parse_cache_mode(*mode);
   if (!parsed) return parsed.status().with_context("config key \"llm.cache.mode\"");
   s.cache.mode = *parsed;
-  auto path = config.get_string("llm.cache.path", s.cache.path);
+  auto path = config.get_string("llm.cache.path");
   if (!path) return path.status();
   s.cache.path = *path;
 
-  auto seed = config.get_int("llm.sim.seed", 0);
+  auto seed = config.get_int("llm.sim.seed");
   if (!seed) return seed.status();
   s.sim.seed = *seed;
   struct P {

@@ -59,7 +59,7 @@ Result<ModelUse> model_use(const core::Config& config, const std::vector<std::st
     if (const auto* p = config.find("fix.profile"); p && p->is_string() && !p->get<std::string>().empty()) {
       profiles.insert(p->get<std::string>());
     } else {
-      auto role = config.get_string("fix.role", "fix");
+      auto role = config.get_string("fix.role");
       if (!role) return role.status();
       roles.insert(*role);
     }

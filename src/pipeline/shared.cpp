@@ -9,19 +9,19 @@ using nlohmann::json;
 
 Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmark benchmark) {
   RunSettings s;
-  auto seed = config.get_int("run.seed", 0);
+  auto seed = config.get_int("run.seed");
   if (!seed) return seed.status();
   s.seed = static_cast<uint64_t>(*seed);
   // 0 = automatic: questions in parallel up to the LLM layer's global in-flight limit (each
   // question mostly waits on the model), SQL on one thread per core.
-  auto threads = config.get_int("run.threads", 0);
+  auto threads = config.get_int("run.threads");
   if (!threads) return threads.status();
   if (*threads < 0) return invalid_input("config key run.threads: must be >= 0 (0: automatic)");
-  auto in_flight = config.get_int("llm.max_in_flight", 64);
+  auto in_flight = config.get_int("llm.max_in_flight");
   if (!in_flight) return in_flight.status();
   s.threads = *threads > 0 ? static_cast<size_t>(*threads)
                            : static_cast<size_t>(std::clamp<int64_t>(*in_flight, 1, 64));
-  auto sql_threads = config.get_int("run.sql_threads", 0);
+  auto sql_threads = config.get_int("run.sql_threads");
   if (!sql_threads) return sql_threads.status();
   if (*sql_threads < 0) return invalid_input("config key run.sql_threads: must be >= 0 (0: one per core)");
   s.sql_threads = *sql_threads > 0 ? static_cast<size_t>(*sql_threads) : core::default_threads();
@@ -37,7 +37,7 @@ Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmar
       s.selectors.push_back(v.get<std::string>());
     }
   }
-  auto method = config.get_string("select.method", "self_consistency");
+  auto method = config.get_string("select.method");
   if (!method) return method.status();
   auto primary = config.get_string("run.primary_selector", *method);
   if (!primary) return primary.status();
@@ -53,7 +53,7 @@ Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmar
       s.curve_points.push_back(v.get<size_t>());
     }
   }
-  auto curve_sel = config.get_bool("run.curve_selector", true);
+  auto curve_sel = config.get_bool("run.curve_selector");
   if (!curve_sel) return curve_sel.status();
   s.curve_selector = *curve_sel;
   // "auto": the benchmark's official metric first (it decides correctness), relaxed beside it.
@@ -76,10 +76,10 @@ Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmar
   auto parsed = eval::parse_metrics(metrics);
   if (!parsed) return invalid_input("config key eval.metrics: " + parsed.status().message());
   s.metrics = *parsed;
-  auto timeout = config.get_number("eval.timeout_s", 30.0);
+  auto timeout = config.get_number("eval.timeout_s");
   if (!timeout) return timeout.status();
   s.timeout_s = *timeout;
-  auto row_cap = config.get_int("eval.row_cap", 100000);
+  auto row_cap = config.get_int("eval.row_cap");
   if (!row_cap) return row_cap.status();
   s.row_cap = static_cast<size_t>(std::max<int64_t>(0, *row_cap));
   return s;

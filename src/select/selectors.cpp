@@ -597,8 +597,8 @@ Result<double> configured_epsilon(const core::Config& config) {
   if (const auto* g = config.find("generate.generators"); g && g->is_array() && !g->empty())
     experts = static_cast<int64_t>(g->size());
   auto n = config.get_int("select.wma.expert_count", experts);
-  auto horizon = config.get_number("select.wma.horizon", 1000.0);
-  auto err = config.get_number("select.wma.best_expert_error", 0.3);
+  auto horizon = config.get_number("select.wma.horizon");
+  auto err = config.get_number("select.wma.best_expert_error");
   if (!n.is_ok()) return n.status();
   if (!horizon.is_ok()) return horizon.status();
   if (!err.is_ok()) return err.status();
@@ -672,7 +672,7 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
         new SeparatingInstances(o, services.client, services.executor, std::move(*tpl)));
   }
   if (method == "wma" || method == "rwma" || method == "naive_vote") {
-    auto experts = config.get_string("select.wma.experts", std::string("generator"));
+    auto experts = config.get_string("select.wma.experts");
     if (!experts.is_ok()) return experts.status();
     if (*experts != "generator" && *experts != "profile")
       return invalid_input("config key \"select.wma.experts\": expected generator or profile");

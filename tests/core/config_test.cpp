@@ -1,9 +1,12 @@
 #include "nl2sql/core/config.h"
 
 #include <fstream>
+#include <regex>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
+#include "nl2sql/core/config_schema.h"
 #include "nl2sql/core/files.h"
 #include "support/test_env.h"
 
@@ -62,6 +65,47 @@ TEST(Json, ParseErrorNamesFileLineAndColumn) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("questions.json:3:"), std::string::npos)
       << r.status().message();
+}
+
+// Defaults live in the schema: a key the config does not set reads the schema's default (wildcard
+// patterns included), a caller's explicit default still wins, and a key without one is required.
+TEST(Config, AbsentKeysReadTheSchemaDefault) {
+  Config c;
+  EXPECT_EQ(*c.get_int("fix.max_rounds"), 3);
+  EXPECT_EQ(*c.get_bool("fix.enabled"), true);
+  EXPECT_EQ(*c.get_string("llm.cache.mode"), "read-write");
+  EXPECT_DOUBLE_EQ(*c.get_number("llm.retry.max_delay_s"), 60.0);
+  EXPECT_DOUBLE_EQ(*c.get_number("llm.models.main.temperature"), 0.0);  // llm.models.*.temperature
+  EXPECT_EQ(*c.get_int("fix.max_rounds", 7), 7);
+  Config set(nlohmann::json{{"fix", {{"max_rounds", 1}}}});
+  EXPECT_EQ(*set.get_int("fix.max_rounds"), 1);
+  EXPECT_FALSE(c.get_number("run.max_cost_usd").is_ok());  // documented, no default
+  EXPECT_FALSE(c.get_int("no.such.key").is_ok());
+}
+
+// No call site repeats a default the schema holds: `get_*("key", literal)` is only for keys the
+// schema gives no default (so the two cannot drift apart).
+TEST(Config, NoCodeDefaultRepeatsTheSchema) {
+  const auto root = testing::fixtures_dir().parent_path().parent_path();
+  auto schema = ConfigSchema::load_dir(root / "configs" / "schema");
+  ASSERT_TRUE(schema.is_ok());
+  const std::regex call(R"re(get_(int|number|bool|string)\("([a-z_.]+)",)re");
+  size_t calls = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root / "src")) {
+    if (entry.path().extension() != ".cpp") continue;
+    std::ifstream in(entry.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    for (std::sregex_iterator it(text.begin(), text.end(), call), end; it != end; ++it) {
+      ++calls;
+      const ConfigKeySpec* spec = schema->spec_for((*it)[2].str());
+      EXPECT_FALSE(spec && !spec->default_value.is_null())
+          << entry.path().filename().string() << ": " << (*it)[0].str() << " repeats the schema default "
+          << spec->default_value.dump() << " of " << (*it)[2].str();
+    }
+  }
+  EXPECT_GT(calls, 5u);
 }
 
 }  // namespace

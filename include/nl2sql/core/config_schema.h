@@ -48,6 +48,9 @@ class ConfigSchema {
 
   const std::vector<ConfigKeySpec>& keys() const { return keys_; }
   const ConfigKeySpec* find(const std::string& pattern) const;
+  // The spec documenting a concrete dotted key ("llm.models.main.timeout_s" →
+  // "llm.models.*.timeout_s"; a literal pattern wins over a wildcard one); nullptr if none.
+  const ConfigKeySpec* spec_for(const std::string& key) const;
 
   // Every problem of `config`, one message per problem (empty: valid).
   std::vector<std::string> validate(const nlohmann::json& config) const;
@@ -65,6 +68,11 @@ class ConfigSchema {
 // Where the fragments are: $NL2SQL_SCHEMA_DIR, else `configs/schema` of the source tree the
 // binary was built from, else `configs/schema` under the working directory.
 std::filesystem::path default_schema_dir();
+
+// The documented default of a concrete key, from the schema in default_schema_dir() (loaded
+// once per process); nullptr when the key has no default or the schema cannot be read. This is
+// where Config's accessors find a default the caller did not give: defaults live in the schema.
+const nlohmann::json* schema_default(const std::string& key);
 
 // Levenshtein distance over bytes (used for "did you mean").
 size_t edit_distance(const std::string& a, const std::string& b);
