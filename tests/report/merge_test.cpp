@@ -12,26 +12,10 @@ namespace {
 
 using nlohmann::json;
 
-// Shard i of n takes every n-th record, as --shard I/N does.
-void write_shard(const std::filesystem::path& dir, size_t i, size_t n) {
-  auto records = testing::fixture_records();
-  json manifest = testing::fixture_manifest();
-  std::vector<json> mine;
-  json ids = json::array();
-  for (size_t k = 0; k < records.size(); ++k)
-    if (k % n == i) {
-      mine.push_back(records[k]);
-      ids.push_back(records[k]["question_id"]);
-    }
-  manifest["question_ids"] = ids;
-  manifest["shard"] = {{"index", i}, {"count", n}};
-  testing::write_run(dir, manifest, mine);
-}
-
 TEST(Merge, ShardsMergedEqualTheUnshardedRun) {
   testing::TempDir dir;
   testing::write_fixture_run(dir / "all");
-  for (size_t i = 0; i < 3; ++i) write_shard(dir / ("s" + std::to_string(i)), i, 3);
+  for (size_t i = 0; i < 3; ++i) testing::write_shard_run(dir / ("s" + std::to_string(i)), i, 3);
   auto merged = merge_runs({dir / "s0", dir / "s1", dir / "s2"}, dir / "merged");
   ASSERT_TRUE(merged.is_ok()) << merged.status().to_string();
   EXPECT_EQ(merged->questions, 8u);
@@ -54,7 +38,7 @@ TEST(Merge, ShardsMergedEqualTheUnshardedRun) {
 
 TEST(Merge, AgreeingOverlapIsKeptOnceDisagreeingIsRefused) {
   testing::TempDir dir;
-  write_shard(dir / "s0", 0, 2);
+  testing::write_shard_run(dir / "s0", 0, 2);
   testing::write_fixture_run(dir / "all");
   auto merged = merge_runs({dir / "s0", dir / "all"}, dir / "m1");
   ASSERT_TRUE(merged.is_ok()) << merged.status().to_string();
@@ -80,18 +64,6 @@ TEST(Merge, AgreeingOverlapIsKeptOnceDisagreeingIsRefused) {
   refused = merge_runs({dir / "s0", dir / "all"}, dir / "m1");
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("already holds a run"), std::string::npos);
-}
-
-TEST(Merge, CliWritesStoreAndReports) {
-  testing::TempDir dir;
-  write_shard(dir / "s0", 0, 2);
-  write_shard(dir / "s1", 1, 2);
-  auto r = testing::run_nl2sql("merge " + (dir / "s0").string() + " " + (dir / "s1").string() + " --out " + (dir / "m").string());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("8 questions"), std::string::npos) << r.out;
-  for (const char* f : {"run.sqlite", "manifest.json", "config.resolved.json", "report.json", "report.md", "per_question.csv", "report.html"})
-    EXPECT_TRUE(std::filesystem::exists(dir / "m" / f)) << f;
-  EXPECT_EQ(testing::run_nl2sql("merge " + (dir / "s0").string() + " --out " + (dir / "x").string()).exit_code, 2);
 }
 
 }  // namespace

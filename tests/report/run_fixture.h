@@ -66,4 +66,20 @@ inline void write_fixture_run(const std::filesystem::path& dir) {
   write_run(dir, fixture_manifest(), fixture_records());
 }
 
+// Shard i of n of the fixture run: every n-th record, as --shard I/N takes them.
+inline void write_shard_run(const std::filesystem::path& dir, size_t i, size_t n) {
+  auto records = fixture_records();
+  nlohmann::json manifest = fixture_manifest();
+  std::vector<nlohmann::json> mine;
+  nlohmann::json ids = nlohmann::json::array();
+  for (size_t k = 0; k < records.size(); ++k)
+    if (k % n == i) {
+      mine.push_back(records[k]);
+      ids.push_back(records[k]["question_id"]);
+    }
+  manifest["question_ids"] = ids;
+  manifest["shard"] = {{"index", i}, {"count", n}};
+  write_run(dir, manifest, mine);
+}
+
 }  // namespace nl2sql::testing
