@@ -1,0 +1,100 @@
+#include "selector_parts.h"
+
+#include "nl2sql/llm/model_call.h"
+#include "prompt_parts.h"
+
+namespace nl2sql::select::detail {
+
+using json = nlohmann::json;
+
+std::string qid(const SelectionInput& in) { return in.question ? in.question->question_id : "?"; }
+
+Status check_input(const SelectionInput& in) {
+  if (!in.question) return invalid_input("selection input without a question");
+  return Status::ok();
+}
+
+// Best candidate by the shared tie-break order among those with SQL (used when no candidate
+// executed): -1 when the pool has no SQL at all.
+int first_ranked(const SelectionInput& in) {
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(in.candidates.size()); ++i) {
+    if (in.candidates[static_cast<size_t>(i)].sql.empty()) continue;
+    if (best < 0 || candidate_rank(in.candidates, i, in.generator_order) <
+                        candidate_rank(in.candidates, best, in.generator_order))
+      best = i;
+  }
+  return best;
+}
+
+json clusters_json(const PoolClusters& pc, const SelectionInput& in) {
+  json out = json::array();
+  for (const auto& c : pc.clusters) {
+    json ids = json::array();
+    for (int m : c.members) ids.push_back(in.candidates[static_cast<size_t>(m)].id);
+    out.push_back({{"members", ids}, {"representative", in.candidates[static_cast<size_t>(c.representative)].id}});
+  }
+  return out;
+}
+
+// The consistency choice: representative of the largest cluster; nothing executable → the
+// best-ranked candidate with SQL.
+int consistency_choice(const PoolClusters& pc, const SelectionInput& in) {
+  return pc.clusters.empty() ? first_ranked(in) : pc.clusters.front().representative;
+}
+
+Result<ResultEquality> read_equality(const core::Config& config, const std::string& key) {
+  auto s = config.get_string(key);
+  if (!s.is_ok()) return s.status();
+  if (*s == "relaxed") return ResultEquality::kRelaxed;
+  if (*s == "exact") return ResultEquality::kExact;
+  return invalid_input("config key \"" + key + "\": expected relaxed or exact, got \"" + *s + "\"");
+}
+
+
+
+Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, std::string>& values,
+                              llm::ChatRequest request, std::vector<llm::LlmCallTrace>& calls) {
+  auto prompt = ask.tpl->render(values);
+  if (!prompt.is_ok()) return prompt.status();
+  request.role = ask.role;
+  request.stage = "select";
+  request.template_hash = ask.tpl->hash();
+  request.messages = {{"system", detail::kSystemPrompt}, {"user", *prompt}};
+  auto r = ask.client->chat(request);
+  calls.push_back(llm::trace_of("select", *ask.tpl, request, r));
+  if (!r.is_ok()) return r.status();
+  return r->text();
+}
+
+llm::ChatRequest base_request(const SelectionInput& in, llm::CallTask task, int64_t sample_index) {
+  llm::ChatRequest req;
+  req.question_id = qid(in);
+  req.sample_index = sample_index;
+  req.tag.task = task;
+  req.tag.question_id = qid(in);
+  req.tag.question = in.question->question;
+  req.tag.evidence = in.question->evidence;
+  req.tag.db_id = in.question->db_id;
+  req.tag.sample_index = sample_index;
+  return req;
+}
+
+std::shared_ptr<const sql::Schema> SchemaCache::get(const std::filesystem::path& db) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(db.string());
+  if (it != cache_.end()) return it->second;
+  auto s = db::inspect_schema(db);
+  std::shared_ptr<const sql::Schema> p = s.is_ok() ? std::make_shared<const sql::Schema>(std::move(*s)) : nullptr;
+  cache_[db.string()] = p;
+  return p;
+}
+
+std::string schema_for(const SelectionInput& in, const SchemaCache& cache,
+                       const std::vector<std::string>& sqls) {
+  if (!in.schema) return "(schema not available)";
+  auto s = cache.get(in.db_path);
+  return detail::union_schema_text(*in.schema, s.get(), sqls);
+}
+
+}  // namespace nl2sql::select::detail

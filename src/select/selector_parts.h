@@ -1,0 +1,80 @@
+// What the selectors share (private to the select layer): input checks, the consistency choice,
+// the model ask with its trace, the per-database schema cache, and one factory per selector —
+// each selector lives in a file of its own, and selectors.cpp reads the config and picks one.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nl2sql/core/config.h"
+#include "nl2sql/db/executor.h"
+#include "nl2sql/llm/client.h"
+#include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/select/clusters.h"
+#include "nl2sql/select/selector.h"
+#include "nl2sql/select/separating_instance.h"
+#include "nl2sql/select/weights.h"
+#include "nl2sql/sql/analysis.h"
+
+namespace nl2sql::select::detail {
+
+std::string qid(const SelectionInput& in);
+Status check_input(const SelectionInput& in);
+// Best candidate by the shared tie-break order among those with SQL (used when no candidate
+// executed): -1 when the pool has no SQL at all.
+int first_ranked(const SelectionInput& in);
+nlohmann::json clusters_json(const PoolClusters& pc, const SelectionInput& in);
+// The consistency choice: representative of the largest cluster; nothing executable → the
+// best-ranked candidate with SQL.
+int consistency_choice(const PoolClusters& pc, const SelectionInput& in);
+Result<ResultEquality> read_equality(const core::Config& config, const std::string& key);
+
+struct ModelAsk {
+  llm::Client* client;
+  const llm::PromptTemplate* tpl;
+  std::string role;
+};
+// Renders the template, asks, and keeps the call's trace (failed calls included).
+Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, std::string>& values,
+                              llm::ChatRequest request, std::vector<llm::LlmCallTrace>& calls);
+llm::ChatRequest base_request(const SelectionInput& in, llm::CallTask task, int64_t sample_index);
+
+// Per-question sql::Schema, loaded once per database file.
+class SchemaCache {
+ public:
+  std::shared_ptr<const sql::Schema> get(const std::filesystem::path& db) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::shared_ptr<const sql::Schema>> cache_;  // guarded by mu_
+};
+std::string schema_for(const SelectionInput& in, const SchemaCache& cache, const std::vector<std::string>& sqls);
+
+struct TournamentOptions {
+  bool representatives_only = true;
+  int64_t max_pairs = 0;  // pairs sent to the model; 0: all
+  bool both_orders = true;
+};
+
+struct DuelOptions {
+  int64_t max_representatives = 6;
+  int64_t asks = 3;
+  InstanceOptions instance;
+};
+
+enum class VoteKind { kWma, kRwma, kNaive };
+
+std::unique_ptr<Selector> make_self_consistency(ResultEquality eq);
+std::unique_ptr<Selector> make_tournament(TournamentOptions o, llm::Client* client, llm::PromptTemplate tpl);
+std::unique_ptr<Selector> make_ranker(bool representatives_only, llm::Client* client, llm::PromptTemplate tpl);
+std::unique_ptr<Selector> make_separating_instances(DuelOptions o, llm::Client* client, const db::Executor* executor,
+                                                    llm::PromptTemplate tpl);
+std::unique_ptr<Selector> make_expert_vote(VoteKind kind, bool by_profile, std::shared_ptr<WeightStore> weights);
+
+}  // namespace nl2sql::select::detail

@@ -1,0 +1,194 @@
+// Separating-instance duels: a small database D′ on which two candidates disagree, the model asked what the question's answer on D′ is.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "nl2sql/context/schema_render.h"
+#include "nl2sql/core/hash.h"
+#include "nl2sql/llm/answer.h"
+#include "prompt_parts.h"
+#include "selector_parts.h"
+
+namespace nl2sql::select::detail {
+namespace {
+
+using json = nlohmann::json;
+
+class SeparatingInstances : public Selector {
+ public:
+  SeparatingInstances(DuelOptions o, llm::Client* client, const db::Executor* executor,
+                      llm::PromptTemplate tpl)
+      : o_(o), client_(client), executor_(executor), tpl_(std::move(tpl)) {}
+  std::string name() const override { return "separating_instances"; }
+
+  Result<Selection> select(const SelectionInput& in) const override {
+    NL2SQL_RETURN_IF_ERROR(check_input(in));
+    Selection s;
+    s.selector = name();
+    auto pc = cluster_pool(in.candidates, ResultEquality::kRelaxed, in.generator_order);
+    s.chosen = consistency_choice(pc, in);
+    std::vector<int> players;
+    for (const auto& c : pc.clusters)
+      if (static_cast<int64_t>(players.size()) < o_.max_representatives) players.push_back(c.representative);
+    if (players.size() <= 1) {
+      s.explanation = {{"duels", json::array()}, {"note", "one result: no duel"}};
+      return s;
+    }
+    auto builder = InstanceBuilder::open(in.db_path, *executor_, o_.instance);
+    if (!builder.is_ok()) return builder.status().with_context("question " + qid(in));
+    std::map<int, Result<QueryLineage>> lineage;
+    for (int p : players) {
+      const auto& c = in.candidates[static_cast<size_t>(p)];
+      // Representatives have run on D already: their lineage needs only the witness queries.
+      const db::ResultSet* known = c.result && c.result->ok() ? &c.result->result : nullptr;
+      lineage.emplace(p, builder->lineage(c.sql, known));
+    }
+    std::map<int, double> score;
+    json duels = json::array();
+    int64_t pair_index = 0;
+    for (size_t x = 0; x < players.size(); ++x) {
+      for (size_t y = x + 1; y < players.size(); ++y, ++pair_index) {
+        const int i = players[x], j = players[y];
+        const auto& ci = in.candidates[static_cast<size_t>(i)];
+        const auto& cj = in.candidates[static_cast<size_t>(j)];
+        json d = {{"a", ci.id}, {"b", cj.id}};
+        auto draw = [&](const std::string& why) {
+          score[i] += 0.5;
+          score[j] += 0.5;
+          d["outcome"] = "draw";
+          d["why"] = why;
+        };
+        const auto& la = lineage.at(i);
+        const auto& lb = lineage.at(j);
+        if (!la.is_ok() || !lb.is_ok()) {
+          draw("lineage: " + (!la.is_ok() ? la.status() : lb.status()).message());
+          duels.push_back(std::move(d));
+          continue;
+        }
+        core::KeyHasher h;
+        h.add(static_cast<int64_t>(in.seed)).add("separating_instance").add(ci.id).add(cj.id);
+        const uint64_t seed = h.seed();
+        // Approximate lineage guides the search only (D′ is verified), but say where it was used.
+        json notes = json::object();
+        for (const auto& [side, l] : {std::pair<const char*, const QueryLineage*>{"a", &*la}, {"b", &*lb}}) {
+          if (!l->fallbacks.empty()) notes[side]["over_approximated"] = l->fallbacks;
+          if (!l->sampled.empty()) notes[side]["sampled"] = l->sampled;
+        }
+        if (!notes.empty()) d["lineage"] = std::move(notes);
+        auto inst = builder->separate(*la, *lb, seed);
+        if (!inst.is_ok()) {
+          draw("instance: " + inst.status().message());
+          duels.push_back(std::move(d));
+          continue;
+        }
+        d["instance"] = inst->to_json();
+        if (!inst->found) {
+          draw("no separating instance");
+          duels.push_back(std::move(d));
+          continue;
+        }
+        s.duel_instances.push_back({duels.size(), inst->instance, std::nullopt});
+        std::vector<std::string> tables;
+        std::set<std::string> columns;
+        for (const auto& [t, rs] : inst->instance.tables)
+          for (const auto& c : rs.columns) columns.insert(t + "." + c);
+        std::string schema = "(schema not available)";
+        if (in.schema) {
+          context::RenderOptions ro;
+          ro.examples = 0;
+          ro.columns = columns;
+          schema = context::render_schema(*in.schema, ro);
+        }
+        std::vector<db::ResultSet> answers;
+        json model_answers = json::array();
+        for (int64_t k = 0; k < o_.asks; ++k) {
+          auto req = base_request(in, llm::CallTask::kNlEval, pair_index * o_.asks + k);
+          req.tag.generator = "separating_instances";
+          const InstanceBuilder* b = &*builder;
+          const InstanceTables* tables_on = &inst->instance;
+          req.tag.answer_on_instance = [b, tables_on](const std::string& sql) -> Result<std::string> {
+            auto r = b->run_on(*tables_on, sql);
+            if (!r.is_ok()) return r.status();
+            return render_answer_rows(*r);
+          };
+          auto text = ask_model({client_, &tpl_, "nl_eval"},
+                                {{"question", in.question->question},
+                                 {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
+                                 {"schema", schema},
+                                 {"instance", inst->instance.to_prompt_text()}},
+                                req, s.calls);
+          if (!text.is_ok()) {
+            model_answers.push_back({{"error", text.status().message()}});
+            continue;
+          }
+          auto parsed = parse_answer_rows(*text);
+          if (!parsed.is_ok()) {
+            client_->accounting().record_parse_failure("select", qid(in), "nl_eval");
+            model_answers.push_back({{"error", parsed.status().message()}});
+            continue;
+          }
+          model_answers.push_back(render_answer_rows(*parsed));
+          answers.push_back(std::move(*parsed));
+        }
+        d["model_answers"] = model_answers;
+        // Majority: an answer that at least half of the asks (rounded up) agree with.
+        const db::ResultSet* majority = nullptr;
+        for (const auto& a : answers) {
+          int64_t agree = 0;
+          for (const auto& b : answers) agree += answers_match(a, b) ? 1 : 0;
+          if (agree * 2 > o_.asks) { majority = &a; break; }
+        }
+        if (!majority) {
+          draw("the model's answers disagree");
+          duels.push_back(std::move(d));
+          continue;
+        }
+        d["majority"] = render_answer_rows(*majority);
+        s.duel_instances.back().majority = *majority;
+        const bool ma = answers_match(*majority, inst->answer_a);
+        const bool mb = answers_match(*majority, inst->answer_b);
+        if (ma && !mb) {
+          score[i] += 1;
+          d["outcome"] = "a";
+        } else if (mb && !ma) {
+          score[j] += 1;
+          d["outcome"] = "b";
+        } else {
+          draw(ma ? "both match" : "neither matches");
+        }
+        duels.push_back(std::move(d));
+      }
+    }
+    // A unique top score wins; otherwise consistency decides.
+    double top = -1;
+    for (int p : players) top = std::max(top, score[p]);
+    std::vector<int> leaders;
+    for (int p : players)
+      if (score[p] == top) leaders.push_back(p);
+    s.chosen = leaders.front();  // several leaders: players are in consistency order
+    json scores = json::object();
+    for (int p : players) scores[in.candidates[static_cast<size_t>(p)].id] = score[p];
+    s.explanation = {{"scores", scores}, {"duels", duels},
+                     {"decided_by", leaders.size() == 1 ? "duels" : "consistency"},
+                     {"clusters", clusters_json(pc, in)}};
+    return s;
+  }
+
+ private:
+  DuelOptions o_;
+  llm::Client* client_;
+  const db::Executor* executor_;
+  llm::PromptTemplate tpl_;
+};
+
+}  // namespace
+
+std::unique_ptr<Selector> make_separating_instances(DuelOptions o, llm::Client* client, const db::Executor* executor,
+                                                    llm::PromptTemplate tpl) {
+  return std::make_unique<SeparatingInstances>(o, client, executor, std::move(tpl));
+}
+
+}  // namespace nl2sql::select::detail

@@ -1,0 +1,122 @@
+// The pairwise tournament (CHASE-SQL Algorithm 3): both orders, same result a win without a call.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "nl2sql/core/hash.h"
+#include "nl2sql/llm/answer.h"
+#include "prompt_parts.h"
+#include "selector_parts.h"
+
+namespace nl2sql::select::detail {
+namespace {
+
+using json = nlohmann::json;
+
+class Tournament : public Selector {
+ public:
+  Tournament(TournamentOptions o, llm::Client* client, llm::PromptTemplate tpl)
+      : o_(o), client_(client), tpl_(std::move(tpl)) {}
+  std::string name() const override { return "tournament"; }
+
+  Result<Selection> select(const SelectionInput& in) const override {
+    NL2SQL_RETURN_IF_ERROR(check_input(in));
+    Selection s;
+    s.selector = name();
+    auto pc = cluster_pool(in.candidates, ResultEquality::kRelaxed, in.generator_order);
+    std::vector<int> players;
+    for (const auto& c : pc.clusters) {
+      if (o_.representatives_only) players.push_back(c.representative);
+      else {
+        std::vector<int> m = c.members;
+        std::sort(m.begin(), m.end(), [&](int a, int b) {
+          return candidate_rank(in.candidates, a, in.generator_order) <
+                 candidate_rank(in.candidates, b, in.generator_order);
+        });
+        players.insert(players.end(), m.begin(), m.end());
+      }
+    }
+    json decisions = json::array();
+    std::map<int, double> score;
+    for (int p : players) score[p] = 0;
+    int64_t model_pairs = 0, skipped = 0;
+    const ModelAsk ask{client_, &tpl_, "select"};
+    for (size_t x = 0; x < players.size(); ++x) {
+      for (size_t y = x + 1; y < players.size(); ++y) {
+        const int i = players[x], j = players[y];
+        const auto& ci = in.candidates[static_cast<size_t>(i)];
+        const auto& cj = in.candidates[static_cast<size_t>(j)];
+        if (pc.cluster_of[static_cast<size_t>(i)] == pc.cluster_of[static_cast<size_t>(j)]) {
+          score[i] += 1;  // equal results: the first of the pair wins, no model call
+          decisions.push_back({{"a", ci.id}, {"b", cj.id}, {"winner", ci.id}, {"by", "equal_results"}});
+          continue;
+        }
+        if (o_.max_pairs > 0 && model_pairs >= o_.max_pairs) {
+          ++skipped;
+          continue;
+        }
+        const int64_t pair_index = model_pairs++;
+        const std::string schema = schema_for(in, schemas_, {ci.sql, cj.sql});
+        for (int order = 0; order < (o_.both_orders ? 2 : 1); ++order) {
+          const int a = order == 0 ? i : j, b = order == 0 ? j : i;
+          const auto& ca = in.candidates[static_cast<size_t>(a)];
+          const auto& cb = in.candidates[static_cast<size_t>(b)];
+          auto req = base_request(in, llm::CallTask::kSelectPair, pair_index * 2 + order);
+          req.tag.generator = "tournament";
+          req.tag.candidates = {ca.sql, cb.sql};
+          auto text = ask_model(ask,
+                                detail::pairwise_values(in.question->question, in.question->evidence,
+                                                        schema, ca.sql, detail::result_preview(ca.result->result),
+                                                        cb.sql, detail::result_preview(cb.result->result)),
+                                req, s.calls);
+          json d = {{"a", ca.id}, {"b", cb.id}, {"by", "model"}};
+          if (!text.is_ok()) {
+            d["error"] = text.status().message();
+          } else if (auto w = llm::read_pairwise_winner(*text)) {
+            const int winner = *w == "A" ? a : b;
+            score[winner] += 1;
+            d["winner"] = in.candidates[static_cast<size_t>(winner)].id;
+          } else {
+            d["error"] = w.status().message();
+            client_->accounting().record_parse_failure("select", qid(in), "pairwise");
+          }
+          decisions.push_back(std::move(d));
+        }
+      }
+    }
+    // Highest score; ties: consistency (cluster order), then the candidate rank.
+    int best = -1;
+    for (int p : players) {
+      if (best < 0) { best = p; continue; }
+      if (score[p] > score[best]) { best = p; continue; }
+      if (score[p] < score[best]) continue;
+      int cp = pc.cluster_of[static_cast<size_t>(p)], cb = pc.cluster_of[static_cast<size_t>(best)];
+      if (cp < cb || (cp == cb && candidate_rank(in.candidates, p, in.generator_order) <
+                                      candidate_rank(in.candidates, best, in.generator_order)))
+        best = p;
+    }
+    s.chosen = best >= 0 ? best : first_ranked(in);
+    json scores = json::object();
+    for (int p : players) scores[in.candidates[static_cast<size_t>(p)].id] = score[p];
+    s.explanation = {{"scores", scores}, {"decisions", decisions}, {"model_pairs", model_pairs},
+                     {"pairs_over_cap", skipped}, {"clusters", clusters_json(pc, in)}};
+    return s;
+  }
+
+ private:
+  TournamentOptions o_;
+  llm::Client* client_;
+  llm::PromptTemplate tpl_;
+  SchemaCache schemas_;
+};
+
+}  // namespace
+
+std::unique_ptr<Selector> make_tournament(TournamentOptions o, llm::Client* client, llm::PromptTemplate tpl) {
+  return std::make_unique<Tournament>(o, client, std::move(tpl));
+}
+
+}  // namespace nl2sql::select::detail
