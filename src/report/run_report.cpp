@@ -96,24 +96,26 @@ Result<ReportOptions> ReportOptions::from_config(const json& config) {
   return o;
 }
 
-json build_report(const run::RunData& run, const ReportOptions& o) {
-  const json& m = run.manifest;
-  const std::string metric = run::primary_metric(m);
-  std::string primary_sel = run::string_field(m, "primary_selector");
-  const size_t n = run.records.size();
+namespace {
 
-  json rep;
-  rep["tool"] = {{"name", "nl2sql"}, {"version", NL2SQL_VERSION}};
-  rep["run"] = {{"name", run.name},           {"title", o.title.empty() ? run.name : o.title},
-                {"manifest", m},              {"simulated", run::tri_bool(run::field(m, "simulated")) == 1}};
-  rep["simulated"] = run::tri_bool(run::field(m, "simulated")) == 1;
-  rep["primary_metric"] = metric;
-  rep["n_questions"] = n;
-  rep["n_expected"] = run::field(m, "question_ids").is_array() ? run::field(m, "question_ids").size() : n;
-  // Questions the selection named whose database was missing: listed, never silently dropped.
-  rep["skipped"] = run::field(m, "skipped").is_array() ? run::field(m, "skipped") : json::array();
+std::string or_unknown(const std::string& s) { return s.empty() ? std::string("unknown") : s; }
 
-  // --- EX under the primary metric and per evaluator metric.
+// What every section of the report reads.
+struct ReportContext {
+  const run::RunData& run;
+  const ReportOptions& options;
+  std::string metric;            // the eval metric that decides correctness
+  std::string primary_selector;  // from the manifest, else the first selector seen
+};
+
+// EX under the primary metric and per evaluator metric.
+void add_ex(json& rep, ReportContext& ctx) {
+  [[maybe_unused]] const run::RunData& run = ctx.run;
+  [[maybe_unused]] const ReportOptions& o = ctx.options;
+  [[maybe_unused]] const json& m = ctx.run.manifest;
+  [[maybe_unused]] const std::string& metric = ctx.metric;
+  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
+  [[maybe_unused]] const size_t n = ctx.run.records.size();
   std::vector<int> overall;
   std::map<std::string, std::vector<int>> by_diff, by_db, by_feature;
   std::set<std::string> metrics;
@@ -121,7 +123,6 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   std::map<std::string, size_t> outcomes;
   double soft_f1 = 0;
   size_t soft_n = 0;
-  auto or_unknown = [](const std::string& s) { return s.empty() ? std::string("unknown") : s; };
   for (const auto& r : run.records) {
     int c = r.correct(metric) ? 1 : 0;
     overall.push_back(c);
@@ -168,8 +169,16 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   rep["gold_unusable"] = unusable;
   rep["tie_dependent"] = ties;
   rep["errors"] = errors;
+}
 
-  // --- Selectors side by side, with the bounds every selector lives between.
+// Selectors side by side, with the bounds every selector lives between.
+void add_selectors(json& rep, ReportContext& ctx) {
+  [[maybe_unused]] const run::RunData& run = ctx.run;
+  [[maybe_unused]] const ReportOptions& o = ctx.options;
+  [[maybe_unused]] const json& m = ctx.run.manifest;
+  [[maybe_unused]] const std::string& metric = ctx.metric;
+  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
+  [[maybe_unused]] const size_t n = ctx.run.records.size();
   std::set<std::string> sel_names;
   if (run::field(m, "selectors").is_array())
     for (const auto& s : m["selectors"]) if (s.is_string()) sel_names.insert(s.get<std::string>());
@@ -221,8 +230,16 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
     adversarial.push_back(r.bounds && r.bounds->adversarial ? 1 : 0);
   }
   rep["bounds"] = {{"oracle", group_stats(oracle, o, "oracle")}, {"adversarial", group_stats(adversarial, o, "adversarial")}};
+}
 
-  // --- Generators: counts, executability, correctness, overlap.
+// Generators: counts, executability, correctness, overlap.
+void add_generators(json& rep, ReportContext& ctx) {
+  [[maybe_unused]] const run::RunData& run = ctx.run;
+  [[maybe_unused]] const ReportOptions& o = ctx.options;
+  [[maybe_unused]] const json& m = ctx.run.manifest;
+  [[maybe_unused]] const std::string& metric = ctx.metric;
+  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
+  [[maybe_unused]] const size_t n = ctx.run.records.size();
   struct Gen {
     size_t candidates = 0, exec_before = 0, exec_after = 0, correct = 0, fixed_rounds = 0;
     std::set<std::string> questions, questions_correct, unique;
@@ -281,8 +298,16 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
     ov.push_back({{"generators", names}, {"questions", c}});
   }
   rep["overlap"] = ov;
+}
 
-  // --- Curves vs number of candidates (CHASE-SQL Fig. 2).
+// Curves vs number of candidates (CHASE-SQL Fig. 2).
+void add_curves(json& rep, ReportContext& ctx) {
+  [[maybe_unused]] const run::RunData& run = ctx.run;
+  [[maybe_unused]] const ReportOptions& o = ctx.options;
+  [[maybe_unused]] const json& m = ctx.run.manifest;
+  [[maybe_unused]] const std::string& metric = ctx.metric;
+  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
+  [[maybe_unused]] const size_t n = ctx.run.records.size();
   std::map<long, std::array<std::pair<size_t, size_t>, 4>> curves;  // k -> (hits, n) per series
   static const char* kSeries[] = {"upper", "lower", "self_consistency", "selector"};
   for (const auto& r : run.records) {
@@ -304,8 +329,16 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
     cj.push_back(p);
   }
   rep["curves"] = cj;
+}
 
-  // --- Selection errors of the primary selector.
+// Selection errors of the primary selector.
+void add_selection_errors(json& rep, ReportContext& ctx) {
+  [[maybe_unused]] const run::RunData& run = ctx.run;
+  [[maybe_unused]] const ReportOptions& o = ctx.options;
+  [[maybe_unused]] const json& m = ctx.run.manifest;
+  [[maybe_unused]] const std::string& metric = ctx.metric;
+  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
+  [[maybe_unused]] const size_t n = ctx.run.records.size();
   std::map<std::string, std::vector<std::string>> cats;
   for (const char* c : {"correct", "wrong_selection", "no_correct_candidate", "gold_unusable", "failed"}) cats[c];
   for (const auto& r : run.records) {
@@ -323,8 +356,16 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   json se = json::object();
   for (const auto& [k, ids] : cats) se[k] = {{"count", ids.size()}, {"pct", pct(ids.size(), n)}, {"question_ids", ids}};
   rep["selection_errors"] = se;
+}
 
-  // --- Tokens, cost, latency.
+// Tokens, cost, latency.
+void add_usage(json& rep, ReportContext& ctx) {
+  [[maybe_unused]] const run::RunData& run = ctx.run;
+  [[maybe_unused]] const ReportOptions& o = ctx.options;
+  [[maybe_unused]] const json& m = ctx.run.manifest;
+  [[maybe_unused]] const std::string& metric = ctx.metric;
+  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
+  [[maybe_unused]] const size_t n = ctx.run.records.size();
   std::map<std::string, json> usage;
   json total = {{"calls", 0.0}, {"prompt_tokens", 0.0}, {"completion_tokens", 0.0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
   for (const auto& r : run.records) {
@@ -351,8 +392,17 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   json uj = json::object();
   for (auto& [k, v] : usage) uj[k] = v;
   rep["usage"] = {{"stages", uj}, {"total", total}, {"cost_per_question_usd", n ? total["cost_usd"].get<double>() / static_cast<double>(n) : 0.0}};
-  // --- Model calls that failed after their retries, and the retries, summed from the records'
-  // llm_faults (per stage, stored with the stage they belong to, so a resumed run keeps them).
+}
+
+// Model calls that failed after their retries, and the retries, summed from the records'
+// llm_faults (per stage, stored with the stage they belong to, so a resumed run keeps them).
+void add_llm_faults(json& rep, ReportContext& ctx) {
+  [[maybe_unused]] const run::RunData& run = ctx.run;
+  [[maybe_unused]] const ReportOptions& o = ctx.options;
+  [[maybe_unused]] const json& m = ctx.run.manifest;
+  [[maybe_unused]] const std::string& metric = ctx.metric;
+  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
+  [[maybe_unused]] const size_t n = ctx.run.records.size();
   {
     run::LlmFaults sum;
     int64_t questions_hit = 0, questions_unread = 0;
@@ -368,6 +418,16 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
                          {"parse_failures", sum.parse_failures}, {"parse_failures_by_stage", sum.parse_failures_by_stage},
                          {"questions_with_parse_failures", questions_unread}};
   }
+}
+
+// Latency per stage: mean and percentiles over the questions.
+void add_latency(json& rep, ReportContext& ctx) {
+  [[maybe_unused]] const run::RunData& run = ctx.run;
+  [[maybe_unused]] const ReportOptions& o = ctx.options;
+  [[maybe_unused]] const json& m = ctx.run.manifest;
+  [[maybe_unused]] const std::string& metric = ctx.metric;
+  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
+  [[maybe_unused]] const size_t n = ctx.run.records.size();
   json lat = json::object();
   std::set<std::string> lat_stages(kStages.begin(), kStages.end());
   for (const auto& r : run.records)
@@ -383,14 +443,53 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
               {"p90", percentile(xs, 0.9)}, {"p95", percentile(xs, 0.95)}, {"max", percentile(xs, 1.0)}};
   }
   rep["latency_s"] = lat;
+}
 
-  // --- WMA weights after each question.
+// WMA weights after each question.
+void add_weights(json& rep, ReportContext& ctx) {
+  [[maybe_unused]] const run::RunData& run = ctx.run;
+  [[maybe_unused]] const ReportOptions& o = ctx.options;
+  [[maybe_unused]] const json& m = ctx.run.manifest;
+  [[maybe_unused]] const std::string& metric = ctx.metric;
+  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
+  [[maybe_unused]] const size_t n = ctx.run.records.size();
   json weights = json::object();
   for (const auto& r : run.records) {
     if (!r.weights) continue;
     for (const auto& [expert, v] : *r.weights) weights[expert].push_back({r.index, v});
   }
   if (!weights.empty()) rep["weights"] = weights;
+}
+
+}  // namespace
+
+json build_report(const run::RunData& run, const ReportOptions& o) {
+  const json& m = run.manifest;
+  const std::string metric = run::primary_metric(m);
+  std::string primary_sel = run::string_field(m, "primary_selector");
+  const size_t n = run.records.size();
+
+  json rep;
+  rep["tool"] = {{"name", "nl2sql"}, {"version", NL2SQL_VERSION}};
+  rep["run"] = {{"name", run.name},           {"title", o.title.empty() ? run.name : o.title},
+                {"manifest", m},              {"simulated", run::tri_bool(run::field(m, "simulated")) == 1}};
+  rep["simulated"] = run::tri_bool(run::field(m, "simulated")) == 1;
+  rep["primary_metric"] = metric;
+  rep["n_questions"] = n;
+  rep["n_expected"] = run::field(m, "question_ids").is_array() ? run::field(m, "question_ids").size() : n;
+  // Questions the selection named whose database was missing: listed, never silently dropped.
+  rep["skipped"] = run::field(m, "skipped").is_array() ? run::field(m, "skipped") : json::array();
+
+  ReportContext ctx{run, o, metric, primary_sel};
+  add_ex(rep, ctx);
+  add_selectors(rep, ctx);
+  add_generators(rep, ctx);
+  add_curves(rep, ctx);
+  add_selection_errors(rep, ctx);
+  add_usage(rep, ctx);
+  add_llm_faults(rep, ctx);
+  add_latency(rep, ctx);
+  add_weights(rep, ctx);
 
   json questions = json::array();
   for (const auto& r : run.records) questions.push_back(run::to_json(r));

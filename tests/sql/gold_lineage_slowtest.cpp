@@ -10,6 +10,7 @@
 #include "nl2sql/sql/lineage.h"
 #include "nl2sql/sql/parser.h"
 #include "sql/gold_queries.h"
+#include "support/lineage_database.h"
 #include "support/test_env.h"
 
 namespace nl2sql::sql {
@@ -57,7 +58,7 @@ TEST(SqlGoldLineage, LineageSubDatabaseReproducesTheResult) {
     }
     for (const auto& [t, ids] : *rows) witness_rows += static_cast<long>(ids.size());
     auto sub = tmp / ("lineage_" + std::to_string(considered) + ".sqlite");
-    Status built = build_lineage_database(*q.db, *rows, sub);
+    Status built = nl2sql::testing::build_lineage_database(*q.db, *rows, sub);
     if (!built.is_ok()) {
       note("sub-database build failed: " + built.message().substr(0, 60));
       continue;

@@ -5,6 +5,7 @@
 #include "nl2sql/db/executor.h"
 #include "nl2sql/sql/lineage.h"
 #include "nl2sql/sql/parser.h"
+#include "support/lineage_database.h"
 #include "support/test_env.h"
 
 namespace nl2sql::sql {
@@ -113,7 +114,7 @@ TEST_F(SqlLineage, FallbacksAreReported) {
 TEST_F(SqlLineage, SubDatabaseHoldsOnlyWitnessRows) {
   auto r = rows("SELECT c.venue FROM singer AS s JOIN concert AS c ON s.singer_id = c.singer_id WHERE s.age > 60");
   auto sub = dir_ / "sub.sqlite";
-  ASSERT_TRUE(build_lineage_database(db_, r, sub).is_ok());
+  ASSERT_TRUE(testing::build_lineage_database(db_, r, sub).is_ok());
   db::ExecutorOptions opts;
   opts.immutable = false;
   db::Executor exec(opts);

@@ -35,9 +35,9 @@
 // join costs as much as the query (seconds: the GROUP BY sorts every joined row).
 // Over-approximating never drops a witness of a monotone query, but for queries with negation
 // (NOT IN, NOT EXISTS, EXCEPT, outer joins with IS NULL tests) extra rows can change the result:
-// the consumer verifies by executing Q on the sub-database (see build_lineage_database).
-// Pure functions except run_witness and collect_lineage_rows (run SQL through db::Executor) and
-// build_lineage_database (writes a new SQLite file).
+// the consumer verifies by executing Q on the sub-database (the tests do, with a file built from
+// the witness rows: tests/support/lineage_database.h).
+// Pure functions except run_witness and collect_lineage_rows (run SQL through db::Executor).
 #pragma once
 
 #include <cstdint>
@@ -104,10 +104,5 @@ using LineageRows = std::map<std::string, std::set<int64_t>>;
 // Runs the witness queries against `db` and gathers the rowids.
 Result<LineageRows> collect_lineage_rows(const Lineage& lineage, const std::filesystem::path& db,
                                          const db::Executor& executor);
-
-// Writes a new database at `out` with the schema of `src` (tables, indexes, views) holding only
-// the given rows (tables not mentioned are empty). Overwrites `out`.
-Status build_lineage_database(const std::filesystem::path& src, const LineageRows& rows,
-                              const std::filesystem::path& out);
 
 }  // namespace nl2sql::sql
