@@ -30,7 +30,6 @@ struct RunArgs {
   std::string questions, db, out, shard, progress = "auto", index_dir;
   std::optional<size_t> sample;
   uint64_t seed = 0;
-  std::optional<double> max_cost, fail_under;
   bool force_new = false;
 };
 
@@ -47,7 +46,7 @@ Result<pipeline::ProgressMode> parse_progress(const std::string& s) {
 // Shared with `nl2sql sweep`: runs one config; returns the exit code.
 int run_one(const core::Config& config, const std::string& config_name, const DatasetOptions& dataset,
             const pipeline::QuestionFilter& filter, const std::string& out, bool force_new,
-            std::optional<double> max_cost, std::optional<double> fail_under,
+            std::optional<double> fail_under,
             pipeline::ProgressMode progress, const std::string& index_dir,
             pipeline::RunSummary* summary_out) {
   auto spec = dataset.spec();
@@ -63,7 +62,6 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
                                       fmt::format("{}-{}-{}", config_name, dataset.benchmark, dataset.split)
                                 : std::filesystem::path(out);
   options.force_new = force_new;
-  options.max_cost_usd = max_cost;
   options.progress = progress;
   options.index_dir = index_dir;
   options.cancel = &g_cancel;
@@ -116,7 +114,7 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
                              s.failed, s.finished);
   }
   const bool under = fail_under && s.ex() < *fail_under;
-  if (under) std::cout << fmt::format("EX {:.2f}% is under --fail-under {:.2f}\n", s.ex(), *fail_under);
+  if (under) std::cout << fmt::format("EX {:.2f}% is under the bar (--fail-under / run.fail_under) {:.2f}\n", s.ex(), *fail_under);
   // Failed questions first: an EX below the bar is then no verdict on the model.
   if (s.failed) return kExitQuestionsFailed;
   if (under) return kExitFailUnder;
@@ -137,8 +135,7 @@ RunFn setup_run(CLI::App& parent) {
   cmd->add_option("--db", a->db, "Only questions on this database");
   cmd->add_option("--out", a->out, "Run folder (default: runs/<config>-<benchmark>-<split>)");
   cmd->add_option("--shard", a->shard, "Run the I-th of N deterministic slices, e.g. 0/4");
-  cmd->add_option("--max-cost-usd", a->max_cost, "Stop scheduling questions when the projected model cost passes this");
-  cmd->add_option("--fail-under", a->fail_under, "Exit with 3 when EX (%) is below this");
+  a->config.add_key_flags(*cmd, {{"--max-cost-usd", "run.max_cost_usd"}, {"--fail-under", "run.fail_under"}});
   cmd->add_flag("--force-new", a->force_new, "Delete the run store in --out and start over");
   cmd->add_option("--progress", a->progress, "auto | tty | plain | off")->capture_default_str();
   cmd->add_option("--index-dir", a->index_dir, "Value index folder (default: context.index_dir or the cache dir)");
@@ -163,8 +160,8 @@ RunFn setup_run(CLI::App& parent) {
       }
       filter.shard = *shard;
     }
-    std::optional<double> fail_under = a->fail_under;
-    if (!fail_under && config->has("run.fail_under") && !config->find("run.fail_under")->is_null()) {
+    std::optional<double> fail_under;
+    if (config->has("run.fail_under") && !config->find("run.fail_under")->is_null()) {
       auto f = config->get_number("run.fail_under");
       if (!f) {
         spdlog::error("{}", f.status().message());
@@ -172,8 +169,7 @@ RunFn setup_run(CLI::App& parent) {
       }
       fail_under = *f;
     }
-    return run_one(*config, a->config.name(), a->dataset, filter, a->out, a->force_new, a->max_cost,
-                   fail_under, *progress, a->index_dir, nullptr);
+    return run_one(*config, a->config.name(), a->dataset, filter, a->out, a->force_new, fail_under, *progress, a->index_dir, nullptr);
   };
 }
 

@@ -16,7 +16,7 @@ namespace nl2sql::cli {
 
 int run_one(const core::Config& config, const std::string& config_name, const DatasetOptions& dataset,
             const pipeline::QuestionFilter& filter, const std::string& out, bool force_new,
-            std::optional<double> max_cost, std::optional<double> fail_under,
+            std::optional<double> fail_under,
             pipeline::ProgressMode progress, const std::string& index_dir,
             pipeline::RunSummary* summary_out);
 
@@ -57,7 +57,7 @@ int run_sweep(const SweepArgs& a) {
     fs::path dir = fs::path(a.out) / name;
     spdlog::info("sweep: {} → {}", path, dir.string());
     int rc = run_one(*config, name, a.dataset, filter, dir.string(), a.force_new, std::nullopt,
-                     std::nullopt, pipeline::ProgressMode::kAuto, a.index_dir, nullptr);
+                     pipeline::ProgressMode::kAuto, a.index_dir, nullptr);
     if (rc == kExitInterrupted || rc == kExitBadInput) return rc;
     if (rc != kExitOk) worst = rc;
     names.push_back(name);

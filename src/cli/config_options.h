@@ -13,6 +13,7 @@
 
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/config_schema.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::cli {
 
@@ -24,6 +25,31 @@ struct ConfigOptions {
     auto* opt = cmd.add_option("--config", path, "Config file (JSON with comments; \"extends\" chains)");
     if (required) opt->required();
     cmd.add_option("--set", sets, "Override a config key: a.b=value (repeatable; value parsed as JSON, else a string)");
+  }
+
+  // Flags that are config keys, defined once: each flag sets its key exactly as `--set
+  // key=value` would (after the --set overrides, so the flag wins over them and over the file),
+  // and its help is the key's documentation in the schema. A command lists its flags in one
+  // table ({"--max-cost-usd", "run.max_cost_usd"}, …) instead of keeping a variable, a default
+  // and a help text of its own beside the config key.
+  struct KeyFlag {
+    const char* flag;
+    const char* key;
+  };
+  void add_key_flags(CLI::App& cmd, std::initializer_list<KeyFlag> flags) {
+    auto schema = core::ConfigSchema::load_dir(core::default_schema_dir());
+    for (const auto& f : flags) {
+      std::string help = std::string("Sets config key ") + f.key, type = "VALUE";
+      if (schema)
+        if (const auto* spec = schema->spec_for(f.key)) {
+          help = spec->doc + " (sets config key " + f.key + ")";
+          if (!spec->types.empty()) type = core::upper(spec->types.front());
+        }
+      const std::string key = f.key;
+      cmd.add_option_function<std::string>(
+             f.flag, [this, key](const std::string& value) { sets.push_back(key + "=" + value); }, help)
+          ->type_name(type);
+    }
   }
 
   // The config's file stem ("chase" for configs/chase.json), for default run folder names.

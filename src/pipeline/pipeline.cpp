@@ -283,7 +283,7 @@ Result<RunSummary> run(const RunOptions& options) {
   progress.start();
 
   // Workers.
-  std::optional<double> cap = options.max_cost_usd ? options.max_cost_usd : s.settings.max_cost_usd;
+  std::optional<double> cap = s.settings.max_cost_usd;
   std::mutex mu;
   size_t in_flight = 0, finished_now = 0;  // guarded by mu
   double cost_finished = 0;                // guarded by mu: cost of questions finished now

@@ -160,6 +160,24 @@ TEST_F(RunCommand, BudgetStopsSchedulingAndKeepsFinishedWork) {
   EXPECT_EQ(run::load_run(out)->records.size(), 21u);
 }
 
+// --max-cost-usd and --fail-under are the config keys run.max_cost_usd and run.fail_under: the
+// flag wins over the file and over --set, is validated as the key (a bad value names the key),
+// and the help text is the key's documentation.
+TEST_F(RunCommand, FlagsThatAreConfigKeysSetTheKey) {
+  fs::path out = dir_ / "flags";
+  auto bad = testing::run_nl2sql(base_args(out) + " --fail-under 101");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE((bad.out + bad.err).find("run.fail_under"), std::string::npos) << bad.out << bad.err;
+  auto under = testing::run_nl2sql(base_args(out) + " --set run.fail_under=0 --fail-under 99.5");
+  EXPECT_EQ(under.exit_code, 3) << under.out << under.err;
+  EXPECT_NE(under.out.find("is under the bar"), std::string::npos) << under.out;
+  auto resumed = testing::run_nl2sql(base_args(out) + " --set run.fail_under=99.5 --fail-under 0");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;  // the flag wins over --set
+  auto help = testing::run_nl2sql("run --help");
+  EXPECT_NE(help.out.find("--max-cost-usd NUMBER"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("(sets config key run.max_cost_usd)"), std::string::npos) << help.out;
+}
+
 TEST_F(RunCommand, SweepRunsEveryConfigWithOneCacheAndCompares) {
   fs::path out = dir_ / "sweep";
   auto r = testing::run_nl2sql("sweep " + quote(configs_dir() / "quickstart.json") + " " +

@@ -61,7 +61,6 @@ struct RunOptions {
   QuestionFilter filter;
   std::filesystem::path out_dir;
   bool force_new = false;
-  std::optional<double> max_cost_usd;  // overrides run.max_cost_usd
   std::filesystem::path prompts_dir;   // empty: the bundled prompts
   std::filesystem::path index_dir;     // empty: context.index_dir or the default
   ProgressMode progress = ProgressMode::kAuto;
