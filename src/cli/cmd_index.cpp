@@ -8,7 +8,9 @@
 #include <map>
 
 #include "cli/command.h"
+#include "cli/config_options.h"
 #include "cli/dataset_options.h"
+#include "nl2sql/context/question_context.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/db/executor.h"
 
@@ -17,14 +19,12 @@ namespace {
 namespace fs = std::filesystem;
 
 struct IndexArgs {
+  ConfigOptions config;  // the context.index.* keys: the run's config builds the run's index
   DatasetOptions dataset;
   std::vector<std::string> dbs;
   bool all_databases = false;
   bool force = false;
   bool show_skipped = false;
-  std::string index_dir;
-  size_t threads = 0;
-  context::IndexParams params;
 };
 
 double peak_rss_mb() {
@@ -34,6 +34,13 @@ double peak_rss_mb() {
 }
 
 int run_index(IndexArgs& a) {
+  auto config = a.config.load();
+  if (!config) return kExitBadInput;
+  auto settings = context::load_context_settings(*config);
+  if (!settings) {
+    spdlog::error("{}", settings.status().message());
+    return kExitBadInput;
+  }
   auto ds = a.dataset.load();
   if (!ds) return kExitBadInput;
   // Every database folder under the root, not only those the split's questions use.
@@ -62,11 +69,8 @@ int run_index(IndexArgs& a) {
       spdlog::error("--db {}: no such database in {}", want, ds->db_root.string());
       return kExitBadInput;
     }
-  context::IndexOptions opts;
-  opts.params = a.params;
-  opts.index_dir = a.index_dir;
+  context::IndexOptions opts = settings->index;
   opts.force = a.force;
-  opts.threads = a.threads;
   db::Executor executor;
   auto t0 = std::chrono::steady_clock::now();
   auto statuses = context::ensure_indexes(refs, opts, executor);
@@ -101,30 +105,33 @@ int run_index(IndexArgs& a) {
     std::cout << fmt::format(", worker time {:.2f} s: SQLite scan {:.1f}%, indexing {:.1f}%", scan_s + index_s,
                              100 * scan_s / (scan_s + index_s), 100 * index_s / (scan_s + index_s));
   std::cout << "\n  index dir: "
-            << (a.index_dir.empty() ? context::default_index_dir() : fs::path(a.index_dir)).string() << "\n";
+            << (opts.index_dir.empty() ? context::default_index_dir() : opts.index_dir).string() << "\n";
   return kExitOk;
 }
 
 RunFn setup(CLI::App& app) {
   auto args = std::make_shared<IndexArgs>();
   auto* cmd = app.add_subcommand("index", "Build the MinHash-LSH value index of each database (stale ones are rebuilt)");
+  args->config.add_to(*cmd, /*required=*/false);
   args->dataset.add_to(*cmd);
-  auto& p = args->params;
   cmd->add_option("--db", args->dbs, "Only these databases (repeatable)");
   cmd->add_flag("--all-databases", args->all_databases, "Every <db>/<db>.sqlite under the database root, not only those the questions use");
   cmd->add_flag("--force", args->force, "Rebuild even when the index is fresh");
-  cmd->add_option("--index-dir", args->index_dir, "Index folder (default $NL2SQL_CACHE_DIR/index or ~/.cache/nl2sql/index)");
-  cmd->add_option("--threads", args->threads, "Worker threads (0: one per core)")->capture_default_str();
   cmd->add_flag("--show-skipped", args->show_skipped, "List every skipped column with its reason");
-  cmd->add_option("--ngram", p.ngram, "Character n-gram length")->capture_default_str();
-  cmd->add_option("--num-perm", p.num_perm, "MinHash permutations")->capture_default_str();
-  cmd->add_option("--bands", p.bands, "LSH bands")->capture_default_str();
-  cmd->add_option("--rows", p.rows, "LSH rows per band (bands x rows <= num-perm)")->capture_default_str();
-  cmd->add_option("--max-distinct", p.skip.max_distinct, "Skip columns with more distinct text values")->capture_default_str();
-  cmd->add_option("--max-avg-length", p.skip.max_avg_length, "Skip columns whose sampled values average more characters")->capture_default_str();
-  cmd->add_option("--max-value-length", p.skip.max_value_length, "Drop single values longer than this (characters)")->capture_default_str();
-  cmd->add_option("--min-text-share", p.skip.min_text_share, "Skip columns where fewer sampled values are text")->capture_default_str();
-  cmd->add_flag("!--keep-id-columns", p.skip.skip_id_columns, "Index identifier-named columns (id, *_id, *Id) too");
+  // The index's parameters are the run's context.index.* keys (a run with the same config finds
+  // the index fresh); each flag sets its key.
+  args->config.add_key_flags(*cmd, {{"--index-dir", "context.index_dir"},
+                                    {"--threads", "context.index.threads"},
+                                    {"--ngram", "context.index.ngram"},
+                                    {"--num-perm", "context.index.num_perm"},
+                                    {"--bands", "context.index.bands"},
+                                    {"--rows", "context.index.rows"},
+                                    {"--max-distinct", "context.index.skip.max_distinct"},
+                                    {"--max-avg-length", "context.index.skip.max_avg_length"},
+                                    {"--max-value-length", "context.index.skip.max_value_length"},
+                                    {"--min-text-share", "context.index.skip.min_text_share"}});
+  cmd->add_flag_callback("--keep-id-columns", [args] { args->config.sets.push_back("context.index.skip.id_columns=false"); },
+                         "Index identifier-named columns (id, *_id, *Id) too (sets context.index.skip.id_columns to false)");
   return [args] { return run_index(*args); };
 }
 

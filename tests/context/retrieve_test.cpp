@@ -179,6 +179,17 @@ TEST_F(MiniRetrieve, CliPrintsKeywordsValuesAndColumns) {
   auto badcfg = testing::run_nl2sql("retrieve " + common + " --question-id 0 --set context.keywords.llm=maybe");
   EXPECT_EQ(badcfg.exit_code, 2);
 
+  // The index's parameters are the run's context.index.* keys: an index built with --ngram 4 is
+  // the one a config with context.index.ngram=4 finds fresh.
+  const std::string other = "--benchmark bird --data '" + root_.string() + "' --index-dir '" +
+                            (dir_ / "ngram4").string() + "'";
+  auto four = testing::run_nl2sql("index " + other + " --db regional_schools --ngram 4");
+  ASSERT_EQ(four.exit_code, 0) << four.err;
+  auto fresh = testing::run_nl2sql("retrieve " + other + " --question-id 0 --set context.index.ngram=4");
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_NE(fresh.out.find(", fresh ("), std::string::npos) << fresh.out;
+  EXPECT_EQ(testing::run_nl2sql("index " + other + " --ngram 0").exit_code, 2);  // validated as the key
+
   auto bad = testing::run_nl2sql("retrieve " + common + " --question-id 999");
   EXPECT_EQ(bad.exit_code, 2);
   auto bad_db = testing::run_nl2sql("index " + common + " --db nope");
