@@ -454,14 +454,21 @@ bool Client::any_simulated() const {
 }
 
 void Client::stop_with(const Status& fatal) {
+  bool first = false;
   {
     std::lock_guard lock(fatal_mu_);
-    if (fatal_) return;
-    fatal_ = fatal;
+    if (!fatal_) {
+      fatal_ = fatal;
+      first = true;
+    }
   }
-  spdlog::error("{}: stopping every model call (rerun the same command to resume once it is fixed)",
-                fatal.message());
+  // Stopped before any caller returns: a second refused call must not return (and let its
+  // question store a stage) while the first is still logging, before the client reads as
+  // cancelled. cancel() is idempotent.
   cancel();
+  if (first)
+    spdlog::error("{}: stopping every model call (rerun the same command to resume once it is fixed)",
+                  fatal.message());
 }
 
 HttpRequest Client::http_request(const ModelProfile& profile, const std::string& path) const {
