@@ -11,10 +11,10 @@ using nlohmann::json;
 
 namespace {
 
-// Reads one optional key into `field` (keeping the field's default when absent).
+// Reads `key` into `field`; an unset key takes the schema's default (configs/schema/context.json).
 #define NL2SQL_CTX_READ(getter, key, field, cast)                   \
   {                                                                 \
-    auto r_ = config.getter(key, field);                            \
+    auto r_ = config.getter(key);                                   \
     if (!r_) return r_.status();                                    \
     field = static_cast<cast>(*r_);                                 \
   }

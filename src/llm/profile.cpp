@@ -117,30 +117,39 @@ Result<ModelProfile> load_profile(const core::Config& config, const std::string&
   NL2SQL_RETURN_IF_ERROR(check_keys(config, base, kProfileKeys));
   ModelProfile p;
   p.name = name;
-#define NL2SQL_READ(field, getter, def)                          \
+// A profile key: an unset one takes the schema's default (llm.models.*.<key> in
+// configs/schema/llm.json); NL2SQL_READ_OR is for the keys the schema gives no default.
+#define NL2SQL_READ_OR(field, getter, def)                       \
   {                                                              \
     auto r = config.getter(base + "." #field, def);              \
     if (!r) return r.status();                                   \
     p.field = *r;                                                \
   }
-  NL2SQL_READ(provider, get_string, std::string("openai"));
-  NL2SQL_READ(base_url, get_string, env_or("OPENAI_BASE_URL", kDefaultBaseUrl));
-  NL2SQL_READ(model, get_string, std::string(""));
-  NL2SQL_READ(api_key_env, get_string, std::string("OPENAI_API_KEY"));
-  NL2SQL_READ(temperature, get_number, 0.0);
-  NL2SQL_READ(top_p, get_number, 1.0);
-  NL2SQL_READ(price_in_per_mtok, get_number, 0.0);
-  NL2SQL_READ(price_out_per_mtok, get_number, 0.0);
-  NL2SQL_READ(max_in_flight, get_int, int64_t{16});
-  NL2SQL_READ(rpm, get_number, 0.0);
-  NL2SQL_READ(tpm, get_number, 0.0);
-  NL2SQL_READ(timeout_s, get_number, 600.0);
-  NL2SQL_READ(idle_timeout_s, get_number, 120.0);
-  NL2SQL_READ(stream, get_bool, false);
-  NL2SQL_READ(max_tokens_field, get_string, std::string("max_tokens"));
-  NL2SQL_READ(context_tokens, get_int, int64_t{0});
-  NL2SQL_READ(embedding_model, get_string, std::string(""));
+#define NL2SQL_READ(field, getter)                               \
+  {                                                              \
+    auto r = config.getter(base + "." #field);                   \
+    if (!r) return r.status();                                   \
+    p.field = *r;                                                \
+  }
+  NL2SQL_READ(provider, get_string);
+  NL2SQL_READ_OR(base_url, get_string, env_or("OPENAI_BASE_URL", kDefaultBaseUrl));
+  NL2SQL_READ_OR(model, get_string, std::string(""));
+  NL2SQL_READ(api_key_env, get_string);
+  NL2SQL_READ(temperature, get_number);
+  NL2SQL_READ(top_p, get_number);
+  NL2SQL_READ(price_in_per_mtok, get_number);
+  NL2SQL_READ(price_out_per_mtok, get_number);
+  NL2SQL_READ(max_in_flight, get_int);
+  NL2SQL_READ(rpm, get_number);
+  NL2SQL_READ(tpm, get_number);
+  NL2SQL_READ(timeout_s, get_number);
+  NL2SQL_READ(idle_timeout_s, get_number);
+  NL2SQL_READ(stream, get_bool);
+  NL2SQL_READ(max_tokens_field, get_string);
+  NL2SQL_READ(context_tokens, get_int);
+  NL2SQL_READ_OR(embedding_model, get_string, std::string(""));
 #undef NL2SQL_READ
+#undef NL2SQL_READ_OR
   if (config.has(base + ".max_tokens")) {
     auto r = config.get_int(base + ".max_tokens");
     if (!r) return r.status();
