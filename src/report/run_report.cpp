@@ -110,12 +110,9 @@ struct ReportContext {
 
 // EX under the primary metric and per evaluator metric.
 void add_ex(json& rep, ReportContext& ctx) {
-  [[maybe_unused]] const run::RunData& run = ctx.run;
-  [[maybe_unused]] const ReportOptions& o = ctx.options;
-  [[maybe_unused]] const json& m = ctx.run.manifest;
-  [[maybe_unused]] const std::string& metric = ctx.metric;
-  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
-  [[maybe_unused]] const size_t n = ctx.run.records.size();
+  const run::RunData& run = ctx.run;
+  const ReportOptions& o = ctx.options;
+  const std::string& metric = ctx.metric;
   std::vector<int> overall;
   std::map<std::string, std::vector<int>> by_diff, by_db, by_feature;
   std::set<std::string> metrics;
@@ -173,12 +170,10 @@ void add_ex(json& rep, ReportContext& ctx) {
 
 // Selectors side by side, with the bounds every selector lives between.
 void add_selectors(json& rep, ReportContext& ctx) {
-  [[maybe_unused]] const run::RunData& run = ctx.run;
-  [[maybe_unused]] const ReportOptions& o = ctx.options;
-  [[maybe_unused]] const json& m = ctx.run.manifest;
-  [[maybe_unused]] const std::string& metric = ctx.metric;
-  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
-  [[maybe_unused]] const size_t n = ctx.run.records.size();
+  const run::RunData& run = ctx.run;
+  const ReportOptions& o = ctx.options;
+  const json& m = ctx.run.manifest;
+  std::string& primary_sel = ctx.primary_selector;
   std::set<std::string> sel_names;
   if (run::field(m, "selectors").is_array())
     for (const auto& s : m["selectors"]) if (s.is_string()) sel_names.insert(s.get<std::string>());
@@ -234,12 +229,8 @@ void add_selectors(json& rep, ReportContext& ctx) {
 
 // Generators: counts, executability, correctness, overlap.
 void add_generators(json& rep, ReportContext& ctx) {
-  [[maybe_unused]] const run::RunData& run = ctx.run;
-  [[maybe_unused]] const ReportOptions& o = ctx.options;
-  [[maybe_unused]] const json& m = ctx.run.manifest;
-  [[maybe_unused]] const std::string& metric = ctx.metric;
-  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
-  [[maybe_unused]] const size_t n = ctx.run.records.size();
+  const run::RunData& run = ctx.run;
+  const size_t n = ctx.run.records.size();
   struct Gen {
     size_t candidates = 0, exec_before = 0, exec_after = 0, correct = 0, fixed_rounds = 0;
     std::set<std::string> questions, questions_correct, unique;
@@ -302,12 +293,7 @@ void add_generators(json& rep, ReportContext& ctx) {
 
 // Curves vs number of candidates (CHASE-SQL Fig. 2).
 void add_curves(json& rep, ReportContext& ctx) {
-  [[maybe_unused]] const run::RunData& run = ctx.run;
-  [[maybe_unused]] const ReportOptions& o = ctx.options;
-  [[maybe_unused]] const json& m = ctx.run.manifest;
-  [[maybe_unused]] const std::string& metric = ctx.metric;
-  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
-  [[maybe_unused]] const size_t n = ctx.run.records.size();
+  const run::RunData& run = ctx.run;
   std::map<long, std::array<std::pair<size_t, size_t>, 4>> curves;  // k -> (hits, n) per series
   static const char* kSeries[] = {"upper", "lower", "self_consistency", "selector"};
   for (const auto& r : run.records) {
@@ -333,12 +319,9 @@ void add_curves(json& rep, ReportContext& ctx) {
 
 // Selection errors of the primary selector.
 void add_selection_errors(json& rep, ReportContext& ctx) {
-  [[maybe_unused]] const run::RunData& run = ctx.run;
-  [[maybe_unused]] const ReportOptions& o = ctx.options;
-  [[maybe_unused]] const json& m = ctx.run.manifest;
-  [[maybe_unused]] const std::string& metric = ctx.metric;
-  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
-  [[maybe_unused]] const size_t n = ctx.run.records.size();
+  const run::RunData& run = ctx.run;
+  const std::string& metric = ctx.metric;
+  const size_t n = ctx.run.records.size();
   std::map<std::string, std::vector<std::string>> cats;
   for (const char* c : {"correct", "wrong_selection", "no_correct_candidate", "gold_unusable", "failed"}) cats[c];
   for (const auto& r : run.records) {
@@ -360,12 +343,8 @@ void add_selection_errors(json& rep, ReportContext& ctx) {
 
 // Tokens, cost, latency.
 void add_usage(json& rep, ReportContext& ctx) {
-  [[maybe_unused]] const run::RunData& run = ctx.run;
-  [[maybe_unused]] const ReportOptions& o = ctx.options;
-  [[maybe_unused]] const json& m = ctx.run.manifest;
-  [[maybe_unused]] const std::string& metric = ctx.metric;
-  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
-  [[maybe_unused]] const size_t n = ctx.run.records.size();
+  const run::RunData& run = ctx.run;
+  const size_t n = ctx.run.records.size();
   std::map<std::string, json> usage;
   json total = {{"calls", 0.0}, {"prompt_tokens", 0.0}, {"completion_tokens", 0.0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
   for (const auto& r : run.records) {
@@ -397,12 +376,7 @@ void add_usage(json& rep, ReportContext& ctx) {
 // Model calls that failed after their retries, and the retries, summed from the records'
 // llm_faults (per stage, stored with the stage they belong to, so a resumed run keeps them).
 void add_llm_faults(json& rep, ReportContext& ctx) {
-  [[maybe_unused]] const run::RunData& run = ctx.run;
-  [[maybe_unused]] const ReportOptions& o = ctx.options;
-  [[maybe_unused]] const json& m = ctx.run.manifest;
-  [[maybe_unused]] const std::string& metric = ctx.metric;
-  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
-  [[maybe_unused]] const size_t n = ctx.run.records.size();
+  const run::RunData& run = ctx.run;
   {
     run::LlmFaults sum;
     int64_t questions_hit = 0, questions_unread = 0;
@@ -422,12 +396,7 @@ void add_llm_faults(json& rep, ReportContext& ctx) {
 
 // Latency per stage: mean and percentiles over the questions.
 void add_latency(json& rep, ReportContext& ctx) {
-  [[maybe_unused]] const run::RunData& run = ctx.run;
-  [[maybe_unused]] const ReportOptions& o = ctx.options;
-  [[maybe_unused]] const json& m = ctx.run.manifest;
-  [[maybe_unused]] const std::string& metric = ctx.metric;
-  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
-  [[maybe_unused]] const size_t n = ctx.run.records.size();
+  const run::RunData& run = ctx.run;
   json lat = json::object();
   std::set<std::string> lat_stages(kStages.begin(), kStages.end());
   for (const auto& r : run.records)
@@ -447,12 +416,7 @@ void add_latency(json& rep, ReportContext& ctx) {
 
 // WMA weights after each question.
 void add_weights(json& rep, ReportContext& ctx) {
-  [[maybe_unused]] const run::RunData& run = ctx.run;
-  [[maybe_unused]] const ReportOptions& o = ctx.options;
-  [[maybe_unused]] const json& m = ctx.run.manifest;
-  [[maybe_unused]] const std::string& metric = ctx.metric;
-  [[maybe_unused]] std::string& primary_sel = ctx.primary_selector;
-  [[maybe_unused]] const size_t n = ctx.run.records.size();
+  const run::RunData& run = ctx.run;
   json weights = json::object();
   for (const auto& r : run.records) {
     if (!r.weights) continue;
