@@ -37,7 +37,7 @@ struct ConfigOptions {
     const char* key;
   };
   void add_key_flags(CLI::App& cmd, std::initializer_list<KeyFlag> flags) {
-    auto schema = core::ConfigSchema::load_dir(core::default_schema_dir());
+    const auto& schema = core::default_schema();
     for (const auto& f : flags) {
       std::string help = std::string("Sets config key ") + f.key, type = "VALUE";
       if (schema)
@@ -73,7 +73,7 @@ struct ConfigOptions {
       spdlog::error("{}", st.message());
       return std::nullopt;
     }
-    auto schema = core::ConfigSchema::load_dir(core::default_schema_dir());
+    const auto& schema = core::default_schema();
     if (!schema) {
       spdlog::error("{}", schema.status().message());
       return std::nullopt;

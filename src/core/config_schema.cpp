@@ -342,12 +342,13 @@ const ConfigKeySpec* ConfigSchema::spec_for(const std::string& key) const {
   return best;
 }
 
+const Result<ConfigSchema>& default_schema() {
+  static const Result<ConfigSchema> schema = ConfigSchema::load_dir(default_schema_dir());
+  return schema;
+}
+
 const json* schema_default(const std::string& key) {
-  static const std::optional<ConfigSchema> schema = []() -> std::optional<ConfigSchema> {
-    auto s = ConfigSchema::load_dir(default_schema_dir());
-    if (!s) return std::nullopt;
-    return std::move(*s);
-  }();
+  const auto& schema = default_schema();
   if (!schema) return nullptr;
   const ConfigKeySpec* spec = schema->spec_for(key);
   return spec && !spec->default_value.is_null() ? &spec->default_value : nullptr;

@@ -69,8 +69,10 @@ class ConfigSchema {
 // binary was built from, else `configs/schema` under the working directory.
 std::filesystem::path default_schema_dir();
 
-// The documented default of a concrete key, from the schema in default_schema_dir() (loaded
-// once per process); nullptr when the key has no default or the schema cannot be read. This is
+// The schema in default_schema_dir(), loaded once per process (the error when it cannot be read).
+const Result<ConfigSchema>& default_schema();
+
+// The documented default of a concrete key, from default_schema(); nullptr when the key has no default or the schema cannot be read. This is
 // where Config's accessors find a default the caller did not give: defaults live in the schema.
 const nlohmann::json* schema_default(const std::string& key);
 
