@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/config_options.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/llm/profile.h"
 #include "nl2sql/llm/response_cache.h"
@@ -15,8 +16,7 @@ namespace nl2sql::cli {
 namespace {
 
 struct CacheArgs {
-  std::string config_path;
-  std::vector<std::string> sets;
+  ConfigOptions config;
   std::string cache_path;
   bool json = false;
   std::string file;  // export target / import source
@@ -27,21 +27,15 @@ struct CacheArgs {
 };
 
 void add_common(CLI::App* app, CacheArgs& a) {
-  app->add_option("--config", a.config_path, "Config file (reads llm.cache.path)");
-  app->add_option("--set", a.sets, "Config override a.b=value (repeatable)");
+  a.config.add_to(*app, /*required=*/false);
   app->add_option("--cache", a.cache_path, "Cache file (overrides llm.cache.path)");
 }
 
 Result<std::string> resolve_path(const CacheArgs& a) {
   if (!a.cache_path.empty()) return a.cache_path;
-  core::Config config;
-  if (!a.config_path.empty()) {
-    auto loaded = core::Config::load(a.config_path);
-    if (!loaded) return loaded.status();
-    config = std::move(loaded).value();
-  }
-  NL2SQL_RETURN_IF_ERROR(config.apply_overrides(a.sets));
-  return config.get_string("llm.cache.path");
+  auto config = a.config.load();  // logs each problem, naming its key
+  if (!config) return invalid_input("the config does not load (problems above)");
+  return config->get_string("llm.cache.path");
 }
 
 std::string format_time(int64_t t) {

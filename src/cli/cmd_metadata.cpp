@@ -28,10 +28,10 @@ struct MetadataArgs {
 };
 
 int run_metadata(const MetadataArgs& a) {
+  auto config = a.config.load();  // first: a bad config stops the command before any work
+  if (!config) return kExitBadInput;
   auto ds = a.dataset.load();
   if (!ds) return kExitBadInput;
-  auto config = a.config.load();
-  if (!config) return kExitBadInput;
   auto settings = context::load_context_settings(*config);
   if (!settings) {
     spdlog::error("{}", settings.status().message());

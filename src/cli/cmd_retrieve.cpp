@@ -215,6 +215,8 @@ int run_recall(const RetrieveArgs& a, const data::Dataset& ds) {
 }
 
 int run_retrieve(const RetrieveArgs& a) {
+  auto config = a.config.load();  // first: a bad config stops the command before any work
+  if (!config) return kExitBadInput;
   auto ds = a.dataset.load();
   if (!ds) return kExitBadInput;
   if (a.recall) return run_recall(a, *ds);
@@ -227,8 +229,6 @@ int run_retrieve(const RetrieveArgs& a) {
     spdlog::error("question {} not found in {}", a.question_id, ds->questions_file.string());
     return kExitBadInput;
   }
-  auto config = a.config.load();
-  if (!config) return kExitBadInput;
   auto settings = context::load_context_settings(*config);
   if (!settings) {
     spdlog::error("{}", settings.status().message());

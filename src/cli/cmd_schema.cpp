@@ -31,10 +31,10 @@ struct SchemaArgs {
 };
 
 int run_schema(const SchemaArgs& a) {
+  auto config = a.config.load();  // first: a bad config stops the command before any work
+  if (!config) return kExitBadInput;
   auto ds = a.dataset.load();
   if (!ds) return kExitBadInput;
-  auto config = a.config.load();
-  if (!config) return kExitBadInput;
   const data::Question* q = nullptr;
   std::string db_id = a.db_id;
   if (!a.question_id.empty()) {

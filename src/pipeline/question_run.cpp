@@ -145,7 +145,7 @@ Status QuestionRun::stage_context() {
   } else {
     auto t0 = Clock::now();
     auto before = usage_now();
-    auto ctx = s_.context->build(task_, *schema_, db_path_, derive_seed(s_.settings.seed, q_.question_id, "context"));
+    auto ctx = s_.context->build(task_, *schema_, db_path_, core::stage_seed(s_.settings.seed, q_.question_id, "context"));
     if (!ctx) return ctx.status();
     context_json_ = ctx->to_json();
     latency_["context"] = seconds_since(t0);
@@ -178,7 +178,7 @@ Status QuestionRun::stage_generate() {
   input.index = index_.get();
   input.retrieval = &retrieval_;
   input.selected_columns = selected_columns_;
-  input.seed = derive_seed(s_.settings.seed, q_.question_id, "generate");
+  input.seed = core::stage_seed(s_.settings.seed, q_.question_id, "generate");
   // Generators of one question run side by side: their calls are independent, and the
   // question's critical path is then the slowest generator, not their sum.
   std::vector<Result<std::vector<generate::Candidate>>> outs(s_.generators.size(),
@@ -227,7 +227,7 @@ Status QuestionRun::stage_fix() {
     threads.emplace_back([&, i] {
       auto& c = candidates_[i];
       fix::FixInput in = input;
-      in.seed = derive_seed(s_.settings.seed, q_.question_id, "fix#" + c.id);
+      in.seed = core::stage_seed(s_.settings.seed, q_.question_id, "fix#" + c.id);
       if (s_.fixer && s_.fixer->options().enabled) {
         statuses[i] = s_.fixer->fix(c, in);
       } else {
@@ -300,7 +300,7 @@ Status QuestionRun::stage_select() {
   input.schema = schema_;
   input.db_path = db_path_;
   input.generator_order = s_.generator_names;
-  input.seed = derive_seed(s_.settings.seed, q_.question_id, "select");
+  input.seed = core::stage_seed(s_.settings.seed, q_.question_id, "select");
   for (size_t i = 0; i < candidates_.size(); ++i) {
     const auto& c = candidates_[i];
     select::PoolCandidate pc;

@@ -37,11 +37,6 @@ inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// A stage's seed: the run seed, the question and the stage (so reruns and shards agree).
-inline uint64_t derive_seed(uint64_t run_seed, const std::string& question_id, const std::string& stage) {
-  return core::xxh64(question_id + '\x1f' + stage, run_seed);
-}
-
 // Settings of the run itself (run.*, eval.*), read once; errors name the key.
 struct RunSettings {
   uint64_t seed = 0;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -44,6 +46,24 @@ TEST(ConfigCli, KeysCheckAndShow) {
   EXPECT_EQ(j["run"]["threads"], 4);
   EXPECT_EQ(j["run"]["seed"], 9);
   EXPECT_EQ(j["llm"]["cache"]["mode"], "off");
+}
+
+// Every command that reads a config validates it the same way (one loader, cli/config_options.h):
+// a misspelt key stops the command with exit 2 and names the key, before any work, instead of
+// being silently ignored (nl2sql generate and nl2sql cache once read their configs unchecked).
+TEST(ConfigCli, EveryCommandWithAConfigRefusesAnUnknownKey) {
+  testing::TempDir dir;
+  std::ofstream(dir / "c.json") << "{}";
+  const std::vector<std::string> commands = {
+      "run --benchmark bird --data . --config " + (dir / "c.json").string(), "generate --benchmark bird --data . --question-id 0",
+      "retrieve --benchmark bird --data . --question-id 0", "index --benchmark bird --data .",
+      "schema --benchmark bird --data .", "metadata --benchmark bird --data .", "models check", "cache stats"};
+  for (const auto& c : commands) {
+    auto r = testing::run_nl2sql(c + " --set run.thread=4");
+    EXPECT_EQ(r.exit_code, 2) << c << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("unknown config key \"run.thread\" (closest known key: \"run.threads\")"), std::string::npos)
+        << c << "\n" << r.err;
+  }
 }
 
 }  // namespace

@@ -28,12 +28,19 @@ class KeyHasher {
   KeyHasher& add(int64_t v);
   std::string hex();  // finishes; the hasher must not be used afterwards
   // The first 64 bits of hex() as a number: the seed derived from the fields added (every
-  // derived seed of the tool is one of these, except the pipeline's per-stage xxh64 seeds).
+  // derived seed of the tool is one of these, except the per-stage seeds of stage_seed below).
   uint64_t seed();     // finishes, as hex()
 
  private:
   void* state_;
 };
+
+// A question's seed for one stage of a run ("context", "generate", "fix#<candidate id>",
+// "select"): the run seed (run.seed), the question id and the stage, so reruns, shards and
+// `nl2sql generate` on one question agree.
+inline uint64_t stage_seed(uint64_t run_seed, const std::string& question_id, const std::string& stage) {
+  return xxh64(question_id + '\x1f' + stage, run_seed);
+}
 
 std::string sha256_hex(std::string_view data);
 Result<std::string> sha256_file(const std::filesystem::path& path);
