@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/config_options.h"
 #include "cli/dataset_options.h"
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/eval/evaluator.h"
@@ -18,19 +19,17 @@ struct EvalArgs {
   DatasetOptions dataset;
   std::string pred;
   std::string pred_format = "auto";
-  std::string metric = "auto";
   std::string out;
   size_t threads = 0;
-  double timeout = 30.0;
-  size_t row_cap = 100000;
   double fail_under = -1;
-  bool keep_distinct = false;
   std::string cache_dir;
   bool no_cache = false;
-  bool no_tie_check = false;
+  ConfigOptions config;  // the eval.* keys: a run's config evaluates as the run judged
 };
 
 int run_eval(const EvalArgs& a) {
+  auto config = a.config.load();
+  if (!config) return kExitBadInput;
   auto ds = a.dataset.load();
   if (!ds) return kExitBadInput;
   if (!ds->skipped.empty())
@@ -49,21 +48,14 @@ int run_eval(const EvalArgs& a) {
   }
   for (const auto& w : warnings) spdlog::warn("{}", w);
 
-  eval::EvalOptions opts;
-  std::string metric = a.metric;
-  if (metric == "auto") metric = ds->benchmark == data::Benchmark::kSpider ? "spider-ts" : "bird";
-  auto metrics = eval::parse_metrics(metric);
-  if (!metrics) {
-    spdlog::error("{}", metrics.status().message());
+  // "auto": the benchmark's official metric alone (a run adds relaxed beside it).
+  auto options = eval::options_from_config(*config, ds->benchmark == data::Benchmark::kSpider ? "spider-ts" : "bird");
+  if (!options) {
+    spdlog::error("{}", options.status().message());
     return kExitBadInput;
   }
-  opts.metrics = *metrics;
-  opts.keep_distinct = a.keep_distinct;
+  eval::EvalOptions opts = std::move(*options);
   opts.threads = a.threads;
-  opts.pred_limits.timeout_s = a.timeout;
-  opts.pred_limits.row_cap = a.row_cap;
-  opts.gold_limits.timeout_s = a.timeout;
-  opts.check_ties = !a.no_tie_check;
   if (!a.no_cache) {
     std::filesystem::path dir = a.cache_dir.empty() ? db::default_cache_dir() : std::filesystem::path(a.cache_dir);
     opts.cache_file = dir / "results.sqlite";
@@ -115,16 +107,15 @@ RunFn setup(CLI::App& app) {
   args->dataset.add_to(*cmd);
   cmd->add_option("--pred", args->pred, "Prediction file: BIRD predict_dev.json, Spider one-SQL-per-line, or JSONL {question_id, sql}")->required();
   cmd->add_option("--pred-format", args->pred_format, "auto | bird | spider | jsonl (auto: by extension .json/.jsonl/other)")->capture_default_str();
-  cmd->add_option("--metric", args->metric, "bird | spider-ts | relaxed | all, or a comma list (auto: spider-ts for Spider, bird otherwise); the first is primary")->capture_default_str();
   cmd->add_option("--out", args->out, "Folder for eval.json, eval.md, eval.csv");
   cmd->add_option("--threads", args->threads, "Worker threads (0: one per core)")->capture_default_str();
-  cmd->add_option("--timeout", args->timeout, "Per-query timeout in seconds")->capture_default_str();
-  cmd->add_option("--row-cap", args->row_cap, "Most rows a prediction may return (0: unlimited)")->capture_default_str();
   cmd->add_option("--fail-under", args->fail_under, "Exit 3 when the primary metric's EX % is below this");
-  cmd->add_flag("--keep-distinct", args->keep_distinct, "spider-ts: do not remove DISTINCT");
   cmd->add_option("--cache-dir", args->cache_dir, "Result cache folder (default $NL2SQL_CACHE_DIR or ~/.cache/nl2sql)");
   cmd->add_flag("--no-cache", args->no_cache, "Execute everything; read and write no result cache");
-  cmd->add_flag("--no-tie-check", args->no_tie_check, "Skip the tie-order check of gold queries with LIMIT");
+  args->config.add_to(*cmd, /*required=*/false);
+  args->config.add_key_flags(*cmd, {{"--metric", "eval.metrics"}, {"--timeout", "eval.timeout_s"}, {"--row-cap", "eval.row_cap"}});
+  args->config.add_key_switches(*cmd, {{"--keep-distinct", "eval.keep_distinct", "true", "spider-ts: do not remove DISTINCT"},
+                                       {"--no-tie-check", "eval.check_ties", "false", "Skip the tie-order check of gold queries with LIMIT"}});
   return [args] { return run_eval(*args); };
 }
 

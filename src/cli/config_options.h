@@ -52,6 +52,23 @@ struct ConfigOptions {
     }
   }
 
+  // Flags without a value that set a key to a fixed value (--keep-distinct sets
+  // eval.keep_distinct=true, --no-tie-check eval.check_ties=false); like key flags, they win
+  // over --set and the file.
+  struct KeySwitch {
+    const char* flag;
+    const char* key;
+    const char* value;  // JSON
+    const char* help;
+  };
+  void add_key_switches(CLI::App& cmd, std::initializer_list<KeySwitch> switches) {
+    for (const auto& f : switches) {
+      const std::string set = std::string(f.key) + "=" + f.value;
+      cmd.add_flag_callback(f.flag, [this, set] { sets.push_back(set); },
+                            std::string(f.help) + " (sets config key " + set + ")");
+    }
+  }
+
   // The config's file stem ("chase" for configs/chase.json), for default run folder names.
   std::string name() const {
     return path.empty() ? std::string("default") : std::filesystem::path(path).stem().string();

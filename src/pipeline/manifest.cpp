@@ -67,7 +67,7 @@ json make_manifest(const Shared& s, const data::Dataset& ds, const std::string& 
   m["primary_selector"] = s.settings.primary_selector;
   m["selectors"] = s.settings.selectors;
   m["generators"] = s.generator_names;
-  m["primary_metric"] = eval::metric_name(eval::primary_metric(ds.benchmark, s.settings.metrics));
+  m["primary_metric"] = eval::metric_name(eval::primary_metric(ds.benchmark, s.settings.eval.metrics));
   m["record_version"] = run::kRecordVersion;
   // Which model answered: the profiles the run's roles resolve to, with the model and endpoint
   // as resolved (OPENAI_MODEL / OPENAI_BASE_URL included; credentials never). A resume with

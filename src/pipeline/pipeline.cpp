@@ -99,8 +99,7 @@ Result<RunSummary> run(const RunOptions& options) {
   const std::vector<std::string> used_profiles = s.client->profiles_for(use->roles, use->profiles);
   summary.simulated = s.client->any_simulated(used_profiles);
   db::ExecutorOptions exec_options;
-  exec_options.limits.timeout_s = s.settings.timeout_s;
-  exec_options.limits.row_cap = s.settings.row_cap;
+  exec_options.limits = s.settings.eval.pred_limits;
   exec_options.max_concurrent = s.settings.sql_threads;
   s.executor = std::make_unique<db::Executor>(exec_options);
   if (options.db_fault_injector) s.executor->set_fault_injector(options.db_fault_injector);
@@ -119,12 +118,7 @@ Result<RunSummary> run(const RunOptions& options) {
   auto exec_cache = db::ResultCache::open(options.out_dir / "exec_cache.sqlite");
   if (!exec_cache) return exec_cache.status();
   s.exec_cache = std::move(*exec_cache);
-  eval::EvalOptions eval_options;
-  eval_options.metrics = s.settings.metrics;
-  eval_options.pred_limits.timeout_s = s.settings.timeout_s;
-  eval_options.pred_limits.row_cap = s.settings.row_cap;
-  eval_options.gold_limits.timeout_s = s.settings.timeout_s;
-  s.judge = std::make_unique<eval::ItemJudge>(ds->benchmark, eval_options, s.exec_cache.get());
+  s.judge = std::make_unique<eval::ItemJudge>(ds->benchmark, s.settings.eval, s.exec_cache.get());
   if (*simulator) {
     std::map<std::string, const data::Question*> by_id;
     for (const auto& q : ds->questions) by_id[q.question_id] = &q;

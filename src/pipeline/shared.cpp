@@ -57,31 +57,10 @@ Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmar
   if (!curve_sel) return curve_sel.status();
   s.curve_selector = *curve_sel;
   // "auto": the benchmark's official metric first (it decides correctness), relaxed beside it.
-  std::string metrics = "auto";
-  if (const json* m = config.find("eval.metrics")) {
-    if (m->is_string()) {
-      metrics = m->get<std::string>();
-    } else if (m->is_array()) {
-      metrics.clear();
-      for (const auto& v : *m) {
-        if (!v.is_string()) return invalid_input("config key eval.metrics: expected metric names");
-        metrics += (metrics.empty() ? "" : ",") + v.get<std::string>();
-      }
-    } else {
-      return invalid_input("config key eval.metrics: expected a metric name or a list of them");
-    }
-  }
-  if (metrics == "auto")
-    metrics = benchmark == data::Benchmark::kSpider ? "spider-ts,relaxed" : "bird,relaxed";
-  auto parsed = eval::parse_metrics(metrics);
-  if (!parsed) return invalid_input("config key eval.metrics: " + parsed.status().message());
-  s.metrics = *parsed;
-  auto timeout = config.get_number("eval.timeout_s");
-  if (!timeout) return timeout.status();
-  s.timeout_s = *timeout;
-  auto row_cap = config.get_int("eval.row_cap");
-  if (!row_cap) return row_cap.status();
-  s.row_cap = static_cast<size_t>(std::max<int64_t>(0, *row_cap));
+  auto eval = eval::options_from_config(
+      config, benchmark == data::Benchmark::kSpider ? "spider-ts,relaxed" : "bird,relaxed");
+  if (!eval) return eval.status();
+  s.eval = std::move(*eval);
   return s;
 }
 

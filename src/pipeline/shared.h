@@ -47,9 +47,7 @@ struct RunSettings {
   std::string primary_selector;
   std::vector<size_t> curve_points{1, 3, 7, 21};
   bool curve_selector = true;
-  std::vector<eval::Metric> metrics;
-  double timeout_s = 30;
-  size_t row_cap = 100000;
+  eval::EvalOptions eval;  // eval.*: metrics ("auto": official + relaxed), limits, ties
 };
 
 Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmark benchmark);

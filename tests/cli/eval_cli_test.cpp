@@ -85,6 +85,39 @@ TEST_F(EvalCli, OutcomeCodesAndFailUnder) {
   EXPECT_EQ(*core::sha256_file(db), *before);
 }
 
+// eval reads the eval.* keys of a config as a run does (eval::options_from_config), so a run's
+// config scores a prediction file by the run's rules; its flags are those keys and win.
+TEST_F(EvalCli, AConfigSetsTheEvalKeysAndItsFlagsWin) {
+  json pred = json::object();
+  size_t multi_row = 0;
+  for (size_t i = 0; i < questions_.size(); ++i)
+    pred[std::to_string(i)] = questions_[i]["SQL"].get<std::string>() + "\t----- bird -----\t" +
+                              questions_[i]["db_id"].get<std::string>();
+  std::ofstream(dir_ / "pred.json") << pred.dump();
+  std::ofstream(dir_ / "run.json") << R"({"eval": {"metrics": ["bird", "relaxed"], "row_cap": 1, "check_ties": false}})";
+  const std::string args = base_args() + "--no-cache --config '" + (dir_ / "run.json").string() + "' --pred '" +
+                           (dir_ / "pred.json").string() + "' --out '" + (dir_ / "out").string() + "'";
+  auto r = testing::run_nl2sql(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto report = *core::read_json_file(dir_ / "out" / "eval.json");
+  EXPECT_EQ(report["summary"]["metrics"].size(), 2u) << report["summary"]["metrics"].dump();
+  EXPECT_TRUE(report["summary"]["metrics"].contains("relaxed"));
+  for (const auto& it : report["items"]) multi_row += it["pred_status"] == "row_cap";
+  EXPECT_GT(multi_row, 0u);  // gold answers of more than one row hit the config's cap of 1
+  EXPECT_LT(report["summary"]["metrics"]["bird"]["overall"]["ex"].get<double>(), 100.0);
+
+  r = testing::run_nl2sql(args + " --row-cap 0 --metric spider-ts");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  report = *core::read_json_file(dir_ / "out" / "eval.json");
+  ASSERT_EQ(report["summary"]["metrics"].size(), 1u) << report["summary"]["metrics"].dump();
+  EXPECT_DOUBLE_EQ(report["summary"]["metrics"]["spider_ts"]["overall"]["ex"].get<double>(), 100.0);
+
+  std::ofstream(dir_ / "typo.json") << R"({"eval": {"row_caps": 1}})";
+  r = testing::run_nl2sql(base_args() + "--config '" + (dir_ / "typo.json").string() + "' --pred x.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown config key \"eval.row_caps\""), std::string::npos) << r.err;
+}
+
 TEST_F(EvalCli, BadInputExitsTwoAndNamesTheFile) {
   std::ofstream(dir_ / "bad.json") << "{\"0\": \"SELECT 1\",";
   auto r = testing::run_nl2sql(base_args() + "--pred '" + (dir_ / "bad.json").string() + "'");

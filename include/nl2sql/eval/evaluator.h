@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nl2sql/core/config.h"
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/executor.h"
@@ -56,6 +57,14 @@ struct EvalOptions {
   uint64_t bootstrap_seed = 20240101;
   int bootstrap_samples = 1000;
 };
+
+// The eval.* keys of a config (metrics, timeout_s, row_cap, keep_distinct, check_ties; defaults
+// from configs/schema) as EvalOptions: one reader for `nl2sql run` and `nl2sql eval`, so a
+// run's judging and a standalone evaluation with the same config agree. "auto" metrics become
+// `auto_metrics` (the caller's choice: eval scores the official metric, a run adds relaxed).
+// The timeout applies to gold and predictions, the row cap to predictions only. Errors name
+// the key.
+Result<EvalOptions> options_from_config(const core::Config& config, const std::string& auto_metrics);
 
 struct ItemResult {
   std::string question_id;
