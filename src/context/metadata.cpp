@@ -24,14 +24,6 @@ namespace {
 constexpr int kMetadataVersion = 1;
 constexpr size_t kColumnsPerStatsQuery = 40;  // 12 aggregates each: well under SQLite's 2000 columns
 
-std::string quote_ident(std::string_view name) {
-  std::string out = "\"";
-  for (char c : name) {
-    if (c == '"') out.push_back('"');
-    out.push_back(c);
-  }
-  return out + "\"";
-}
 
 using core::lower;
 
@@ -237,13 +229,13 @@ Result<DatabaseMetadata> build_metadata(const std::string& db_id, const fs::path
 
   for (const auto& t : schema.tables) {
     if (!t.primary_key.empty()) m.primary_keys[t.name] = t.primary_key;
-    const std::string tab = quote_ident(t.name);
+    const std::string tab = core::quote_sql_identifier(t.name);
     // One scan per chunk of columns: COUNT(*) plus 11 aggregates per column.
     for (size_t from = 0; from < t.columns.size(); from += kColumnsPerStatsQuery) {
       const size_t to = std::min(t.columns.size(), from + kColumnsPerStatsQuery);
       std::string sql = "SELECT COUNT(*)";
       for (size_t i = from; i < to; ++i) {
-        const std::string c = quote_ident(t.columns[i].name);
+        const std::string c = core::quote_sql_identifier(t.columns[i].name);
         sql += fmt::format(
             ", COUNT({0}), COUNT(DISTINCT {0}), MIN({0}), MAX({0}), MIN(LENGTH({0})), MAX(LENGTH({0})), "
             "AVG(LENGTH({0})), SUM(typeof({0}) = 'text'), SUM(typeof({0}) = 'integer'), "
@@ -279,7 +271,7 @@ Result<DatabaseMetadata> build_metadata(const std::string& db_id, const fs::path
     for (auto& s : m.columns) {
       if (s.table != t.name || options.top_values == 0 || s.distinct == 0) continue;
       if (s.distinct == s.rows - s.nulls || s.blob_values > 0) continue;  // every count is 1: nothing to tell
-      const std::string c = quote_ident(s.column);
+      const std::string c = core::quote_sql_identifier(s.column);
       auto r = executor.run(db_path,
                             fmt::format("SELECT {0}, COUNT(*) AS n FROM {1} WHERE {0} IS NOT NULL GROUP BY {0} "
                                         "ORDER BY n DESC, {0} LIMIT {2}",
@@ -339,8 +331,8 @@ Result<DatabaseMetadata> build_metadata(const std::string& db_id, const fs::path
             db_path,
             fmt::format("SELECT COUNT(*), COALESCE(SUM(EXISTS (SELECT 1 FROM {0} AS k WHERE k.{1} = d.v)), 0) "
                         "FROM (SELECT DISTINCT {2} AS v FROM {3} WHERE {2} IS NOT NULL) AS d",
-                        quote_ident(to.table), quote_ident(to.column), quote_ident(from.column),
-                        quote_ident(from.table)),
+                        core::quote_sql_identifier(to.table), core::quote_sql_identifier(to.column), core::quote_sql_identifier(from.column),
+                        core::quote_sql_identifier(from.table)),
             limits);
         if (!r.ok() || r.result.rows.size() != 1) return fail("inclusion check " + from.table + "." + from.column, r);
         InferredForeignKey f{from.table, from.column, to.table, to.column};

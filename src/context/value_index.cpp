@@ -13,6 +13,7 @@
 
 #include "nl2sql/context/text_match.h"
 #include "nl2sql/core/files.h"
+#include "nl2sql/core/text.h"
 #include "nl2sql/core/hash.h"
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/db/executor.h"
@@ -29,16 +30,6 @@ constexpr uint32_t kFormatVersion = 1;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::string quote_ident(std::string_view name) {
-  std::string out = "\"";
-  for (char c : name) {
-    if (c == '"') out.push_back('"');
-    out.push_back(c);
-  }
-  out.push_back('"');
-  return out;
 }
 
 bool looks_like_url(std::string_view s) {
@@ -87,7 +78,7 @@ void process_column(const fs::path& db_path, const IndexParams& p, const db::Exe
     w.reason = std::move(why);
   };
   if (rules.skip_id_columns && is_identifier_name(name)) return skip("identifier name");
-  const std::string col = quote_ident(name), tab = quote_ident(w.table->name);
+  const std::string col = core::quote_sql_identifier(name), tab = core::quote_sql_identifier(w.table->name);
 
   auto t0 = std::chrono::steady_clock::now();
   db::QueryLimits sample_limits;

@@ -18,13 +18,7 @@ using nlohmann::json;
 namespace {
 
 using core::lower;
-
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
+using core::trim;
 
 // A field of a question object as a string; numbers are printed; missing/null → "".
 Result<std::string> string_field(const json& obj, const char* key, bool required,

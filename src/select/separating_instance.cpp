@@ -25,15 +25,7 @@ using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
 using core::lower;
-
-std::string quote_name(const std::string& name) {
-  std::string q = "\"";
-  for (char c : name) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
-}
+using core::trim;
 
 
 template <typename J>
@@ -55,13 +47,6 @@ db::Value json_value(const json& j) {
   if (j.is_number_float()) return db::Value::real(j.get<double>());
   if (j.is_string()) return db::Value::text(j.get<std::string>());
   return db::Value::text(j.dump());
-}
-
-std::string trim(std::string s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
 }
 
 // Deadline for queries on D′: a progress handler interrupts past it.
@@ -165,8 +150,8 @@ Result<std::unique_ptr<MemoryDatabase>> MemoryDatabase::create(const sql::Schema
   }
   for (const auto& [name, rs] : rows.tables) {
     if (rs.rows.empty()) continue;
-    std::string sql = "INSERT INTO " + quote_name(name) + " (";
-    for (size_t c = 0; c < rs.columns.size(); ++c) sql += (c ? ", " : "") + quote_name(rs.columns[c]);
+    std::string sql = "INSERT INTO " + core::quote_sql_identifier(name) + " (";
+    for (size_t c = 0; c < rs.columns.size(); ++c) sql += (c ? ", " : "") + core::quote_sql_identifier(rs.columns[c]);
     sql += ") VALUES (";
     for (size_t c = 0; c < rs.columns.size(); ++c) sql += c ? ", ?" : "?";
     sql += ")";
@@ -315,7 +300,7 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
     auto t = index_of(table);
     if (!t) return not_found("lineage: table " + table + " is not in the schema");
     const std::string& name = schema_->tables[*t].name;
-    auto w = executor_->run(db_path_, "SELECT rowid FROM " + quote_name(name), limits);
+    auto w = executor_->run(db_path_, "SELECT rowid FROM " + core::quote_sql_identifier(name), limits);
     if (!w.ok()) return Status(ErrorCode::kSql, "lineage of " + name + ": " + w.error);
     terms.reserve(terms.size() + w.result.rows.size());
     for (const auto& row : w.result.rows)
@@ -432,7 +417,7 @@ Result<InstanceTables> InstanceBuilder::fetch(
       std::string list;
       for (size_t k = start; k < std::min(missing.size(), start + 500); ++k)
         list += (list.empty() ? "" : ",") + std::to_string(missing[k]);
-      auto r = executor_->run(db_path_, "SELECT rowid, * FROM " + quote_name(info->name) +
+      auto r = executor_->run(db_path_, "SELECT rowid, * FROM " + core::quote_sql_identifier(info->name) +
                                             " WHERE rowid IN (" + list + ")");
       if (!r.ok()) return Status(ErrorCode::kSql, "reading rows of " + info->name + ": " + r.error);
       for (auto& row : r.result.rows) {
@@ -589,8 +574,8 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
           if (info && !list.empty()) {
             std::string where;
             for (const auto& c : info->columns)
-              where += (where.empty() ? "" : " OR ") + quote_name(c.name) + " IN (" + list + ")";
-            auto r = executor_->run(db_path_, "SELECT rowid FROM " + quote_name(info->name) +
+              where += (where.empty() ? "" : " OR ") + core::quote_sql_identifier(c.name) + " IN (" + list + ")";
+            auto r = executor_->run(db_path_, "SELECT rowid FROM " + core::quote_sql_identifier(info->name) +
                                                   " WHERE " + where + " LIMIT 512");
             if (r.ok())
               for (const auto& row : r.result.rows)

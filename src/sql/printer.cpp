@@ -578,13 +578,7 @@ bool plain_identifier(const std::string& n) {
 std::string quote_identifier(const Ident& ident, bool lower) {
   std::string n = lower ? to_lower(ident.name) : ident.name;
   if (ident.quote != '"' && plain_identifier(n)) return n;
-  std::string out = "\"";
-  for (char c : n) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-  return out;
+  return core::quote_sql_identifier(n);
 }
 
 std::string to_sql(const Statement& stmt, const PrintOptions& options) {

@@ -1,5 +1,5 @@
 // Small text helpers every layer uses: ASCII case mapping (bytes ≥ 0x80 are left alone, so
-// UTF-8 stays intact) and whitespace squashing. Pure functions.
+// UTF-8 stays intact), whitespace trimming and squashing, SQL identifier quoting. Pure functions.
 #pragma once
 
 #include <string>
@@ -14,5 +14,10 @@ std::string upper(std::string_view s);
 bool mentions_identifier(std::string_view text, std::string_view word);
 // Runs of whitespace become one space; leading and trailing whitespace goes.
 std::string squash_spaces(std::string_view s);
+// Leading and trailing whitespace removed.
+std::string trim(std::string_view s);
+// `name` as a double-quoted SQL identifier, inner quotes doubled: any table or column name,
+// keywords and spaces included, reads back as itself in SQLite ("my ""odd"" col").
+std::string quote_sql_identifier(std::string_view name);
 
 }  // namespace nl2sql::core
