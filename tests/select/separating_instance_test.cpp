@@ -1,7 +1,7 @@
 // Separating instances on a hand-built database where the answers are known: a case-mismatched
 // literal, a wrong join key, COUNT vs COUNT(DISTINCT), a subquery in WHERE; the in-memory
-// instance leaves the source untouched; the answer format round-trips; and the duel selector
-// with the `sim` model picks the candidate that agrees with gold.
+// instance leaves the source untouched; and the duel selector with the `sim` model picks the
+// candidate that agrees with gold. D′'s database and answer format: instance_database_test.cpp.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -269,28 +269,7 @@ TEST_F(SeparatingInstanceTest, MemoryDatabaseRefusesWrites) {
   EXPECT_EQ((*mem)->run("SELECT COUNT(*) FROM client")->rows[0][0].i, 2);
 }
 
-TEST(AnswerRows, RenderParseAndCompare) {
-  db::ResultSet r;
-  r.columns = {"name", "n"};
-  r.rows = {{db::Value::text("Ana"), db::Value::integer(3)}, {db::Value::text("Ben"), db::Value::real(2.5)}};
-  std::string text = render_answer_rows(r);
-  EXPECT_EQ(text, "[\"Ana\",3]\n[\"Ben\",2.5]");
-  auto back = parse_answer_rows("Here it is:\n```text\n" + text + "\n```\n");
-  ASSERT_TRUE(back.is_ok());
-  EXPECT_TRUE(answers_match(*back, r));
-  // A person writes 3 as "3" and 2.5 as 2.50000001; rows in any order, as one JSON array.
-  auto loose = parse_answer_rows("```json\n[[\"Ben\", 2.50000001], [\"Ana\", \"3\"]]\n```");
-  ASSERT_TRUE(loose.is_ok());
-  EXPECT_TRUE(answers_match(*loose, r));
-  auto none = parse_answer_rows("```text\n(no rows)\n```");
-  ASSERT_TRUE(none.is_ok());
-  EXPECT_TRUE(none->rows.empty());
-  EXPECT_FALSE(answers_match(*none, r));
-  EXPECT_FALSE(parse_answer_rows("```text\nAna, 3\n```").is_ok());
-  // Rows drafted while thinking are not the answer.
-  auto thought = parse_answer_rows("Maybe:\n```text\n[\"Zed\", 9]\n```\n</think>\n```text\n" + text + "\n```");
-  ASSERT_TRUE(thought.is_ok()) << thought.status().message();
-  EXPECT_TRUE(answers_match(*thought, r));
+TEST(SampleSizes, FollowTheAggregatesOfEitherQuery) {
   EXPECT_EQ(sample_sizes("SELECT SUM(CASE WHEN x THEN 1 END) FROM t", "SELECT 1"), std::make_pair(3, 4));
   EXPECT_EQ(sample_sizes("SELECT count(*) FROM t", "SELECT 1"), std::make_pair(1, 2));
   EXPECT_EQ(sample_sizes("SELECT a FROM t", "SELECT b FROM t"), std::make_pair(1, 1));
