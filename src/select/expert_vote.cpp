@@ -1,14 +1,7 @@
 // Expert votes: weighted majority (WMA), randomized (RWMA) and naive votes over generators or profiles.
-#include <algorithm>
-#include <cmath>
 #include <map>
-#include <optional>
 #include <random>
-#include <set>
 
-#include "nl2sql/core/hash.h"
-#include "nl2sql/llm/answer.h"
-#include "prompt_parts.h"
 #include "selector_parts.h"
 
 namespace nl2sql::select::detail {

@@ -1,13 +1,5 @@
 // The ranker: one listwise ask over the cluster representatives.
-#include <algorithm>
-#include <cmath>
-#include <map>
-#include <optional>
-#include <random>
-#include <set>
 
-#include "nl2sql/core/hash.h"
-#include "nl2sql/llm/answer.h"
 #include "prompt_parts.h"
 #include "selector_parts.h"
 
@@ -15,7 +7,6 @@ namespace nl2sql::select::detail {
 namespace {
 
 using json = nlohmann::json;
-
 
 class Ranker : public Selector {
  public:

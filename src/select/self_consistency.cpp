@@ -1,18 +1,10 @@
 // Self-consistency: the representative of the largest result cluster.
-#include <algorithm>
-#include <cmath>
-#include <map>
-#include <optional>
-#include <random>
-#include <set>
-
 #include "selector_parts.h"
 
 namespace nl2sql::select::detail {
 namespace {
 
 using json = nlohmann::json;
-
 
 class SelfConsistency : public Selector {
  public:

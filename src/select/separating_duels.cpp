@@ -1,14 +1,11 @@
 // Separating-instance duels: a small database D′ on which two candidates disagree, the model asked what the question's answer on D′ is.
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <optional>
-#include <random>
 #include <set>
 
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/core/hash.h"
-#include "nl2sql/llm/answer.h"
 #include "prompt_parts.h"
 #include "selector_parts.h"
 

@@ -1,12 +1,7 @@
 // The pairwise tournament (CHASE-SQL Algorithm 3): both orders, same result a win without a call.
 #include <algorithm>
-#include <cmath>
 #include <map>
-#include <optional>
-#include <random>
-#include <set>
 
-#include "nl2sql/core/hash.h"
 #include "nl2sql/llm/answer.h"
 #include "prompt_parts.h"
 #include "selector_parts.h"

@@ -4,25 +4,20 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/llm/response_cache.h"
+#include "support/chat_response.h"
 #include "support/test_env.h"
 
 namespace nl2sql::llm {
 namespace {
 
-ChatResponse canned(const std::string& text) {
-  ChatResponse r;
-  r.choices = {text};
-  r.finish_reasons = {"stop"};
-  r.usage = {3, 4};
-  return r;
-}
+using nl2sql::testing::canned_response;
 
 TEST(LlmCacheCommand, StatsExportImportPrune) {
   nl2sql::testing::TempDir tmp;
   {
     auto c = ResponseCache::open(tmp / "c.sqlite", false).value();
-    ASSERT_TRUE(c->store("k1", "big", "qwen", "{}", canned("one")).is_ok());
-    ASSERT_TRUE(c->store("k2", "big", "qwen", "{}", canned("two")).is_ok());
+    ASSERT_TRUE(c->store("k1", "big", "qwen", "{}", canned_response("one")).is_ok());
+    ASSERT_TRUE(c->store("k2", "big", "qwen", "{}", canned_response("two")).is_ok());
   }
   const std::string cache = "--cache '" + (tmp / "c.sqlite").string() + "'";
   auto stats = nl2sql::testing::run_nl2sql("cache stats " + cache);

@@ -11,6 +11,7 @@
 
 #include "support/fake_openai_server.h"
 #include "nl2sql/llm/client.h"
+#include "support/chat_response.h"
 #include "support/test_env.h"
 
 namespace nl2sql::llm {
@@ -135,13 +136,7 @@ TEST(LlmCache, ReadOnlyAndOffNeverStore) {
   EXPECT_EQ(cache->stats()->entries, 1);
 }
 
-ChatResponse canned(const std::string& text) {
-  ChatResponse r;
-  r.choices = {text};
-  r.finish_reasons = {"stop"};
-  r.usage = {3, 4};
-  return r;
-}
+using nl2sql::testing::canned_response;
 
 TEST(LlmCache, TwoProcessesWritingAtOnceLoseNothing) {
   nl2sql::testing::TempDir tmp;
@@ -150,8 +145,8 @@ TEST(LlmCache, TwoProcessesWritingAtOnceLoseNothing) {
     auto cache = ResponseCache::open(path, false);
     if (!cache) return false;
     for (int i = 0; i < 300; ++i) {
-      if (!(*cache)->store(who + std::to_string(i), "p", "m", "{}", canned(who)).is_ok()) return false;
-      if (i < 100 && !(*cache)->store("shared" + std::to_string(i), "p", "m", "{}", canned(who)).is_ok())
+      if (!(*cache)->store(who + std::to_string(i), "p", "m", "{}", canned_response(who)).is_ok()) return false;
+      if (i < 100 && !(*cache)->store("shared" + std::to_string(i), "p", "m", "{}", canned_response(who)).is_ok())
         return false;
     }
     return true;
@@ -180,7 +175,7 @@ TEST(LlmCache, ManyThreadsShareOneCache) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 50; ++i) {
         std::string key = std::to_string(t) + "/" + std::to_string(i);
-        EXPECT_TRUE(cache->store(key, "p", "m", "{}", canned(key)).is_ok());
+        EXPECT_TRUE(cache->store(key, "p", "m", "{}", canned_response(key)).is_ok());
         auto got = cache->lookup(key);
         EXPECT_TRUE(got.is_ok() && got->has_value() && (**got).text() == key);
       }
@@ -192,8 +187,8 @@ TEST(LlmCache, ManyThreadsShareOneCache) {
 TEST(LlmCache, ExportImportPruneRoundTrip) {
   nl2sql::testing::TempDir tmp;
   auto a = ResponseCache::open(tmp / "a.sqlite", false).value();
-  ASSERT_TRUE(a->store("k1", "big", "qwen", R"({"x":1})", canned("one")).is_ok());
-  ASSERT_TRUE(a->store("k2", "small", "llama", R"({"x":2})", canned("two")).is_ok());
+  ASSERT_TRUE(a->store("k1", "big", "qwen", R"({"x":1})", canned_response("one")).is_ok());
+  ASSERT_TRUE(a->store("k2", "small", "llama", R"({"x":2})", canned_response("two")).is_ok());
   EXPECT_EQ(*a->export_jsonl(tmp / "out.jsonl"), 2);
   auto b = ResponseCache::open(tmp / "b.sqlite", false).value();
   EXPECT_EQ(*b->import_jsonl(tmp / "out.jsonl"), 2);
