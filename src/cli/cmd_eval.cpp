@@ -115,7 +115,8 @@ RunFn setup(CLI::App& app) {
   args->config.add_to(*cmd, /*required=*/false);
   args->config.add_key_flags(*cmd, {{"--metric", "eval.metrics"}, {"--timeout", "eval.timeout_s"}, {"--row-cap", "eval.row_cap"}});
   args->config.add_key_switches(*cmd, {{"--keep-distinct", "eval.keep_distinct", "true", "spider-ts: do not remove DISTINCT"},
-                                       {"--no-tie-check", "eval.check_ties", "false", "Skip the tie-order check of gold queries with LIMIT"}});
+                                       {"--no-tie-check", "eval.check_ties", "false", "Skip the tie-order check of gold queries with LIMIT"},
+                                       {"--plug-value", "eval.plug_value", "true", "spider-ts: also try gold's values in the prediction's value slots, as the official --plug_value"}});
   return [args] { return run_eval(*args); };
 }
 

@@ -72,14 +72,20 @@ Result<std::vector<Prediction>> read_predictions(const fs::path& path, Predictio
     if (warnings) warnings->push_back(std::move(w));
   };
   if (format == PredictionFormat::kBird) {
-    auto doc = core::parse_json(*text, path.string());
-    if (!doc) return doc.status();
-    if (!doc->is_object())
+    // File order is kept (ordered_json): the official script pairs the i-th entry with the i-th
+    // question whatever its key, and a file whose keys are out of order must say so.
+    auto checked = core::parse_json(*text, path.string());  // errors name line and column
+    if (!checked) return checked.status();
+    const auto doc = nlohmann::ordered_json::parse(*text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+    if (!doc.is_object())
       return invalid_input(path.string() + ": expected a JSON object {\"0\": \"SQL\\t----- bird -----\\tdb_id\", …}");
     std::map<size_t, size_t> by_index;  // file position -> our question
     for (size_t i = 0; i < ds.questions.size(); ++i) by_index[ds.questions[i].index] = i;
     static const std::string kSep = "\t----- bird -----\t";
-    for (auto it = doc->begin(); it != doc->end(); ++it) {
+    std::vector<std::string> non_string, no_separator;
+    size_t entry = 0, out_of_order = 0;
+    std::string first_out_of_order;
+    for (auto it = doc.begin(); it != doc.end(); ++it, ++entry) {
       size_t pos;
       try {
         size_t used = 0;
@@ -88,26 +94,54 @@ Result<std::vector<Prediction>> read_predictions(const fs::path& path, Predictio
       } catch (...) {
         return invalid_input(path.string() + ": key \"" + it.key() + "\" is not a question position");
       }
-      if (!it->is_string())
-        return invalid_input(path.string() + ": value for \"" + it.key() + "\" must be a string");
-      std::string v = it->get<std::string>();
-      std::string sql = v, db_id;
-      if (auto sep = v.find(kSep); sep != std::string::npos) {
-        sql = v.substr(0, sep);
-        db_id = v.substr(sep + kSep.size());
-      }
+      if (pos != entry && out_of_order++ == 0)
+        first_out_of_order = "key \"" + it.key() + "\" is entry " + std::to_string(entry);
       auto q = by_index.find(pos);
       if (q == by_index.end()) {
         if (pos >= ds.total_questions)
           warn(path.string() + ": prediction \"" + it.key() + "\" has no question at that position");
         continue;
       }
+      if (!it->is_string()) {
+        // The official package_sqls turns it into the query " " on database "financial" and
+        // goes on; so do we (the question then scores 0 unless it is a financial question whose
+        // gold returns no rows).
+        non_string.push_back(it.key());
+        out[q->second] = {" ", true, "financial"};
+        continue;
+      }
+      std::string v = it->get<std::string>();
+      std::string sql = v, db_id;
+      if (auto sep = v.find(kSep); sep != std::string::npos) {
+        sql = v.substr(0, sep);
+        db_id = v.substr(sep + kSep.size());
+      } else {
+        no_separator.push_back(it.key());
+      }
       if (!db_id.empty() && db_id != ds.questions[q->second].db_id)
         warn(path.string() + ": prediction \"" + it.key() + "\" names db " + db_id +
              " but question " + ds.questions[q->second].question_id + " is on " +
              ds.questions[q->second].db_id);
-      out[q->second] = {sql, true};
+      out[q->second] = {sql, true, ""};
     }
+    auto listed = [](const std::vector<std::string>& keys) {
+      std::string s;
+      for (size_t i = 0; i < keys.size() && i < 10; ++i) s += (i ? ", " : "") + keys[i];
+      return s + (keys.size() > 10 ? ", … (" + std::to_string(keys.size()) + " in all)" : "");
+    };
+    if (!non_string.empty())
+      warn(path.string() + ": " + std::to_string(non_string.size()) +
+           " value(s) are not strings (keys " + listed(non_string) +
+           "); scored as the official script does: the query \" \" on database financial");
+    if (!no_separator.empty())
+      warn(path.string() + ": " + std::to_string(no_separator.size()) +
+           " value(s) lack the \"\\t----- bird -----\\t\" separator (keys " + listed(no_separator) +
+           "); the whole value is taken as the SQL");
+    if (out_of_order > 0)
+      warn(path.string() + ": " + std::to_string(out_of_order) +
+           " entries are not at the position their key names (first: " + first_out_of_order +
+           "). nl2sql pairs each prediction with the question its key names; the official script "
+           "pairs by file order, so its score for this file would differ");
   } else if (format == PredictionFormat::kSpider) {
     std::vector<std::string> lines;
     size_t start = 0;
@@ -127,8 +161,16 @@ Result<std::vector<Prediction>> read_predictions(const fs::path& path, Predictio
       size_t pos = ds.questions[i].index;
       if (pos >= lines.size()) continue;
       std::string sql = lines[pos];
-      if (auto tab = sql.find('\t'); tab != std::string::npos) sql = sql.substr(0, tab);
-      out[i] = {sql, true};
+      // Text after a tab is not SQL (the official reader splits each line at tabs: "SQL\tdb_id");
+      // a tab inside a query therefore cuts it, in both tools: say so.
+      if (auto tab = sql.find('\t'); tab != std::string::npos) {
+        std::string after = sql.substr(tab + 1);
+        sql = sql.substr(0, tab);
+        if (after != ds.questions[i].db_id)
+          warn(path.string() + ":" + std::to_string(pos + 1) + ": a tab cuts the line; question " +
+               ds.questions[i].question_id + " is scored on \"" + sql + "\" only (as the official evaluator)");
+      }
+      out[i] = {sql, true, ""};
     }
   } else {
     std::map<std::string, size_t> by_id;
@@ -158,7 +200,7 @@ Result<std::vector<Prediction>> read_predictions(const fs::path& path, Predictio
         warn(label + ": question_id " + id + " is not among the evaluated questions");
         continue;
       }
-      out[q->second] = {(*o)["sql"].get<std::string>(), true};
+      out[q->second] = {(*o)["sql"].get<std::string>(), true, ""};
     }
   }
   return out;
@@ -167,9 +209,11 @@ Result<std::vector<Prediction>> read_predictions(const fs::path& path, Predictio
 std::string outcome_code(const ItemResult& item, bool primary_correct, bool pred_empty,
                          bool contains) {
   if (item.gold_unusable) return "RES6";
+  // Correct under the primary metric's own reading of the text (an empty prediction against an
+  // empty gold for bird, the first statement for spider-ts, gold's values plugged in).
+  if (primary_correct) return "RES3";
   if (item.pred_status == "timeout" || item.pred_status == "row_cap") return "RES6";
   if (item.pred_status != "ok") return "RES1";
-  if (primary_correct) return "RES3";
   if (pred_empty && item.gold_rows > 0) return "RES4";
   if (contains) return "RES5";
   return "RES2";
@@ -295,7 +339,8 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
   item.gold_tie_dependent = options_.check_ties && gold.result.ok() && gold.tie_dependent;
 
   db::CachedExecution pred;
-  if (!p.present || p.sql.find_first_not_of(" \t\r\n;") == std::string::npos) {
+  const bool blank = p.present && holds_no_statement(p.sql);
+  if (!p.present || blank) {
     item.pred_status = "missing";
     item.error = p.present ? "empty prediction" : "no prediction for this question";
     pred.result.status = ExecStatus::kError;
@@ -314,36 +359,91 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
   // Identical results (same values, types and order) are equal under every metric; the BIRD
   // rule still runs because of its UTF-8 quirk, which is cheap.
   const bool identical = both_ok && pr.rows == gr.rows;
-  if (want_bird) item.verdicts["bird"] = both_ok && db::bird_equal(pr, gr);
+  const bool bird_primary = primary_ == Metric::kBird, ts_primary = primary_ == Metric::kSpiderTs;
+  if (want_bird) {
+    // The official script runs the text through Python's sqlite3: one statement only (`q;;` is
+    // an error there), and a text with no statement runs as a query with no rows. A non-string
+    // value in its file runs on "financial" instead of the question's database.
+    const bool python_ok = p.present && python_runs_as_one_statement(p.sql);
+    const bool other_db = !p.official_db.empty() && p.official_db != q.db_id;
+    bool v = false;
+    if (!python_ok || other_db) {
+      v = false;
+    } else if (blank) {
+      v = gold.result.ok() && gr.rows.empty();
+    } else {
+      v = both_ok && db::bird_equal(pr, gr);
+    }
+    item.verdicts["bird"] = v;
+    if (bird_primary && p.present && !python_ok && pred.result.ok()) {
+      item.pred_status = "error";
+      item.error = "You can only execute one statement at a time (Python's sqlite3, which the official script uses)";
+    } else if (bird_primary && blank && v) {
+      item.note = "empty prediction: Python runs it as a query with no rows, and gold has none";
+    }
+  }
   if (want_relaxed) item.verdicts["relaxed"] = identical || (both_ok && db::relaxed_equal(pr, gr));
   if (want_ts) {
     bool ok = false;
-    if (both_ok) {
-      auto prep = [&](const std::string& s) {
+    if (gold.result.ok() && p.present && !blank) {
+      // The official preprocessing: "> =" joined; without keep-distinct, the first statement
+      // only (re-joined from sqlparse's first statement) with every DISTINCT removed; with it,
+      // Python's one-statement rule; then YEAR(CURDATE()) → 2020.
+      auto prep = [&](const std::string& s, bool* runnable) {
         std::string t = spider_postprocess(s);
-        if (!options_.keep_distinct) t = remove_distinct(t);
+        *runnable = true;
+        if (!options_.keep_distinct) t = remove_distinct(first_statement(t));
+        else *runnable = python_runs_as_one_statement(t);
         return replace_cur_year(t);
       };
-      std::string g_ts = prep(q.gold_sql), p_ts = prep(p.sql);
+      bool g_runnable = true, p_runnable = true;
+      std::string g_ts = prep(q.gold_sql, &g_runnable), p_ts = prep(p.sql, &p_runnable);
       bool order = spider_order_matters(g_ts);
       // Runs the preprocessed text only when preprocessing changed it.
       auto variant = [&](const std::string& original, const std::string& processed,
-                         const db::ResultSet& base, const db::QueryLimits& limits,
-                         db::ResultSet& storage, bool& ran_ok) -> const db::ResultSet* {
-        ran_ok = true;
+                         const db::ExecutionResult& base, const db::QueryLimits& limits,
+                         db::ExecutionResult& storage) -> const db::ExecutionResult* {
         if (processed == original) return &base;
         bool c = false;
         auto e = run(db_path, fp, processed, limits, &c);
         exec_ms += c ? 0 : e.result.elapsed_ms;
-        ran_ok = e.result.ok();
-        storage = std::move(e.result.result);
+        storage = std::move(e.result);
         return &storage;
       };
-      db::ResultSet g_alt, p_alt;
-      bool g_ok = true, p_ok = true;
-      const db::ResultSet* g_use = variant(q.gold_sql, g_ts, gr, options_.gold_limits, g_alt, g_ok);
-      const db::ResultSet* p_use = variant(p.sql, p_ts, pr, options_.pred_limits, p_alt, p_ok);
-      ok = g_ok && p_ok && (g_use->rows == p_use->rows || db::spider_ts_equal(*g_use, *p_use, order));
+      db::ExecutionResult g_alt, p_alt;
+      const db::ExecutionResult* g_use = variant(q.gold_sql, g_ts, gold.result, options_.gold_limits, g_alt);
+      const db::ExecutionResult* p_use = p_runnable ? variant(p.sql, p_ts, pred.result, options_.pred_limits, p_alt) : nullptr;
+      auto equal_to_gold = [&](const db::ExecutionResult& e) {
+        return e.ok() && (g_use->result.rows == e.result.rows || db::spider_ts_equal(g_use->result, e.result, order));
+      };
+      if (g_runnable && g_use->ok()) {
+        ok = p_use && equal_to_gold(*p_use);
+        if (ts_primary && p_use && p_use != &pred.result && p_use->ok() && !pred.result.ok()) {
+          // Scored on its first statement: report that execution, not the refused full text.
+          item.note = "spider-ts scored the first statement only, as the official evaluator (" + item.error + ")";
+          item.pred_status = db::exec_status_name(p_use->status);
+          item.error = p_use->error;
+          item.pred_rows = p_use->result.rows.size();
+        }
+        if (!ok && options_.plug_value) {
+          // --plug_value: gold's literal values in the prediction's value slots, every filling.
+          bool truncated = false;
+          for (const auto& alt : plugged_predictions(g_ts, p_ts, options_.plug_value_limit, &truncated)) {
+            bool c = false;
+            auto e = run(db_path, fp, replace_cur_year(alt), options_.pred_limits, &c);
+            exec_ms += c ? 0 : e.result.elapsed_ms;
+            if (equal_to_gold(e.result)) {
+              ok = true;
+              if (ts_primary) item.note = "correct with gold's values plugged in (--plug-value): " + alt;
+              break;
+            }
+          }
+          if (!ok && truncated && ts_primary)
+            item.note = "--plug-value tried the first " + std::to_string(options_.plug_value_limit) + " fillings only";
+        }
+      } else if (ts_primary && !g_runnable) {
+        item.note = "gold holds more than one statement, which Python's sqlite3 refuses";
+      }
     }
     item.verdicts["spider_ts"] = ok;
   }

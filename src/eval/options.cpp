@@ -38,6 +38,9 @@ Result<EvalOptions> options_from_config(const core::Config& config, const std::s
   auto check_ties = config.get_bool("eval.check_ties");
   if (!check_ties) return check_ties.status();
   o.check_ties = *check_ties;
+  auto plug = config.get_bool("eval.plug_value");
+  if (!plug) return plug.status();
+  o.plug_value = *plug;
   return o;
 }
 

@@ -29,6 +29,7 @@ nlohmann::json report_to_json(const EvalReport& r) {
                      {"gold_rows", it.gold_rows},
                      {"timings_ms", {{"pred", it.pred_ms}, {"gold", it.gold_ms}, {"total", it.total_ms}}},
                      {"cached", {{"pred", it.pred_cached}, {"gold", it.gold_cached}}}});
+    if (!it.note.empty()) items.back()["note"] = it.note;
   }
   json out;
   out["tool"] = {{"name", "nl2sql"}, {"version", NL2SQL_VERSION}};

@@ -118,6 +118,47 @@ TEST_F(EvalCli, AConfigSetsTheEvalKeysAndItsFlagsWin) {
   EXPECT_NE(r.err.find("unknown config key \"eval.row_caps\""), std::string::npos) << r.err;
 }
 
+// A predict_dev.json as real ones come: a non-string value (the BIRD authors' own baseline
+// files hold the integer 0), a value without the separator, keys out of file order. Scored, not
+// refused; each oddity is named in a warning.
+TEST_F(EvalCli, UntidyBirdPredictionFilesAreScoredWithWarnings) {
+  auto entry = [&](size_t i) {
+    return questions_[i]["SQL"].get<std::string>() + "\t----- bird -----\t" + questions_[i]["db_id"].get<std::string>();
+  };
+  std::string text = "{\"1\": " + json(entry(1)).dump() + ", \"0\": 0, \"2\": " +
+                     json(questions_[2]["SQL"].get<std::string>()).dump();
+  for (size_t i = 3; i < questions_.size(); ++i) text += ", \"" + std::to_string(i) + "\": " + json(entry(i)).dump();
+  std::ofstream(dir_ / "pred.json") << text << "}";
+  auto r = testing::run_nl2sql(base_args() + "--no-cache --pred '" + (dir_ / "pred.json").string() + "' --out '" +
+                               (dir_ / "out").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("1 value(s) are not strings (keys 0)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lack the"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("keys 2)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not at the position their key names (first: key \"1\" is entry 0)"), std::string::npos) << r.err;
+  auto report = *core::read_json_file(dir_ / "out" / "eval.json");
+  std::map<std::string, json> items;
+  for (const auto& it : report["items"]) items[it["question_id"]] = it;
+  EXPECT_FALSE(items["0"]["verdicts"]["bird"].get<bool>());
+  EXPECT_TRUE(items["1"]["verdicts"]["bird"].get<bool>());
+  EXPECT_TRUE(items["2"]["verdicts"]["bird"].get<bool>());  // no separator: the whole value is the SQL
+  EXPECT_EQ(report["summary"]["metrics"]["bird"]["overall"]["correct"].get<int>(), static_cast<int>(questions_.size()) - 1);
+}
+
+TEST_F(EvalCli, ATabInsideASpiderLineCutsItAndSaysSo) {
+  std::ofstream f(dir_ / "pred.sql");
+  for (size_t i = 0; i < questions_.size(); ++i) {
+    const std::string sql = questions_[i]["SQL"].get<std::string>();
+    if (i == 1) f << "SELECT 1\t" << sql << "\n";                                       // cut: warned
+    else f << sql << "\t" << questions_[i]["db_id"].get<std::string>() << "\n";          // "SQL\tdb_id": fine
+  }
+  f.close();
+  auto r = testing::run_nl2sql(base_args() + "--no-cache --pred-format spider --pred '" + (dir_ / "pred.sql").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("pred.sql:2: a tab cuts the line; question 1 is scored on \"SELECT 1\" only"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("pred.sql:1:"), std::string::npos) << r.err;
+}
+
 TEST_F(EvalCli, BadInputExitsTwoAndNamesTheFile) {
   std::ofstream(dir_ / "bad.json") << "{\"0\": \"SELECT 1\",";
   auto r = testing::run_nl2sql(base_args() + "--pred '" + (dir_ / "bad.json").string() + "'");

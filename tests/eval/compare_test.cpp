@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
 namespace nl2sql::eval {
 namespace {
 using db::ResultSet;
@@ -116,6 +121,82 @@ TEST(Compare, SpiderTextPreprocessing) {
   EXPECT_EQ(replace_cur_year("SELECT YEAR(CURDATE()) - age FROM t"), "SELECT 2020- age FROM t");
   EXPECT_TRUE(spider_order_matters("SELECT a FROM (SELECT a FROM t ORDER BY a)"));
   EXPECT_FALSE(spider_order_matters("SELECT a FROM t ORDER  BY a"));
+}
+
+// What follows the first statement, as Python's sqlite3 (both official scripts) and sqlparse's
+// first statement (the test-suite evaluator without keep-distinct) read it; each case checked
+// against Python 3 and sqlparse 0.4.2.
+TEST(Compare, StatementsAsTheOfficialScriptsSeeThem) {
+  EXPECT_EQ(first_statement("SELECT a FROM t; \\end{code} Comment: x"), "SELECT a FROM t;");
+  EXPECT_EQ(first_statement("SELECT 'a;b' FROM t; SELECT 2"), "SELECT 'a;b' FROM t;");
+  EXPECT_EQ(first_statement("SELECT a FROM t -- c;\n; SELECT 2"), "SELECT a FROM t -- c;\n;");
+  EXPECT_EQ(first_statement("SELECT \"q;r\", [x;y], `z;` /* ; */ FROM t"), "SELECT \"q;r\", [x;y], `z;` /* ; */ FROM t");
+  EXPECT_EQ(first_statement("SELECT 'it''s;' FROM t;x"), "SELECT 'it''s;' FROM t;");
+  for (const char* ok : {"SELECT 1", "SELECT 1;", "SELECT 1; -- x", "SELECT 1; /* y", "SELECT 1 -- x\n;\n", "", " "})
+    EXPECT_TRUE(python_runs_as_one_statement(ok)) << ok;
+  for (const char* refused : {"SELECT 1;;", "SELECT 1; SELECT 2", "SELECT 1; prose", ";SELECT 1", "SELECT 1; \\end{code}"})
+    EXPECT_FALSE(python_runs_as_one_statement(refused)) << refused;
+  for (const char* none : {"", " ; ", "-- nothing", "/* x */;", ";;"}) EXPECT_TRUE(holds_no_statement(none)) << none;
+  for (const char* some : {"SELECT 1", "; SELECT 1", "-- x\nSELECT 1"}) EXPECT_FALSE(holds_no_statement(some)) << some;
+}
+
+// --plug_value's slots and values, each expected text taken from the official extraction
+// (sqlparse 0.4.2) on the same query: strings and numbers are slots (LIMIT's too, and a name
+// like a1, which the official integer pattern catches), T1 is not; the text is lower-cased,
+// re-joined with single spaces, a comment swallows the rest of the line.
+TEST(Compare, ValueSlotsAsTheOfficialEvaluatorFindsThem) {
+  struct Case {
+    const char* sql;
+    const char* words;
+    std::set<std::string> values;
+  };
+  const Case cases[] = {
+      {"SELECT T1.name FROM singer AS T1 WHERE T1.age > -5 AND country = 'USA' LIMIT 3",
+       "select t1 . name from singer as t1 where t1 . age > valuerare and country = valuerare limit valuerare",
+       {"'USA'", "-5", "3"}},
+      {"select count(*) from t where a between 1.5 and 20 and b like \"%x%\"",
+       "select count ( * ) from t where a between valuerare and valuerare and b like valuerare", {"\"%x%\"", "1.5", "20"}},
+      {"SELECT name FROM t1 WHERE x=3", "select name from t1 where x = valuerare", {"3"}},
+      {"SELECT name FROM head WHERE born_state != 'California' AND age > 56.5; SELECT 2",
+       "select name from head where born_state != valuerare and age > valuerare select valuerare",
+       {"'California'", "2", "56.5"}},
+      {"SELECT a FROM t -- c\nWHERE b=1", "select a from t -- c where b = valuerare", {"1"}},
+      {"SELECT T2.name , count(*) FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id "
+       "WHERE T1.year >= 2014 GROUP BY T2.stadium_id",
+       "select t2 . name , count ( * ) from concert as t1 join stadium as t2 on t1 . stadium_id = t2 . stadium_id "
+       "where t1 . year >= valuerare group by t2 . stadium_id",
+       {"2014"}},
+      {"SELECT a1 FROM t WHERE c = 'it''s' OR c = 'x y' AND d < .5",
+       "select valuerare from t where c = valuerare or c = valuerare and d < valuerare", {"'it''s'", "'x y'", ".5", "a1"}},
+  };
+  for (const auto& c : cases) {
+    ValueSlots v = value_slots(c.sql);
+    std::string words;
+    size_t slots = 0;
+    for (const auto& w : v.words) {
+      words += (words.empty() ? "" : " ") + (w == kValueSlot ? std::string("valuerare") : w);
+      slots += w == kValueSlot;
+    }
+    EXPECT_EQ(words, c.words) << c.sql;
+    EXPECT_EQ(v.slots, slots) << c.sql;
+    EXPECT_EQ(v.values, c.values) << c.sql;
+  }
+}
+
+TEST(Compare, PluggedPredictionsTryEveryFillingOfGoldsValues) {
+  const std::string gold = "SELECT name FROM singer WHERE age > 30 AND country = 'France'";
+  const std::string pred = "SELECT name FROM singer WHERE age > 20 AND country = 'france'";
+  bool truncated = true;
+  auto all = plugged_predictions(gold, pred, 100, &truncated);
+  EXPECT_FALSE(truncated);
+  ASSERT_EQ(all.size(), 4u);  // two slots, two gold values
+  EXPECT_NE(std::find(all.begin(), all.end(), "select name from singer where age > 30 and country = 'France'"), all.end());
+  auto cut = plugged_predictions(gold, pred, 3, &truncated);
+  EXPECT_EQ(cut.size(), 3u);
+  EXPECT_TRUE(truncated);
+  // No slot: the re-joined text once; slots but no gold value: nothing to try.
+  EXPECT_EQ(plugged_predictions(gold, "SELECT name FROM singer", 100), std::vector<std::string>{"select name from singer"});
+  EXPECT_TRUE(plugged_predictions("SELECT name FROM singer", pred, 100).empty());
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ class EvaluatorTest : public ::testing::Test {
 
 TEST_F(EvaluatorTest, FlagsTieDependentGoldAndUnusableGold) {
   std::vector<Prediction> preds;
-  for (const auto& q : ds_.questions) preds.push_back({q.gold_sql, true});
+  for (const auto& q : ds_.questions) preds.push_back({q.gold_sql, true, ""});
   EvalOptions opts;
   opts.metrics = {Metric::kBird, Metric::kRelaxed};
   opts.cache_file = dir_ / "cache" / "results.sqlite";
@@ -56,6 +56,100 @@ TEST_F(EvaluatorTest, FlagsTieDependentGoldAndUnusableGold) {
       EXPECT_TRUE(r->items[0].pred_cached);
     }
   }
+}
+
+// Cases met in real published prediction files, each scored as its official evaluator scores
+// it (notes: evaluator-semantics.md, "Found on real published prediction files").
+class OfficialQuirksTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::build_database(dir_ / "dbs" / "d" / "d.sqlite",
+                            "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, score INTEGER);"
+                            "INSERT INTO t VALUES (1,'a',10),(2,'b',10),(3,'c',5),(4,'d',1);");
+    std::ofstream(dir_ / "q.jsonl")
+        << R"({"question_id": "tens", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 10"})" "\n"
+        << R"({"question_id": "none", "db_id": "d", "sql": "SELECT name FROM t WHERE score > 100"})" "\n"
+        << R"({"question_id": "five", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 5"})" "\n";
+    data::DatasetSpec spec;
+    spec.benchmark = data::Benchmark::kJsonl;
+    spec.questions = dir_ / "q.jsonl";
+    spec.db_root = dir_ / "dbs";
+    ds_ = std::move(*data::load_dataset(spec));
+  }
+  // Verdicts of one prediction per question, under both official metrics.
+  std::vector<ItemResult> score(const std::vector<std::string>& sqls, EvalOptions opts = {}) {
+    std::vector<Prediction> preds;
+    for (const auto& s : sqls) preds.push_back({s, true, ""});
+    if (opts.metrics == std::vector<Metric>{Metric::kBird}) opts.metrics = {Metric::kBird, Metric::kSpiderTs};
+    auto r = evaluate(ds_, preds, opts);
+    EXPECT_TRUE(r.is_ok()) << r.status().message();
+    return r.is_ok() ? r->items : std::vector<ItemResult>{};
+  }
+  testing::TempDir dir_;
+  data::Dataset ds_;
+};
+
+TEST_F(OfficialQuirksTest, TextAfterTheFirstStatementIsReadAsEachEvaluatorReadsIt) {
+  // bird (Python's one-statement rule): `q;;` and `q; prose` are errors; spider-ts without
+  // keep-distinct scores the first statement.
+  auto items = score({"SELECT name FROM t WHERE score = 10;;", "SELECT name FROM t WHERE score > 100; \\end{code} Comment: done",
+                      "SELECT name FROM t WHERE score = 5; -- the answer"});
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_FALSE(items[0].verdicts.at("bird"));
+  EXPECT_TRUE(items[0].verdicts.at("spider_ts"));
+  EXPECT_EQ(items[0].outcome, "RES1");  // bird is primary on a JSONL benchmark
+  EXPECT_NE(items[0].error.find("one statement at a time"), std::string::npos) << items[0].error;
+  EXPECT_FALSE(items[1].verdicts.at("bird"));
+  EXPECT_TRUE(items[1].verdicts.at("spider_ts"));
+  EXPECT_TRUE(items[2].verdicts.at("bird"));  // a comment after the statement is fine everywhere
+  EXPECT_TRUE(items[2].verdicts.at("spider_ts"));
+  // With keep-distinct the test-suite evaluator applies Python's rule too.
+  EvalOptions keep;
+  keep.metrics = {Metric::kSpiderTs, Metric::kBird};
+  keep.keep_distinct = true;
+  items = score({"SELECT name FROM t WHERE score = 10;;", "SELECT name FROM t WHERE score > 100; \\end{code}",
+                 "SELECT name FROM t WHERE score = 5;"},
+                keep);
+  EXPECT_FALSE(items[0].verdicts.at("spider_ts"));
+  EXPECT_FALSE(items[1].verdicts.at("spider_ts"));
+  EXPECT_TRUE(items[2].verdicts.at("spider_ts"));
+  // spider-ts primary: a correct first statement is RES3 and its note says why.
+  EvalOptions ts;
+  ts.metrics = {Metric::kSpiderTs};
+  items = score({"SELECT name FROM t WHERE score = 10; SELECT 1", "", ""}, ts);
+  EXPECT_EQ(items[0].outcome, "RES3");
+  EXPECT_NE(items[0].note.find("first statement"), std::string::npos) << items[0].note;
+}
+
+TEST_F(OfficialQuirksTest, AnEmptyPredictionIsAQueryWithNoRowsForBirdOnly) {
+  auto items = score({"", "", " ;"});
+  EXPECT_FALSE(items[0].verdicts.at("bird"));  // gold has rows
+  EXPECT_TRUE(items[1].verdicts.at("bird"));   // gold has none: Python returns [] for ""
+  EXPECT_EQ(items[1].outcome, "RES3");
+  EXPECT_FALSE(items[1].verdicts.at("spider_ts"));  // the test-suite code fails on it: 0
+  EXPECT_FALSE(items[2].verdicts.at("bird"));
+  // A non-string value in predict_dev.json runs as " " on financial in the official script.
+  std::vector<Prediction> preds = {{"SELECT name FROM t WHERE score = 10", true, ""}, {" ", true, "financial"}, {"", false, ""}};
+  EvalOptions opts;
+  opts.metrics = {Metric::kBird};
+  auto r = evaluate(ds_, preds, opts);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_TRUE(r->items[0].verdicts.at("bird"));
+  EXPECT_FALSE(r->items[1].verdicts.at("bird"));  // gold would run on financial, not here
+  EXPECT_FALSE(r->items[2].verdicts.at("bird"));  // absent: no prediction
+}
+
+TEST_F(OfficialQuirksTest, PlugValueTriesGoldsValuesInThePredictionsSlots) {
+  EvalOptions ts;
+  ts.metrics = {Metric::kSpiderTs};
+  auto items = score({"SELECT name FROM t WHERE score = 11", "SELECT name FROM t WHERE score > 1", "SELECT name FROM t WHERE score = 6"}, ts);
+  for (const auto& it : items) EXPECT_FALSE(it.verdicts.at("spider_ts")) << it.question_id;
+  ts.plug_value = true;
+  items = score({"SELECT name FROM t WHERE score = 11", "SELECT name FROM t WHERE score > 1", "SELECT name FROM t WHERE id = 6"}, ts);
+  EXPECT_TRUE(items[0].verdicts.at("spider_ts"));
+  EXPECT_NE(items[0].note.find("plugged"), std::string::npos) << items[0].note;
+  EXPECT_TRUE(items[1].verdicts.at("spider_ts"));
+  EXPECT_FALSE(items[2].verdicts.at("spider_ts"));  // the wrong column stays wrong with gold's 5
 }
 
 TEST(Bootstrap, DeterministicAndBracketsTheMean) {

@@ -14,7 +14,7 @@ namespace {
 
 EvalReport gold_vs_gold(const data::Dataset& ds) {
   std::vector<Prediction> preds;
-  for (const auto& q : ds.questions) preds.push_back({q.gold_sql, true});
+  for (const auto& q : ds.questions) preds.push_back({q.gold_sql, true, ""});
   EvalOptions opts;
   opts.metrics = {Metric::kBird, Metric::kSpiderTs, Metric::kRelaxed};
   opts.threads = 2;

@@ -248,7 +248,7 @@ TEST_F(HostileSql, EvaluatorRefusesEveryPrediction) {
   ASSERT_TRUE(fp.is_ok());
   for (const auto& s : corpus()) {
     SCOPED_TRACE(s.name);
-    auto item = judge.judge(question(), db(), *fp, eval::Prediction{s.sql, true});
+    auto item = judge.judge(question(), db(), *fp, eval::Prediction{s.sql, true, ""});
     bool refused = item.pred_status == "rejected" || item.pred_status == "error";
     EXPECT_TRUE(refused) << item.pred_status;
     EXPECT_FALSE(item.error.empty());
@@ -259,7 +259,7 @@ TEST_F(HostileSql, EvaluatorRefusesEveryPrediction) {
   for (size_t base = 0; base < corpus().size(); base += ds_->questions.size()) {
     std::vector<eval::Prediction> preds;
     for (size_t i = 0; i < ds_->questions.size(); ++i)
-      preds.push_back({corpus()[(base + i) % corpus().size()].sql, true});
+      preds.push_back({corpus()[(base + i) % corpus().size()].sql, true, ""});
     eval::EvalOptions o;
     o.threads = 1;
     auto rep = eval::evaluate(*ds_, preds, o);

@@ -33,6 +33,9 @@ Result<std::vector<Metric>> parse_metrics(const std::string& spec);
 struct Prediction {
   std::string sql;
   bool present = false;  // false: the prediction file had nothing for this question
+  // The database the official BIRD script would run this entry on when that is not the
+  // question's: a non-string value in predict_dev.json runs as " " on "financial" there.
+  std::string official_db;
 };
 
 enum class PredictionFormat { kAuto, kBird, kSpider, kJsonl };
@@ -49,6 +52,10 @@ Result<std::vector<Prediction>> read_predictions(const std::filesystem::path& pa
 struct EvalOptions {
   std::vector<Metric> metrics = {Metric::kBird};
   bool keep_distinct = false;  // spider-ts: keep DISTINCT
+  // spider-ts: also try the prediction with gold's values plugged into its value slots, as the
+  // test-suite evaluator's --plug_value does; at most `plug_value_limit` fillings per question.
+  bool plug_value = false;
+  size_t plug_value_limit = 10000;
   size_t threads = 0;          // 0: one per core
   db::QueryLimits pred_limits;                       // 30 s, 100,000 rows
   db::QueryLimits gold_limits{30.0, 0, 1ull << 30};  // 30 s, no row cap
@@ -58,7 +65,8 @@ struct EvalOptions {
   int bootstrap_samples = 1000;
 };
 
-// The eval.* keys of a config (metrics, timeout_s, row_cap, keep_distinct, check_ties; defaults
+// The eval.* keys of a config (metrics, timeout_s, row_cap, keep_distinct, check_ties,
+// plug_value; defaults
 // from configs/schema) as EvalOptions: one reader for `nl2sql run` and `nl2sql eval`, so a
 // run's judging and a standalone evaluation with the same config agree. "auto" metrics become
 // `auto_metrics` (the caller's choice: eval scores the official metric, a run adds relaxed).
@@ -75,6 +83,9 @@ struct ItemResult {
   std::string outcome;                   // RES1..RES6
   double soft_f1 = 0;
   std::string pred_status;  // ok | error | timeout | row_cap | rejected | missing
+  // How the primary metric's evaluator read the prediction when that differs from running its
+  // text (e.g. "spider-ts scored the first statement only, as the official evaluator"); "".
+  std::string note;
   std::string error;        // prediction's error message
   std::string gold_status;
   std::string gold_error;
