@@ -494,8 +494,11 @@ run::QuestionRecord QuestionRun::run() {
     run::QuestionRecord rec = base_record();
     rec.ok = false;
     rec.error = fmt::format("{} stage: {}", stage, st.message());
-    // What the question's model calls did before it failed stays accounted for: the candidates
-    // made so far (their traces hold the failed calls) and the faults per stage.
+    // What the question's model calls did before it failed stays accounted for: the context
+    // stage's calls when it ran, the candidates made so far (their traces hold the failed calls)
+    // and the faults per stage. (Without the context, a keyword call that failed before the
+    // generate stage failed was counted in the record's faults and traced nowhere.)
+    rec.context = context_json_;
     for (const auto& c : candidates_) rec.candidates.push_back(candidate_record(c));
     return rec;
   };
