@@ -84,6 +84,13 @@ int run_eval(const EvalArgs& a) {
     first = false;
   }
   std::cout << fmt::format("  soft-F1    {:6.2f}\n", s["soft_f1"].get<double>());
+  if (s.contains("test_suite")) {
+    const auto& t = s["test_suite"];
+    std::cout << fmt::format("  test suite: {} question(s) on up to {} database files; spider-ts on the original databases alone "
+                             "{:.2f}%; {} pass there but fail on a variant (listed in the report)\n",
+                             t["questions_on_a_suite"].get<size_t>(), t["most_database_files"].get<size_t>(),
+                             t["ex_original_only"].get<double>(), t["passes_original_fails_variant"].size());
+  }
   std::cout << fmt::format("  {:.3f} s, {:.1f} questions/s\n", report->wall_s,
                            s["timing"]["questions_per_s"].get<double>());
   if (!a.out.empty()) {

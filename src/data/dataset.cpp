@@ -3,6 +3,7 @@
 #include "nl2sql/data/dataset.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "nl2sql/core/files.h"
@@ -67,6 +68,31 @@ Result<Layout> resolve_layout(const DatasetSpec& spec) {
   return l;
 }
 
+// The other "*.sqlite*" files beside a database (a test suite's variants), sorted by name.
+// A variant that resolves outside the folder (a symlink) is refused, as the original is.
+Result<std::vector<fs::path>> test_suite_variants(const fs::path& original) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  const fs::path dir = original.parent_path();
+  const fs::path root = fs::weakly_canonical(dir, ec);
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.path().filename() == original.filename() || name.find(".sqlite") == std::string::npos) continue;
+    bool side_file = false;
+    for (const char* suffix : {"-wal", "-shm", "-journal"})
+      side_file = side_file || (name.size() > std::strlen(suffix) && name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0);
+    if (side_file || !e.is_regular_file(ec)) continue;
+    const fs::path real = fs::weakly_canonical(e.path(), ec);
+    auto rel = real.lexically_relative(root);
+    if (!ec && (rel.empty() || *rel.begin() == ".."))
+      return invalid_input("test-suite database " + e.path().string() + " resolves to " + real.string() +
+                           ", outside its folder");
+    out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 Result<Benchmark> parse_benchmark(const std::string& name) {
@@ -101,6 +127,12 @@ Result<std::string> Dataset::fingerprint() const {
     if (!dh) return dh.status();
     h.add(db_id).add(*dh);
   }
+  for (const auto& [db_id, variants] : db_variants)  // only test suites add to it
+    for (const auto& v : variants) {
+      auto dh = db::database_fingerprint(v);
+      if (!dh) return dh.status();
+      h.add(v.filename().string()).add(*dh);
+    }
   return h.hex();
 }
 
@@ -153,7 +185,12 @@ Result<Dataset> load_dataset(const DatasetSpec& spec) {
                                ", outside the database root " + root.string() +
                                " (copy the file into the root, or point --db-root at where it lives)");
       }
-      if (it->second) ds.db_paths[q.db_id] = p;
+      if (it->second) {
+        ds.db_paths[q.db_id] = p;
+        auto variants = test_suite_variants(p);
+        if (!variants) return variants.status();
+        if (!variants->empty()) ds.db_variants[q.db_id] = std::move(*variants);
+      }
     }
     if (!it->second) {
       bool known = tables.empty() || tables.count(q.db_id);

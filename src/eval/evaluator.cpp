@@ -221,6 +221,19 @@ std::string outcome_code(const ItemResult& item, bool primary_correct, bool pred
 
 namespace {
 
+// A result's first rows as one line, e.g. "(a, 10) (b, 10) … 4 rows".
+std::string rows_preview(const db::ResultSet& r, size_t max_rows) {
+  if (r.rows.empty()) return "no rows";
+  std::string out;
+  for (size_t i = 0; i < r.rows.size() && i < max_rows; ++i) {
+    out += i ? " (" : "(";
+    for (size_t j = 0; j < r.rows[i].size(); ++j) out += (j ? ", " : "") + r.rows[i][j].to_display();
+    out += ")";
+  }
+  if (r.rows.size() > max_rows) out += " … " + std::to_string(r.rows.size()) + " rows";
+  return out;
+}
+
 // Executes through the cache. `variant` separates executions with other settings.
 db::CachedExecution run_cached(const db::Executor& executor, db::ResultCache* cache,
                                std::atomic<size_t>& hits, std::atomic<size_t>& misses,
@@ -269,6 +282,17 @@ db::CachedExecution ItemJudge::run(const fs::path& db_path, const std::string& f
                                    bool* cached, std::string_view variant) const {
   return run_cached(executor_, cache_, hits_, misses_, db_path, fingerprint, sql, limits, cached,
                     variant);
+}
+
+std::string ItemJudge::variant_fingerprint(const fs::path& file) const {
+  std::lock_guard lock(variant_mu_);
+  auto [it, fresh] = variant_fps_.try_emplace(file.string());
+  if (fresh) {
+    auto f = db::database_fingerprint(file);
+    // Unreadable: no shared cache entry (the path itself is unique to this file).
+    it->second = f ? *f : "unfingerprinted:" + file.string();
+  }
+  return it->second;
 }
 
 db::CachedExecution ItemJudge::gold(const data::Question& q, const fs::path& db_path,
@@ -417,7 +441,38 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
         return e.ok() && (g_use->result.rows == e.result.rows || db::spider_ts_equal(g_use->result, e.result, order));
       };
       if (g_runnable && g_use->ok()) {
-        ok = p_use && equal_to_gold(*p_use);
+        // A test suite: gold and the prediction must agree on every other database file of the
+        // folder too (the official evaluator's rule); the first disagreement is recorded.
+        const auto vit = options_.variants.find(q.db_id);
+        const std::vector<fs::path> none;
+        const std::vector<fs::path>& variants = vit == options_.variants.end() ? none : vit->second;
+        item.ts_databases = 1 + variants.size();
+        auto on_every_variant = [&](const std::string& text) {
+          for (const auto& v : variants) {
+            const std::string vfp = variant_fingerprint(v);
+            bool c = false;
+            auto g = run(v, vfp, g_ts, options_.gold_limits, &c);
+            exec_ms += c ? 0 : g.result.elapsed_ms;
+            if (!g.result.ok()) {
+              item.ts_failed_on = v.filename().string();
+              item.ts_failure = "gold fails there (" + g.result.error + "); the official evaluator stops on this";
+              return false;
+            }
+            auto e = run(v, vfp, text, options_.pred_limits, &c);
+            exec_ms += c ? 0 : e.result.elapsed_ms;
+            const bool same = e.result.ok() && (g.result.result.rows == e.result.result.rows ||
+                                                 db::spider_ts_equal(g.result.result, e.result.result, order));
+            if (!same) {
+              item.ts_failed_on = v.filename().string();
+              item.ts_failure = e.result.ok() ? "gold: " + rows_preview(g.result.result, 3) + " / prediction: " + rows_preview(e.result.result, 3)
+                                              : "the prediction fails there: " + e.result.error;
+              return false;
+            }
+          }
+          return true;
+        };
+        item.ts_original = p_use && equal_to_gold(*p_use);
+        ok = item.ts_original && on_every_variant(p_ts);
         if (ts_primary && p_use && p_use != &pred.result && p_use->ok() && !pred.result.ok()) {
           // Scored on its first statement: report that execution, not the refused full text.
           item.note = "spider-ts scored the first statement only, as the official evaluator (" + item.error + ")";
@@ -426,14 +481,20 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
           item.pred_rows = p_use->result.rows.size();
         }
         if (!ok && options_.plug_value) {
-          // --plug_value: gold's literal values in the prediction's value slots, every filling.
+          // --plug_value: gold's literal values in the prediction's value slots, every filling;
+          // one filling must pass on every database file.
           bool truncated = false;
           for (const auto& alt : plugged_predictions(g_ts, p_ts, options_.plug_value_limit, &truncated)) {
+            const std::string text = replace_cur_year(alt);
             bool c = false;
-            auto e = run(db_path, fp, replace_cur_year(alt), options_.pred_limits, &c);
+            auto e = run(db_path, fp, text, options_.pred_limits, &c);
             exec_ms += c ? 0 : e.result.elapsed_ms;
-            if (equal_to_gold(e.result)) {
+            if (!equal_to_gold(e.result)) continue;
+            item.ts_original = true;
+            if (on_every_variant(text)) {
               ok = true;
+              item.ts_failed_on.clear();
+              item.ts_failure.clear();
               if (ts_primary) item.note = "correct with gold's values plugged in (--plug-value): " + alt;
               break;
             }
@@ -494,7 +555,9 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
     if (!f) return f.status();
     fingerprints[db_id] = *f;
   }
-  ItemJudge judge(ds.benchmark, options, cache.get());
+  EvalOptions judged = options;
+  if (judged.variants.empty()) judged.variants = ds.db_variants;
+  ItemJudge judge(ds.benchmark, judged, cache.get());
   std::mutex exec_mu;
   double exec_ms_total = 0;
 
@@ -616,6 +679,38 @@ void summarize(EvalReport& report, const EvalOptions& options) {
     f1 += it.soft_f1;
   }
   s["outcomes"] = outcomes;
+
+  // A test suite (spider-ts over every database file of a folder): EX on the original files
+  // alone beside EX on the suite, and the questions only the original lets pass.
+  size_t on_suite = 0, max_files = 1, original_ok = 0, suite_ok = 0;
+  json original_only = json::array();
+  for (const auto& it : report.items) {
+    if (it.ts_databases <= 1) continue;
+    ++on_suite;
+    max_files = std::max(max_files, it.ts_databases);
+    const auto v = it.verdicts.find("spider_ts");
+    const bool suite = v != it.verdicts.end() && v->second;
+    original_ok += it.ts_original;
+    suite_ok += suite;
+    if (it.ts_original && !suite)
+      original_only.push_back({{"question_id", it.question_id}, {"db_id", it.db_id}, {"variant", it.ts_failed_on},
+                               {"why", it.ts_failure}});
+  }
+  if (on_suite > 0) {
+    size_t original_total = original_ok;  // questions without a suite count as on the original
+    for (const auto& it : report.items)
+      if (it.ts_databases <= 1) {
+        const auto v = it.verdicts.find("spider_ts");
+        original_total += v != it.verdicts.end() && v->second;
+      }
+    const double n = report.items.empty() ? 1.0 : static_cast<double>(report.items.size());
+    s["test_suite"] = {{"questions_on_a_suite", on_suite},
+                       {"most_database_files", max_files},
+                       {"correct_on_suite", suite_ok},
+                       {"correct_on_original", original_ok},
+                       {"ex_original_only", 100.0 * static_cast<double>(original_total) / n},
+                       {"passes_original_fails_variant", original_only}};
+  }
   s["soft_f1"] = report.items.empty() ? 0.0 : 100.0 * f1 / static_cast<double>(report.items.size());
 
   json gold_bad = json::array(), tie_list = json::array(), skipped = json::array();

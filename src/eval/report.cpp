@@ -30,6 +30,13 @@ nlohmann::json report_to_json(const EvalReport& r) {
                      {"timings_ms", {{"pred", it.pred_ms}, {"gold", it.gold_ms}, {"total", it.total_ms}}},
                      {"cached", {{"pred", it.pred_cached}, {"gold", it.gold_cached}}}});
     if (!it.note.empty()) items.back()["note"] = it.note;
+    if (it.ts_databases > 1) {
+      items.back()["test_suite"] = {{"databases", it.ts_databases}, {"original", it.ts_original}};
+      if (!it.ts_failed_on.empty()) {
+        items.back()["test_suite"]["failed_on"] = it.ts_failed_on;
+        items.back()["test_suite"]["why"] = it.ts_failure;
+      }
+    }
   }
   json out;
   out["tool"] = {{"name", "nl2sql"}, {"version", NL2SQL_VERSION}};
@@ -84,6 +91,21 @@ std::string report_to_markdown(const EvalReport& r) {
                       o["n_usable_gold"].get<size_t>());
   }
   md += fmt::format("\nSoft-F1: {:.2f}\n", s["soft_f1"].get<double>());
+  if (s.contains("test_suite")) {
+    const json& t = s["test_suite"];
+    md += fmt::format("\n## Test suite\n\nspider-ts compared gold and prediction on every database file of the "
+                      "question's folder (up to {} files) for {} question(s), as the official test-suite evaluator "
+                      "does: a prediction is correct only when it matches on all of them. On the original databases "
+                      "alone, spider-ts EX would be {:.2f}%. {} question(s) pass on the original but fail on a variant:\n\n",
+                      t["most_database_files"].get<size_t>(), t["questions_on_a_suite"].get<size_t>(),
+                      t["ex_original_only"].get<double>(), t["passes_original_fails_variant"].size());
+    if (!t["passes_original_fails_variant"].empty()) {
+      md += "| question | db | variant | gold vs prediction there |\n|---|---|---|---|\n";
+      for (const auto& q : t["passes_original_fails_variant"])
+        md += fmt::format("| {} | {} | {} | {} |\n", q["question_id"].get<std::string>(), q["db_id"].get<std::string>(),
+                          q["variant"].get<std::string>(), q["why"].get<std::string>());
+    }
+  }
   for (const char* section : {"by_difficulty", "by_database"}) {
     md += fmt::format("\n## EX {}\n\n| {} | n", section == std::string("by_difficulty") ? "by difficulty" : "by database",
                       section == std::string("by_difficulty") ? "difficulty" : "database");

@@ -118,6 +118,8 @@ Result<RunSummary> run(const RunOptions& options) {
   auto exec_cache = db::ResultCache::open(options.out_dir / "exec_cache.sqlite");
   if (!exec_cache) return exec_cache.status();
   s.exec_cache = std::move(*exec_cache);
+  // A test-suite folder judges spider-ts on every database file, as `nl2sql eval` does.
+  s.settings.eval.variants = ds->db_variants;
   s.judge = std::make_unique<eval::ItemJudge>(ds->benchmark, s.settings.eval, s.exec_cache.get());
   if (*simulator) {
     std::map<std::string, const data::Question*> by_id;

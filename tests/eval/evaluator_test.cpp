@@ -152,6 +152,47 @@ TEST_F(OfficialQuirksTest, PlugValueTriesGoldsValuesInThePredictionsSlots) {
   EXPECT_FALSE(items[2].verdicts.at("spider_ts"));  // the wrong column stays wrong with gold's 5
 }
 
+// A distilled test suite: the question's folder holds the original and variants; spider-ts is
+// correct only when gold and prediction agree on every file (the official rule), bird still
+// judges the original. SQLite side files beside them are not databases of the suite.
+TEST(TestSuiteFolders, SpiderTsMustAgreeOnEveryDatabaseFileOfTheFolder) {
+  nl2sql::testing::TempDir dir;
+  const std::string schema = "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, score INTEGER);";
+  testing::build_database(dir / "dbs" / "d" / "d.sqlite", schema + "INSERT INTO t VALUES (1,'a',10),(2,'b',10),(3,'c',5),(4,'d',1);");
+  testing::build_database(dir / "dbs" / "d" / "d_v1.sqlite", schema + "INSERT INTO t VALUES (1,'a',10),(2,'b',7),(3,'c',5);");
+  std::ofstream(dir / "dbs" / "d" / "old.sqlite-journal") << "not a database";  // side files of no database here
+  std::ofstream(dir / "dbs" / "d" / "d_v2.sqlite-shm") << "not a database";
+  std::ofstream(dir / "q.jsonl") << R"({"question_id": "tens", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 10"})" "\n"
+                                 << R"({"question_id": "also", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 10"})" "\n";
+  data::DatasetSpec spec;
+  spec.benchmark = data::Benchmark::kJsonl;
+  spec.questions = dir / "q.jsonl";
+  spec.db_root = dir / "dbs";
+  auto ds = data::load_dataset(spec);
+  ASSERT_TRUE(ds.is_ok()) << ds.status().message();
+  ASSERT_EQ(ds->db_variants.at("d").size(), 1u);
+  EXPECT_EQ(ds->db_variants.at("d")[0].filename(), "d_v1.sqlite");
+
+  EvalOptions opts;
+  opts.metrics = {Metric::kSpiderTs, Metric::kBird};
+  auto r = evaluate(*ds, {{"SELECT name FROM t WHERE id <= 2", true, ""}, {"SELECT name FROM t WHERE score >= 10", true, ""}}, opts);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  const auto& lucky = r->items[0];
+  EXPECT_TRUE(lucky.verdicts.at("bird"));        // right on the one database BIRD looks at
+  EXPECT_FALSE(lucky.verdicts.at("spider_ts"));  // wrong on the variant
+  EXPECT_TRUE(lucky.ts_original);
+  EXPECT_EQ(lucky.ts_databases, 2u);
+  EXPECT_EQ(lucky.ts_failed_on, "d_v1.sqlite");
+  EXPECT_NE(lucky.ts_failure.find("gold: (a) / prediction: (a) (b)"), std::string::npos) << lucky.ts_failure;
+  EXPECT_TRUE(r->items[1].verdicts.at("spider_ts"));
+  const auto& suite = r->summary["test_suite"];
+  EXPECT_EQ(suite["questions_on_a_suite"], 2);
+  EXPECT_DOUBLE_EQ(suite["ex_original_only"].get<double>(), 100.0);
+  ASSERT_EQ(suite["passes_original_fails_variant"].size(), 1u);
+  EXPECT_EQ(suite["passes_original_fails_variant"][0]["question_id"], "tens");
+  EXPECT_DOUBLE_EQ(r->summary["metrics"]["spider_ts"]["overall"]["ex"].get<double>(), 50.0);
+}
+
 TEST(Bootstrap, DeterministicAndBracketsTheMean) {
   std::vector<int> v(200, 0);
   for (size_t i = 0; i < 120; ++i) v[i] = 1;  // 60%

@@ -95,6 +95,10 @@ struct Dataset {
   size_t total_questions = 0;              // in the file, before skipping
   std::map<std::string, Schema> schemas;   // by db_id
   std::map<std::string, std::filesystem::path> db_paths;  // by db_id (present files only)
+  // By db_id, the other database files of its folder (a distilled test suite: every file whose
+  // name contains ".sqlite", as the official test-suite evaluator lists them, SQLite's -wal,
+  // -shm and -journal side files excepted), sorted by name. Absent for an ordinary folder.
+  std::map<std::string, std::vector<std::filesystem::path>> db_variants;
   std::vector<std::string> warnings;       // non-fatal problems (e.g. unreadable description CSV)
 
   const Question* find_question(const std::string& question_id) const;

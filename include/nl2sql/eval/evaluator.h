@@ -11,6 +11,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,11 @@ struct EvalOptions {
   // test-suite evaluator's --plug_value does; at most `plug_value_limit` fillings per question.
   bool plug_value = false;
   size_t plug_value_limit = 10000;
+  // spider-ts on a test suite: by db_id, the other database files of its folder
+  // (data::Dataset::db_variants; evaluate() takes the dataset's when this is empty). A prediction
+  // is correct only when it matches gold on the original and on every variant, as the official
+  // test-suite evaluator decides.
+  std::map<std::string, std::vector<std::filesystem::path>> variants;
   size_t threads = 0;          // 0: one per core
   db::QueryLimits pred_limits;                       // 30 s, 100,000 rows
   db::QueryLimits gold_limits{30.0, 0, 1ull << 30};  // 30 s, no row cap
@@ -86,6 +92,11 @@ struct ItemResult {
   // How the primary metric's evaluator read the prediction when that differs from running its
   // text (e.g. "spider-ts scored the first statement only, as the official evaluator"); "".
   std::string note;
+  // spider-ts on a test suite (more than one database file): the verdict on the original alone,
+  // how many files were compared, and the first variant where the prediction failed with why.
+  size_t ts_databases = 1;
+  bool ts_original = false;
+  std::string ts_failed_on, ts_failure;
   std::string error;        // prediction's error message
   std::string gold_status;
   std::string gold_error;
@@ -149,6 +160,10 @@ class ItemJudge {
   db::Executor executor_;
   Metric primary_;
   mutable std::atomic<size_t> hits_{0}, misses_{0};
+  // Fingerprints of test-suite variants (cache keys), computed once per file.
+  std::string variant_fingerprint(const std::filesystem::path& file) const;
+  mutable std::mutex variant_mu_;
+  mutable std::map<std::string, std::string> variant_fps_;
 };
 
 // Executes and scores every question. Fails only on setup problems (cache cannot be opened).
