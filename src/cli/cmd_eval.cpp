@@ -120,7 +120,8 @@ RunFn setup(CLI::App& app) {
   cmd->add_option("--cache-dir", args->cache_dir, "Result cache folder (default $NL2SQL_CACHE_DIR or ~/.cache/nl2sql)");
   cmd->add_flag("--no-cache", args->no_cache, "Execute everything; read and write no result cache");
   args->config.add_to(*cmd, /*required=*/false);
-  args->config.add_key_flags(*cmd, {{"--metric", "eval.metrics"}, {"--timeout", "eval.timeout_s"}, {"--row-cap", "eval.row_cap"}});
+  args->config.add_key_flags(*cmd, {{"--metric", "eval.metrics"}, {"--timeout", "eval.timeout_s"}, {"--row-cap", "eval.row_cap"},
+                                    {"--test-suite", "eval.test_suite"}});
   args->config.add_key_switches(*cmd, {{"--keep-distinct", "eval.keep_distinct", "true", "spider-ts: do not remove DISTINCT"},
                                        {"--no-tie-check", "eval.check_ties", "false", "Skip the tie-order check of gold queries with LIMIT"},
                                        {"--plug-value", "eval.plug_value", "true", "spider-ts: also try gold's values in the prediction's value slots, as the official --plug_value"}});

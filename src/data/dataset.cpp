@@ -70,7 +70,7 @@ Result<Layout> resolve_layout(const DatasetSpec& spec) {
 
 // The other "*.sqlite*" files beside a database (a test suite's variants), sorted by name.
 // A variant that resolves outside the folder (a symlink) is refused, as the original is.
-Result<std::vector<fs::path>> test_suite_variants(const fs::path& original) {
+Result<std::vector<fs::path>> folder_variants(const fs::path& original) {
   std::vector<fs::path> out;
   std::error_code ec;
   const fs::path dir = original.parent_path();
@@ -187,7 +187,7 @@ Result<Dataset> load_dataset(const DatasetSpec& spec) {
       }
       if (it->second) {
         ds.db_paths[q.db_id] = p;
-        auto variants = test_suite_variants(p);
+        auto variants = folder_variants(p);
         if (!variants) return variants.status();
         if (!variants->empty()) ds.db_variants[q.db_id] = std::move(*variants);
       }
@@ -217,6 +217,26 @@ Result<Dataset> load_dataset(const DatasetSpec& spec) {
     ds.schemas[db_id] = std::move(schema);
   }
   return ds;
+}
+
+Result<std::vector<fs::path>> test_suite_databases(const fs::path& suite_dir, const std::string& db_id) {
+  std::error_code ec;
+  const fs::path folder = suite_dir / db_id;
+  if (!fs::is_directory(folder, ec)) return std::vector<fs::path>{};
+  return folder_variants(folder / (db_id + ".sqlite"));
+}
+
+Result<std::map<std::string, std::vector<fs::path>>> test_suite_variants(const Dataset& ds, const fs::path& suite_dir) {
+  if (suite_dir.empty()) return ds.db_variants;
+  std::error_code ec;
+  if (!fs::is_directory(suite_dir, ec)) return not_found("test-suite folder not found: " + suite_dir.string());
+  std::map<std::string, std::vector<fs::path>> out;
+  for (const auto& [db_id, path] : ds.db_paths) {
+    auto v = test_suite_databases(suite_dir, db_id);
+    if (!v) return v.status();
+    if (!v->empty()) out[db_id] = std::move(*v);
+  }
+  return out;
 }
 
 }  // namespace nl2sql::data

@@ -556,7 +556,11 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
     fingerprints[db_id] = *f;
   }
   EvalOptions judged = options;
-  if (judged.variants.empty()) judged.variants = ds.db_variants;
+  if (judged.variants.empty()) {
+    auto v = data::test_suite_variants(ds, options.test_suite);
+    if (!v) return v.status();
+    judged.variants = std::move(*v);
+  }
   ItemJudge judge(ds.benchmark, judged, cache.get());
   std::mutex exec_mu;
   double exec_ms_total = 0;

@@ -38,6 +38,9 @@ Result<EvalOptions> options_from_config(const core::Config& config, const std::s
   auto check_ties = config.get_bool("eval.check_ties");
   if (!check_ties) return check_ties.status();
   o.check_ties = *check_ties;
+  auto suite = config.get_string("eval.test_suite");
+  if (!suite) return suite.status();
+  o.test_suite = *suite;
   auto plug = config.get_bool("eval.plug_value");
   if (!plug) return plug.status();
   o.plug_value = *plug;

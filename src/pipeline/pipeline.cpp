@@ -119,7 +119,9 @@ Result<RunSummary> run(const RunOptions& options) {
   if (!exec_cache) return exec_cache.status();
   s.exec_cache = std::move(*exec_cache);
   // A test-suite folder judges spider-ts on every database file, as `nl2sql eval` does.
-  s.settings.eval.variants = ds->db_variants;
+  auto variants = data::test_suite_variants(*ds, s.settings.eval.test_suite);
+  if (!variants) return variants.status().with_context("config key eval.test_suite");
+  s.settings.eval.variants = std::move(*variants);
   s.judge = std::make_unique<eval::ItemJudge>(ds->benchmark, s.settings.eval, s.exec_cache.get());
   if (*simulator) {
     std::map<std::string, const data::Question*> by_id;

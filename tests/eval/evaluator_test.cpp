@@ -193,6 +193,39 @@ TEST(TestSuiteFolders, SpiderTsMustAgreeOnEveryDatabaseFileOfTheFolder) {
   EXPECT_DOUBLE_EQ(r->summary["metrics"]["spider_ts"]["overall"]["ex"].get<double>(), 50.0);
 }
 
+// eval.test_suite: the suite lives in a folder of its own (official layout); its <db_id>.sqlite
+// is the original's copy and not a variant.
+TEST(TestSuiteFolders, ASuiteFolderOfItsOwnGivesTheVariants) {
+  nl2sql::testing::TempDir dir;
+  const std::string schema = "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, score INTEGER);";
+  const std::string rows = "INSERT INTO t VALUES (1,'a',10),(2,'b',10),(3,'c',5),(4,'d',1);";
+  testing::build_database(dir / "dbs" / "d" / "d.sqlite", schema + rows);
+  testing::build_database(dir / "suite" / "d" / "d.sqlite", schema + rows);
+  testing::build_database(dir / "suite" / "d" / "d_1.sqlite", schema + "INSERT INTO t VALUES (1,'a',10),(2,'b',7);");
+  std::ofstream(dir / "q.jsonl") << R"({"question_id": "tens", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 10"})" "\n";
+  data::DatasetSpec spec;
+  spec.benchmark = data::Benchmark::kJsonl;
+  spec.questions = dir / "q.jsonl";
+  spec.db_root = dir / "dbs";
+  auto ds = data::load_dataset(spec);
+  ASSERT_TRUE(ds.is_ok()) << ds.status().message();
+  EXPECT_TRUE(ds->db_variants.empty());
+  EvalOptions opts;
+  opts.metrics = {Metric::kSpiderTs};
+  const std::vector<Prediction> lucky = {{"SELECT name FROM t WHERE id <= 2", true, ""}};
+  auto plain = evaluate(*ds, lucky, opts);
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_TRUE(plain->items[0].verdicts.at("spider_ts"));  // no suite: the original alone
+  opts.test_suite = dir / "suite";
+  auto suite = evaluate(*ds, lucky, opts);
+  ASSERT_TRUE(suite.is_ok()) << suite.status().message();
+  EXPECT_FALSE(suite->items[0].verdicts.at("spider_ts"));
+  EXPECT_EQ(suite->items[0].ts_databases, 2u);  // the original + d_1 (the suite's d.sqlite is the original)
+  EXPECT_EQ(suite->items[0].ts_failed_on, "d_1.sqlite");
+  opts.test_suite = dir / "nowhere";
+  EXPECT_FALSE(evaluate(*ds, lucky, opts).is_ok());
+}
+
 TEST(Bootstrap, DeterministicAndBracketsTheMean) {
   std::vector<int> v(200, 0);
   for (size_t i = 0; i < 120; ++i) v[i] = 1;  // 60%

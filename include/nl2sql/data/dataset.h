@@ -107,6 +107,15 @@ struct Dataset {
 };
 
 Result<Dataset> load_dataset(const DatasetSpec& spec);
+// A test suite's databases for `db_id` (official layout): every file under `suite_dir`/<db_id>/
+// whose name contains ".sqlite", but <db_id>.sqlite (the original) and SQLite side files, sorted.
+// Missing folder: none. With an empty `suite_dir`, the dataset's own variants are used instead.
+Result<std::vector<std::filesystem::path>> test_suite_databases(const std::filesystem::path& suite_dir,
+                                                                const std::string& db_id);
+// The variants to judge spider-ts with: `suite_dir`'s (eval.test_suite) for every database of the
+// dataset, or the dataset's own when `suite_dir` is empty. Errors name the folder.
+Result<std::map<std::string, std::vector<std::filesystem::path>>> test_suite_variants(
+    const Dataset& ds, const std::filesystem::path& suite_dir);
 
 // Reads a Spider-format tables.json (also BIRD's dev_tables.json).
 Result<std::map<std::string, Schema>> load_tables_json(const std::filesystem::path& path);

@@ -62,6 +62,9 @@ struct EvalOptions {
   // is correct only when it matches gold on the original and on every variant, as the official
   // test-suite evaluator decides.
   std::map<std::string, std::vector<std::filesystem::path>> variants;
+  // eval.test_suite: a folder of suites (<db_id>/…) whose files become the variants; empty:
+  // the dataset's own folders (data::Dataset::db_variants).
+  std::filesystem::path test_suite;
   size_t threads = 0;          // 0: one per core
   db::QueryLimits pred_limits;                       // 30 s, 100,000 rows
   db::QueryLimits gold_limits{30.0, 0, 1ull << 30};  // 30 s, no row cap
