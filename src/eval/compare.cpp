@@ -143,11 +143,16 @@ bool python_runs_as_one_statement(std::string_view sql) {
   return only_space_and_comments(sql, first_statement_end(sql));
 }
 
+namespace {
+
+// Whether the first statement is blank (whitespace, comments, at most its ';').
 bool blank_first_statement(std::string_view sql) {
   std::string_view first = sql.substr(0, first_statement_end(sql));
   if (!first.empty() && first.back() == ';') first.remove_suffix(1);
   return only_space_and_comments(first, 0);
 }
+
+}  // namespace
 
 bool holds_no_statement(std::string_view sql) {
   while (!sql.empty()) {

@@ -9,23 +9,32 @@
 namespace nl2sql::eval {
 namespace {
 
+// A JSONL benchmark over dir/dbs: each line of `questions` is a question object.
+data::Dataset jsonl_dataset(const std::filesystem::path& dir, const std::vector<std::string>& questions) {
+  {
+    std::ofstream out(dir / "q.jsonl");
+    for (const auto& q : questions) out << q << "\n";
+  }
+  data::DatasetSpec spec;
+  spec.benchmark = data::Benchmark::kJsonl;
+  spec.questions = dir / "q.jsonl";
+  spec.db_root = dir / "dbs";
+  auto ds = data::load_dataset(spec);
+  EXPECT_TRUE(ds.is_ok()) << ds.status().message();
+  return ds.is_ok() ? std::move(*ds) : data::Dataset{};
+}
+
 class EvaluatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
     testing::build_database(dir_ / "dbs" / "d" / "d.sqlite",
                             "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, score INTEGER);"
                             "INSERT INTO t VALUES (1,'a',10),(2,'b',10),(3,'c',5),(4,'d',1);");
-    std::ofstream(dir_ / "q.jsonl")
-        << R"({"question_id": "tie", "db_id": "d", "sql": "SELECT name FROM t ORDER BY score DESC LIMIT 1"})" "\n"
-        << R"({"question_id": "notie", "db_id": "d", "sql": "SELECT name FROM t ORDER BY score ASC LIMIT 1"})" "\n"
-        << R"({"question_id": "broken", "db_id": "d", "sql": "SELECT nope FROM t"})" "\n"
-        << R"({"question_id": "unordered", "db_id": "d", "sql": "SELECT name FROM t LIMIT 1"})" "\n"
-        << R"({"question_id": "alias", "db_id": "d", "sql": "SELECT name, score AS s FROM t ORDER BY s DESC, 1 LIMIT 1"})" "\n";
-    data::DatasetSpec spec;
-    spec.benchmark = data::Benchmark::kJsonl;
-    spec.questions = dir_ / "q.jsonl";
-    spec.db_root = dir_ / "dbs";
-    ds_ = std::move(*data::load_dataset(spec));
+    ds_ = jsonl_dataset(dir_.path(), {R"({"question_id": "tie", "db_id": "d", "sql": "SELECT name FROM t ORDER BY score DESC LIMIT 1"})",
+                               R"({"question_id": "notie", "db_id": "d", "sql": "SELECT name FROM t ORDER BY score ASC LIMIT 1"})",
+                               R"({"question_id": "broken", "db_id": "d", "sql": "SELECT nope FROM t"})",
+                               R"({"question_id": "unordered", "db_id": "d", "sql": "SELECT name FROM t LIMIT 1"})",
+                               R"({"question_id": "alias", "db_id": "d", "sql": "SELECT name, score AS s FROM t ORDER BY s DESC, 1 LIMIT 1"})"});
   }
   testing::TempDir dir_;
   data::Dataset ds_;
@@ -66,15 +75,9 @@ class OfficialQuirksTest : public ::testing::Test {
     testing::build_database(dir_ / "dbs" / "d" / "d.sqlite",
                             "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, score INTEGER);"
                             "INSERT INTO t VALUES (1,'a',10),(2,'b',10),(3,'c',5),(4,'d',1);");
-    std::ofstream(dir_ / "q.jsonl")
-        << R"({"question_id": "tens", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 10"})" "\n"
-        << R"({"question_id": "none", "db_id": "d", "sql": "SELECT name FROM t WHERE score > 100"})" "\n"
-        << R"({"question_id": "five", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 5"})" "\n";
-    data::DatasetSpec spec;
-    spec.benchmark = data::Benchmark::kJsonl;
-    spec.questions = dir_ / "q.jsonl";
-    spec.db_root = dir_ / "dbs";
-    ds_ = std::move(*data::load_dataset(spec));
+    ds_ = jsonl_dataset(dir_.path(), {R"({"question_id": "tens", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 10"})",
+                               R"({"question_id": "none", "db_id": "d", "sql": "SELECT name FROM t WHERE score > 100"})",
+                               R"({"question_id": "five", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 5"})"});
   }
   // Verdicts of one prediction per question, under both official metrics.
   std::vector<ItemResult> score(const std::vector<std::string>& sqls, EvalOptions opts = {}) {
@@ -162,20 +165,14 @@ TEST(TestSuiteFolders, SpiderTsMustAgreeOnEveryDatabaseFileOfTheFolder) {
   testing::build_database(dir / "dbs" / "d" / "d_v1.sqlite", schema + "INSERT INTO t VALUES (1,'a',10),(2,'b',7),(3,'c',5);");
   std::ofstream(dir / "dbs" / "d" / "old.sqlite-journal") << "not a database";  // side files of no database here
   std::ofstream(dir / "dbs" / "d" / "d_v2.sqlite-shm") << "not a database";
-  std::ofstream(dir / "q.jsonl") << R"({"question_id": "tens", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 10"})" "\n"
-                                 << R"({"question_id": "also", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 10"})" "\n";
-  data::DatasetSpec spec;
-  spec.benchmark = data::Benchmark::kJsonl;
-  spec.questions = dir / "q.jsonl";
-  spec.db_root = dir / "dbs";
-  auto ds = data::load_dataset(spec);
-  ASSERT_TRUE(ds.is_ok()) << ds.status().message();
-  ASSERT_EQ(ds->db_variants.at("d").size(), 1u);
-  EXPECT_EQ(ds->db_variants.at("d")[0].filename(), "d_v1.sqlite");
+  const auto ds = jsonl_dataset(dir.path(), {R"({"question_id": "tens", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 10"})",
+                                      R"({"question_id": "also", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 10"})"});
+  ASSERT_EQ(ds.db_variants.at("d").size(), 1u);
+  EXPECT_EQ(ds.db_variants.at("d")[0].filename(), "d_v1.sqlite");
 
   EvalOptions opts;
   opts.metrics = {Metric::kSpiderTs, Metric::kBird};
-  auto r = evaluate(*ds, {{"SELECT name FROM t WHERE id <= 2", true, ""}, {"SELECT name FROM t WHERE score >= 10", true, ""}}, opts);
+  auto r = evaluate(ds, {{"SELECT name FROM t WHERE id <= 2", true, ""}, {"SELECT name FROM t WHERE score >= 10", true, ""}}, opts);
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   const auto& lucky = r->items[0];
   EXPECT_TRUE(lucky.verdicts.at("bird"));        // right on the one database BIRD looks at
@@ -202,28 +199,22 @@ TEST(TestSuiteFolders, ASuiteFolderOfItsOwnGivesTheVariants) {
   testing::build_database(dir / "dbs" / "d" / "d.sqlite", schema + rows);
   testing::build_database(dir / "suite" / "d" / "d.sqlite", schema + rows);
   testing::build_database(dir / "suite" / "d" / "d_1.sqlite", schema + "INSERT INTO t VALUES (1,'a',10),(2,'b',7);");
-  std::ofstream(dir / "q.jsonl") << R"({"question_id": "tens", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 10"})" "\n";
-  data::DatasetSpec spec;
-  spec.benchmark = data::Benchmark::kJsonl;
-  spec.questions = dir / "q.jsonl";
-  spec.db_root = dir / "dbs";
-  auto ds = data::load_dataset(spec);
-  ASSERT_TRUE(ds.is_ok()) << ds.status().message();
-  EXPECT_TRUE(ds->db_variants.empty());
+  const auto ds = jsonl_dataset(dir.path(), {R"({"question_id": "tens", "db_id": "d", "sql": "SELECT name FROM t WHERE score = 10"})"});
+  EXPECT_TRUE(ds.db_variants.empty());
   EvalOptions opts;
   opts.metrics = {Metric::kSpiderTs};
   const std::vector<Prediction> lucky = {{"SELECT name FROM t WHERE id <= 2", true, ""}};
-  auto plain = evaluate(*ds, lucky, opts);
+  auto plain = evaluate(ds, lucky, opts);
   ASSERT_TRUE(plain.is_ok());
   EXPECT_TRUE(plain->items[0].verdicts.at("spider_ts"));  // no suite: the original alone
   opts.test_suite = dir / "suite";
-  auto suite = evaluate(*ds, lucky, opts);
+  auto suite = evaluate(ds, lucky, opts);
   ASSERT_TRUE(suite.is_ok()) << suite.status().message();
   EXPECT_FALSE(suite->items[0].verdicts.at("spider_ts"));
   EXPECT_EQ(suite->items[0].ts_databases, 2u);  // the original + d_1 (the suite's d.sqlite is the original)
   EXPECT_EQ(suite->items[0].ts_failed_on, "d_1.sqlite");
   opts.test_suite = dir / "nowhere";
-  EXPECT_FALSE(evaluate(*ds, lucky, opts).is_ok());
+  EXPECT_FALSE(evaluate(ds, lucky, opts).is_ok());
 }
 
 TEST(Bootstrap, DeterministicAndBracketsTheMean) {

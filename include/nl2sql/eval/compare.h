@@ -25,9 +25,6 @@ size_t first_statement_end(std::string_view sql);
 // `q;;`, `q; SELECT 1` and `q; prose` do not. The official BIRD script inherits this rule; the
 // test-suite evaluator does too when it keeps DISTINCT.
 bool python_runs_as_one_statement(std::string_view sql);
-// Whether the first statement is blank (whitespace, comments, at most its ';'): Python then
-// executes nothing and returns no rows.
-bool blank_first_statement(std::string_view sql);
 // Whether the text holds no statement at all: only whitespace, comments and ';'.
 bool holds_no_statement(std::string_view sql);
 // The first statement, as the test-suite evaluator keeps it when it removes DISTINCT (it re-joins
