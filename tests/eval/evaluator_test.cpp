@@ -4,25 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include "support/jsonl_dataset.h"
 #include "support/test_env.h"
 
 namespace nl2sql::eval {
 namespace {
 
-// A JSONL benchmark over dir/dbs: each line of `questions` is a question object.
-data::Dataset jsonl_dataset(const std::filesystem::path& dir, const std::vector<std::string>& questions) {
-  {
-    std::ofstream out(dir / "q.jsonl");
-    for (const auto& q : questions) out << q << "\n";
-  }
-  data::DatasetSpec spec;
-  spec.benchmark = data::Benchmark::kJsonl;
-  spec.questions = dir / "q.jsonl";
-  spec.db_root = dir / "dbs";
-  auto ds = data::load_dataset(spec);
-  EXPECT_TRUE(ds.is_ok()) << ds.status().message();
-  return ds.is_ok() ? std::move(*ds) : data::Dataset{};
-}
+using testing::jsonl_dataset;
 
 class EvaluatorTest : public ::testing::Test {
  protected:
