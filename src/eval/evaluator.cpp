@@ -610,6 +610,33 @@ Interval bootstrap_ci(const std::vector<int>& outcomes, int samples, uint64_t se
   return {at(0.025), at(0.975)};
 }
 
+nlohmann::json test_suite_summary(const std::vector<SuiteOutcome>& outcomes) {
+  size_t on_suite = 0, max_files = 1, original_ok = 0, suite_ok = 0, original_total = 0;
+  nlohmann::json original_only = nlohmann::json::array();
+  for (const auto& o : outcomes) {
+    if (o.databases <= 1) {  // no suite: the original is all there is
+      original_total += o.suite;
+      continue;
+    }
+    ++on_suite;
+    max_files = std::max(max_files, o.databases);
+    original_ok += o.original;
+    original_total += o.original;
+    suite_ok += o.suite;
+    if (o.original && !o.suite)
+      original_only.push_back({{"question_id", o.question_id}, {"db_id", o.db_id}, {"variant", o.failed_on},
+                               {"why", o.why}});
+  }
+  if (on_suite == 0) return nullptr;
+  const double n = static_cast<double>(outcomes.size());
+  return {{"questions_on_a_suite", on_suite},
+          {"most_database_files", max_files},
+          {"correct_on_suite", suite_ok},
+          {"correct_on_original", original_ok},
+          {"ex_original_only", 100.0 * static_cast<double>(original_total) / n},
+          {"passes_original_fails_variant", original_only}};
+}
+
 void summarize(EvalReport& report, const EvalOptions& options) {
   using nlohmann::json;
   json s;
@@ -684,37 +711,13 @@ void summarize(EvalReport& report, const EvalOptions& options) {
   }
   s["outcomes"] = outcomes;
 
-  // A test suite (spider-ts over every database file of a folder): EX on the original files
-  // alone beside EX on the suite, and the questions only the original lets pass.
-  size_t on_suite = 0, max_files = 1, original_ok = 0, suite_ok = 0;
-  json original_only = json::array();
+  std::vector<SuiteOutcome> suite;
   for (const auto& it : report.items) {
-    if (it.ts_databases <= 1) continue;
-    ++on_suite;
-    max_files = std::max(max_files, it.ts_databases);
     const auto v = it.verdicts.find("spider_ts");
-    const bool suite = v != it.verdicts.end() && v->second;
-    original_ok += it.ts_original;
-    suite_ok += suite;
-    if (it.ts_original && !suite)
-      original_only.push_back({{"question_id", it.question_id}, {"db_id", it.db_id}, {"variant", it.ts_failed_on},
-                               {"why", it.ts_failure}});
+    suite.push_back({it.question_id, it.db_id, it.ts_databases, it.ts_original, v != it.verdicts.end() && v->second,
+                     it.ts_failed_on, it.ts_failure});
   }
-  if (on_suite > 0) {
-    size_t original_total = original_ok;  // questions without a suite count as on the original
-    for (const auto& it : report.items)
-      if (it.ts_databases <= 1) {
-        const auto v = it.verdicts.find("spider_ts");
-        original_total += v != it.verdicts.end() && v->second;
-      }
-    const double n = report.items.empty() ? 1.0 : static_cast<double>(report.items.size());
-    s["test_suite"] = {{"questions_on_a_suite", on_suite},
-                       {"most_database_files", max_files},
-                       {"correct_on_suite", suite_ok},
-                       {"correct_on_original", original_ok},
-                       {"ex_original_only", 100.0 * static_cast<double>(original_total) / n},
-                       {"passes_original_fails_variant", original_only}};
-  }
+  if (auto t = test_suite_summary(suite); !t.is_null()) s["test_suite"] = std::move(t);
   s["soft_f1"] = report.items.empty() ? 0.0 : 100.0 * f1 / static_cast<double>(report.items.size());
 
   json gold_bad = json::array(), tie_list = json::array(), skipped = json::array();

@@ -74,6 +74,23 @@ std::string report_to_csv(const EvalReport& r) {
   return out;
 }
 
+std::string test_suite_markdown(const json& t) {
+  std::string md = fmt::format(
+      "\n## Test suite\n\nspider-ts compared gold and prediction on every database file of the question's folder "
+      "(up to {} files) for {} question(s), as the official test-suite evaluator does: a prediction is correct only "
+      "when it matches on all of them. On the original databases alone, spider-ts EX would be {:.2f}%. {} question(s) "
+      "pass on the original but fail on a variant:\n\n",
+      t["most_database_files"].get<size_t>(), t["questions_on_a_suite"].get<size_t>(),
+      t["ex_original_only"].get<double>(), t["passes_original_fails_variant"].size());
+  if (!t["passes_original_fails_variant"].empty()) {
+    md += "| question | db | variant | gold vs prediction there |\n|---|---|---|---|\n";
+    for (const auto& q : t["passes_original_fails_variant"])
+      md += fmt::format("| {} | {} | {} | {} |\n", q["question_id"].get<std::string>(), q["db_id"].get<std::string>(),
+                        q["variant"].get<std::string>(), q["why"].get<std::string>());
+  }
+  return md;
+}
+
 std::string report_to_markdown(const EvalReport& r) {
   const json& s = r.summary;
   std::string md = fmt::format("# nl2sql eval: {} {}\n\n", r.benchmark, r.split);
@@ -91,21 +108,7 @@ std::string report_to_markdown(const EvalReport& r) {
                       o["n_usable_gold"].get<size_t>());
   }
   md += fmt::format("\nSoft-F1: {:.2f}\n", s["soft_f1"].get<double>());
-  if (s.contains("test_suite")) {
-    const json& t = s["test_suite"];
-    md += fmt::format("\n## Test suite\n\nspider-ts compared gold and prediction on every database file of the "
-                      "question's folder (up to {} files) for {} question(s), as the official test-suite evaluator "
-                      "does: a prediction is correct only when it matches on all of them. On the original databases "
-                      "alone, spider-ts EX would be {:.2f}%. {} question(s) pass on the original but fail on a variant:\n\n",
-                      t["most_database_files"].get<size_t>(), t["questions_on_a_suite"].get<size_t>(),
-                      t["ex_original_only"].get<double>(), t["passes_original_fails_variant"].size());
-    if (!t["passes_original_fails_variant"].empty()) {
-      md += "| question | db | variant | gold vs prediction there |\n|---|---|---|---|\n";
-      for (const auto& q : t["passes_original_fails_variant"])
-        md += fmt::format("| {} | {} | {} | {} |\n", q["question_id"].get<std::string>(), q["db_id"].get<std::string>(),
-                          q["variant"].get<std::string>(), q["why"].get<std::string>());
-    }
-  }
+  if (s.contains("test_suite")) md += test_suite_markdown(s["test_suite"]);
   for (const char* section : {"by_difficulty", "by_database"}) {
     md += fmt::format("\n## EX {}\n\n| {} | n", section == std::string("by_difficulty") ? "by difficulty" : "by database",
                       section == std::string("by_difficulty") ? "difficulty" : "database");

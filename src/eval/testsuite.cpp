@@ -51,6 +51,7 @@ struct GoldQuery {
   std::vector<char> runs;          // per neighbour: runs on the original
   std::vector<char> by_original;   // per neighbour: told apart there
   size_t vetoes = 0;               // candidates rejected because of this gold
+  std::vector<std::string> tie_on_variants;  // tie-dependent on the original: and on these variants
 };
 
 // A neighbour taking part: its gold and position.
@@ -282,7 +283,9 @@ class DatabaseBuild {
       if (!g.left_out.empty()) return;
       answers[gi] = ex.run(file, g.sql, limits);
       if (!answers[gi].ok()) veto[gi] = 1;
-      else if (tie_dependent(g, answers[gi], file, ex, limits)) veto[gi] = 2;
+      // A gold already tie-dependent on the original is flagged by eval there; rejecting
+      // candidates for it would only shrink the pool (its ties on variants are reported).
+      else if (!g.tie_on_original && tie_dependent(g, answers[gi], file, ex, limits)) veto[gi] = 2;
     });
     bool rejected = false;
     for (size_t gi = 0; gi < golds_.size(); ++gi) {
@@ -455,6 +458,16 @@ class DatabaseBuild {
       v.bytes = file_bytes(dir_ / v.file);
       chosen.push_back(std::move(v));
     }
+    // Golds tie-dependent on the original: on which variants their answer depends on tie order too.
+    for (auto& g : golds_) {
+      if (!g.left_out.empty() || !g.tie_on_original) continue;
+      db::Executor ex(candidate_executor_options());
+      for (const auto& v : chosen) {
+        auto answer = ex.run(dir_ / v.file, g.sql);
+        if (answer.ok() && tie_dependent(g, answer, dir_ / v.file, ex, ex.options().limits))
+          g.tie_on_variants.push_back(v.file);
+      }
+    }
     return chosen;
   }
 
@@ -543,6 +556,7 @@ class DatabaseBuild {
         unstable.push_back({{"question_ids", g.question_ids},
                             {"gold", g.sql},
                             {"tie_dependent_on_original", g.tie_on_original},
+                            {"tie_dependent_on_variants", g.tie_on_variants},
                             {"candidates_rejected", g.vetoes}});
     }
     s["golds"] = golds_.size();

@@ -44,6 +44,10 @@ run::Verdict verdict_of(const eval::ItemResult& item) {
   v.pred_rows = static_cast<int64_t>(item.pred_rows);
   v.gold_rows = static_cast<int64_t>(item.gold_rows);
   v.difficulty = item.difficulty;
+  v.suite_databases = static_cast<int64_t>(item.ts_databases);
+  v.suite_original = item.ts_original;
+  v.suite_failed_on = item.ts_failed_on;
+  v.suite_failure = item.ts_failure;
   return v;
 }
 

@@ -419,6 +419,22 @@ string render_html(const json& rep, const run::RunData& run, const ReportOptions
     for (const auto& [k, v] : rep["outcomes"].items()) h += fmt::format(" {} {}", esc(k), v.get<size_t>());
     h += fmt::format(" · gold unusable {} · tie-dependent gold {}</p>\n", rep["gold_unusable"].size(), rep["tie_dependent"].size());
   }
+  if (rep.contains("test_suite")) {
+    const json& t = rep["test_suite"];
+    h += fmt::format("<h3>Test suite</h3>\n<p>spider-ts compared gold and prediction on every database file of the "
+                     "question's folder (up to {} files) for {} question(s): a prediction is correct only when it matches "
+                     "on all of them. On the original databases alone, spider-ts EX would be {}%. {} question(s) pass on "
+                     "the original but fail on a variant.</p>\n",
+                     t["most_database_files"].get<size_t>(), t["questions_on_a_suite"].get<size_t>(),
+                     num(t["ex_original_only"].get<double>()), t["passes_original_fails_variant"].size());
+    if (!t["passes_original_fails_variant"].empty()) {
+      h += "<table><tr><th>question</th><th>db</th><th>variant</th><th>gold vs prediction there</th></tr>";
+      for (const auto& q : t["passes_original_fails_variant"])
+        h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(q["question_id"].get<string>()),
+                         esc(q["db_id"].get<string>()), esc(q["variant"].get<string>()), esc(q["why"].get<string>()));
+      h += "</table>\n";
+    }
+  }
 
   h += "<h2>Selectors</h2>\n";
   std::vector<Bar> sel_bars;

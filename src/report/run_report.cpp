@@ -166,6 +166,17 @@ void add_ex(json& rep, ReportContext& ctx) {
   rep["gold_unusable"] = unusable;
   rep["tie_dependent"] = ties;
   rep["errors"] = errors;
+  // spider-ts on a test suite: EX on the original databases alone beside it, and the questions
+  // only the original lets pass (absent when no question was judged on a suite).
+  std::vector<eval::SuiteOutcome> suite;
+  for (const auto& r : run.records) {
+    if (!r.verdict) continue;
+    const run::Verdict& v = *r.verdict;
+    const auto ts = v.verdicts.find("spider_ts");
+    suite.push_back({r.question_id, r.db_id, static_cast<size_t>(std::max<int64_t>(1, v.suite_databases)),
+                     v.suite_original, ts != v.verdicts.end() && ts->second, v.suite_failed_on, v.suite_failure});
+  }
+  if (auto t = eval::test_suite_summary(suite); !t.is_null()) rep["test_suite"] = std::move(t);
 }
 
 // Selectors side by side, with the bounds every selector lives between.
@@ -499,6 +510,7 @@ std::string render_markdown(const json& rep) {
     for (const auto& [k, v] : rep["outcomes"].items()) md += fmt::format(" {} {}", md_cell(k), v.get<size_t>());
     md += fmt::format("; gold unusable {}; tie-dependent gold {}.\n\n", rep["gold_unusable"].size(), rep["tie_dependent"].size());
   }
+  if (rep.contains("test_suite")) md += eval::test_suite_markdown(rep["test_suite"]).substr(1) + "\n";
   md += "## Selectors\n\n| selector | EX % [95% CI] | LLM calls | cost USD |\n|---|---|---:|---:|\n";
   for (const auto& [k, v] : rep["selectors"].items())
     md += fmt::format("| {}{} | {} | {} | {} |\n", md_cell(k), v["primary"].get<bool>() ? " (primary)" : "", ci_text(v),

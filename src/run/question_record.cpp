@@ -59,13 +59,21 @@ Result<StageUsage> usage_from_json(const json& j, const std::string& where) {
 }
 
 json verdict_json(const Verdict& v) {
-  return {{"verdicts", v.verdicts},         {"outcome", v.outcome},
-          {"soft_f1", v.soft_f1},           {"pred_status", v.pred_status},
-          {"error", v.error},               {"gold_status", v.gold_status},
-          {"gold_error", v.gold_error},     {"gold_unusable", v.gold_unusable},
-          {"gold_tie_dependent", v.gold_tie_dependent},
-          {"pred_rows", v.pred_rows},       {"gold_rows", v.gold_rows},
-          {"difficulty", v.difficulty}};
+  json out = {{"verdicts", v.verdicts},         {"outcome", v.outcome},
+              {"soft_f1", v.soft_f1},           {"pred_status", v.pred_status},
+              {"error", v.error},               {"gold_status", v.gold_status},
+              {"gold_error", v.gold_error},     {"gold_unusable", v.gold_unusable},
+              {"gold_tie_dependent", v.gold_tie_dependent},
+              {"pred_rows", v.pred_rows},       {"gold_rows", v.gold_rows},
+              {"difficulty", v.difficulty}};
+  if (v.suite_databases > 1) {
+    out["test_suite"] = {{"databases", v.suite_databases}, {"original", v.suite_original}};
+    if (!v.suite_failed_on.empty()) {
+      out["test_suite"]["failed_on"] = v.suite_failed_on;
+      out["test_suite"]["why"] = v.suite_failure;
+    }
+  }
+  return out;
 }
 
 Result<Verdict> verdict_from_json(const json& j, const std::string& where) {
@@ -84,6 +92,15 @@ Result<Verdict> verdict_from_json(const json& j, const std::string& where) {
   NL2SQL_RETURN_IF_ERROR(read_key(j, "pred_rows", v.pred_rows, w));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "gold_rows", v.gold_rows, w));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "difficulty", v.difficulty, w));
+  if (j.contains("test_suite")) {
+    const json& t = j["test_suite"];
+    if (!t.is_object()) return invalid_input(w + ": key \"test_suite\" must be an object");
+    const std::string tw = w + ", test_suite";
+    NL2SQL_RETURN_IF_ERROR(read_key(t, "databases", v.suite_databases, tw));
+    NL2SQL_RETURN_IF_ERROR(read_key(t, "original", v.suite_original, tw));
+    NL2SQL_RETURN_IF_ERROR(read_key(t, "failed_on", v.suite_failed_on, tw));
+    NL2SQL_RETURN_IF_ERROR(read_key(t, "why", v.suite_failure, tw));
+  }
   return v;
 }
 

@@ -59,6 +59,29 @@ TEST_F(TestSuiteCli, BuildThenEvaluateWithTheSuite) {
     if (item.contains("test_suite")) on_a_suite += item["test_suite"]["databases"].get<size_t>() > 1;
   EXPECT_GT(on_a_suite, 0u);
 
+  // A run judged on the suite (the sim provider: SIMULATED answers) reports spider-ts on the
+  // original databases alone beside the suite's, in report.json, report.md and report.html.
+  const fs::path configs = testing::fixtures_dir().parent_path().parent_path() / "configs";
+  auto run = testing::run_nl2sql("run --config '" + (configs / "quickstart.json").string() + "' --benchmark bird --data '" +
+                                 root_.string() + "' --out '" + (dir_ / "run").string() + "' --index-dir '" +
+                                 (dir_ / "index").string() + "' --progress off --set eval.metrics=spider-ts --set "
+                                 "eval.test_suite='" + (dir_ / "suite").string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  auto rep = core::read_json_file(dir_ / "run" / "report.json");
+  ASSERT_TRUE(rep.is_ok());
+  ASSERT_TRUE(rep->contains("test_suite")) << rep->dump().substr(0, 500);
+  const auto& t = (*rep)["test_suite"];
+  EXPECT_GT(t["questions_on_a_suite"].get<size_t>(), 0u);
+  EXPECT_GE(t["correct_on_original"].get<size_t>(), t["correct_on_suite"].get<size_t>());
+  EXPECT_EQ(t["passes_original_fails_variant"].size(),
+            t["correct_on_original"].get<size_t>() - t["correct_on_suite"].get<size_t>());
+  auto md = core::read_file(dir_ / "run" / "report.md");
+  ASSERT_TRUE(md.is_ok());
+  EXPECT_NE(md->find("## Test suite"), std::string::npos);
+  auto html = core::read_file(dir_ / "run" / "report.html");
+  ASSERT_TRUE(html.is_ok());
+  EXPECT_NE(html->find("<h3>Test suite</h3>"), std::string::npos);
+
   // A second build keeps every finished database.
   auto again = testing::run_nl2sql(build_args());
   ASSERT_EQ(again.exit_code, 0) << again.err;

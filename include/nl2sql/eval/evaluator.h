@@ -186,6 +186,22 @@ struct Interval {
 // Percentile bootstrap of the mean of 0/1 outcomes (deterministic for a seed).
 Interval bootstrap_ci(const std::vector<int>& outcomes, int samples, uint64_t seed);
 
+// One question's spider-ts verdict where a test suite may apply, as the summaries count it (the
+// eval report's items and a run's records both give these).
+struct SuiteOutcome {
+  std::string question_id, db_id;
+  size_t databases = 1;      // database files compared on (1: the original only, no suite)
+  bool original = false;     // correct on the original database
+  bool suite = false;        // the spider-ts verdict (on every file)
+  std::string failed_on, why;  // the first variant it failed on, and both answers there
+};
+
+// The "test_suite" summary: questions on a suite, correct on the suite vs on the original alone,
+// spider-ts EX on the original databases alone (questions without a suite counted as they are),
+// and every question that passes on the original but fails on a variant. Null when no question
+// was judged on a suite.
+nlohmann::json test_suite_summary(const std::vector<SuiteOutcome>& outcomes);
+
 // Fills report.summary: per metric EX (all questions, and excluding unusable gold) with 95% CI,
 // by difficulty and by database, outcome counts, Soft-F1, gold-unusable and tie lists, timings.
 void summarize(EvalReport& report, const EvalOptions& options);

@@ -18,7 +18,9 @@
 //     generated keys, primary keys and UNIQUE / NOT NULL / CHECK constraints kept by the schema
 //     itself (a row it refuses is drawn again). A candidate on which a gold query fails or
 //     returns an answer that depends on tie order (eval tie check) is rejected, so a correct
-//     prediction cannot fail on the suite for that reason;
+//     prediction cannot fail on the suite for that reason — unless that gold's answer already
+//     depends on tie order on the original (eval flags the question there; the variants where it
+//     does too are listed in the summary);
 //  4. screens each candidate on the neighbours not yet told apart and keeps it when it tells
 //     some apart; then distils greedily (the paper's §4): the kept candidate that tells apart the
 //     most neighbours still standing goes in first, and so on, up to max_databases.

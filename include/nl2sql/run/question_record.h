@@ -74,6 +74,12 @@ struct Verdict {
   bool gold_unusable = false, gold_tie_dependent = false;
   int64_t pred_rows = 0, gold_rows = 0;
   std::string difficulty;
+  // spider-ts on a test suite (eval.test_suite or variants in the database folder): files compared
+  // on, whether the original alone agreed, the first variant that did not and both answers there.
+  // Recorded as "test_suite" only when databases > 1.
+  int64_t suite_databases = 1;
+  bool suite_original = false;
+  std::string suite_failed_on, suite_failure;
   bool operator==(const Verdict&) const = default;
 };
 
