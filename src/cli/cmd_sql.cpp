@@ -1,4 +1,4 @@
-// nl2sql sql parse|format|tables|lineage: inspect a query with the SQL front end.
+// nl2sql sql parse|format|tables|lineage|neighbours: inspect a query with the SQL front end.
 #include <iostream>
 #include <iterator>
 
@@ -6,9 +6,11 @@
 
 #include "cli/command.h"
 #include "nl2sql/db/executor.h"
+#include "nl2sql/db/result_compare.h"
 #include "nl2sql/sql/analysis.h"
 #include "nl2sql/sql/features.h"
 #include "nl2sql/sql/lineage.h"
+#include "nl2sql/sql/neighbours.h"
 #include "nl2sql/sql/normalize.h"
 #include "nl2sql/sql/parser.h"
 #include "nl2sql/sql/printer.h"
@@ -24,6 +26,7 @@ struct SqlArgs {
   bool lower = false;
   bool run = false;
   int64_t group_budget = 0;  // lineage: sample grouped witnesses over tables above this
+  size_t max_neighbours = 200;
 };
 
 int fail(const std::string& msg, int code = kExitBadInput) {
@@ -166,6 +169,43 @@ int run_lineage(const SqlArgs& a) {
   return kExitOk;
 }
 
+// The neighbour queries a test-suite build tells apart from this query (sql/neighbours.h); with
+// --run, whether the database tells each one apart (answers differ, or one fails).
+int run_neighbours(const SqlArgs& a) {
+  auto schema = schema_arg(a);
+  if (!schema.is_ok()) return fail(schema.status().message());
+  auto st = parse_arg(a);
+  if (!st.is_ok()) return fail(st.status().message());
+  if (!st->is_query()) return fail("not a query: a " + st->keyword + " statement");
+  sql::NeighbourOptions o;
+  o.max_neighbours = a.max_neighbours;
+  auto ns = sql::neighbour_queries(*st->select, *schema, o);
+  db::Executor exec;
+  db::ExecutionResult gold;
+  if (a.run) {
+    gold = exec.run(a.db, sql::to_sql(*st->select));
+    if (!gold.ok()) return fail("the query fails on " + a.db + ": " + gold.error, kExitFailure);
+  }
+  const bool ordered = !st->select->order_by.empty();
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& n : ns) {
+    nlohmann::json j = {{"kind", n.kind}, {"sql", n.sql}};
+    if (a.run) {
+      auto r = exec.run(a.db, n.sql);
+      j["runs"] = r.ok();
+      j["told_apart"] = !r.ok() || !db::spider_ts_equal(gold.result, r.result, ordered);
+    }
+    if (!a.json) {
+      std::cout << n.kind;
+      if (a.run) std::cout << (j["told_apart"].get<bool>() ? "\ttold apart" : "\tsame answer");
+      std::cout << "\t" << n.sql << "\n";
+    }
+    out.push_back(std::move(j));
+  }
+  if (a.json) std::cout << out.dump(2) << "\n";
+  return kExitOk;
+}
+
 RunFn setup(CLI::App& parent) {
   auto args = std::make_shared<SqlArgs>();
   auto* cmd = parent.add_subcommand("sql", "Parse, format and analyze SQL (SQLite dialect)");
@@ -192,7 +232,14 @@ RunFn setup(CLI::App& parent) {
                       "Grouped witnesses over a table of more rows keep a hash sample of their groups "
                       "(as the separating-instance selector does; default 0: exact)")
       ->check(CLI::NonNegativeNumber);
+  auto* neighbours = cmd->add_subcommand("neighbours", "Neighbour queries one modification away (test-suite build)");
+  add_sql(neighbours);
+  neighbours->add_option("--db", args->db, "SQLite database whose schema resolves columns")->required();
+  neighbours->add_flag("--run", args->run, "Run each on the database: is it told apart from the query there?");
+  neighbours->add_option("--max", args->max_neighbours, "At most this many (spread over the query)")->capture_default_str();
+  neighbours->add_flag("--json", args->json, "Print JSON");
   return [=]() -> int {
+    if (neighbours->parsed()) return run_neighbours(*args);
     if (parse->parsed()) return run_parse(*args);
     if (format->parsed()) return run_format(*args);
     if (tables->parsed()) return run_tables(*args);

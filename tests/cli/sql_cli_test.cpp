@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "support/test_env.h"
 
@@ -43,6 +44,23 @@ TEST(SqlCommand, FormatParseTablesLineage) {
   EXPECT_EQ(r.out.find("exact: yes"), std::string::npos) << r.out;
   r = run_nl2sql("sql lineage --group-budget -1 --db " + db.string() + " \"SELECT b FROM t GROUP BY b\"");
   EXPECT_NE(r.exit_code, 0);
+}
+
+TEST(SqlCommand, NeighboursAndWhetherTheDatabaseTellsThemApart) {
+  nl2sql::testing::TempDir dir;
+  auto db = dir / "t.sqlite";
+  nl2sql::testing::build_database(db, "CREATE TABLE t (a INT, b TEXT, c INT); INSERT INTO t VALUES (1, 'x', 5), (3, 'y', 5);");
+  auto r = run_nl2sql("sql neighbours --run --db " + db.string() + " \"SELECT b FROM t WHERE a > 2\"");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // Nobody has a = 2, so >= 2 answers the same; < 2 does not.
+  EXPECT_NE(r.out.find("comparison\tsame answer\tSELECT b FROM t WHERE a >= 2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("comparison\ttold apart\tSELECT b FROM t WHERE a < 2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("column\ttold apart\tSELECT b FROM t WHERE c > 2\n"), std::string::npos) << r.out;
+  r = run_nl2sql("sql neighbours --json --max 2 --db " + db.string() + " \"SELECT b FROM t WHERE a > 2\"");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 2u);
+  r = run_nl2sql("sql neighbours --db " + db.string() + " \"DELETE FROM t\"");
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 }  // namespace
