@@ -64,6 +64,14 @@ bool told_apart(const db::ExecutionResult& gold, const db::ExecutionResult& othe
   return !db::spider_ts_equal(gold.result, other.result, order_matters);
 }
 
+// Limits for a neighbour of a gold that answered `gold`: a result with more rows cannot equal
+// it, so reading stops one row past the gold's count (memory stays that of the gold's answer,
+// not of a neighbour that drops a filter over millions of rows).
+db::QueryLimits capped(db::QueryLimits limits, const db::ExecutionResult& gold) {
+  limits.row_cap = gold.result.rows.size() + 1;
+  return limits;
+}
+
 // Does `g`'s answer on `db` depend on how the engine breaks ties?
 bool tie_dependent(const GoldQuery& g, const db::ExecutionResult& answer, const fs::path& db,
                    const db::Executor& executor, const db::QueryLimits& limits) {
@@ -249,7 +257,11 @@ class DatabaseBuild {
         g.runs[k] = executor.explain_query_plan(original_, g.neighbours[k].sql).ok();
         continue;
       }
-      auto r = executor.run(original_, g.neighbours[k].sql, limits);
+      auto r = executor.run(original_, g.neighbours[k].sql, capped(limits, answer));
+      if (r.status == db::ExecStatus::kRowCap) {  // more rows than the gold: told apart
+        g.runs[k] = g.by_original[k] = 1;
+        continue;
+      }
       if (!r.ok()) continue;  // a neighbour that does not run says nothing about the gold
       g.runs[k] = 1;
       g.by_original[k] = told_apart(answer, r, g.order_matters);
@@ -306,8 +318,8 @@ class DatabaseBuild {
     core::parallel_for(ids.size(), threads_, [&](size_t k) {
       const NeighbourRef& ref = refs_[ids[k]];
       const GoldQuery& g = golds_[ref.gold];
-      auto r = ex.run(file, g.neighbours[ref.index].sql, limits);
-      told[k] = told_apart(answers[ref.gold], r, g.order_matters);
+      auto r = ex.run(file, g.neighbours[ref.index].sql, capped(limits, answers[ref.gold]));
+      told[k] = told_apart(answers[ref.gold], r, g.order_matters);  // a row-cap stop is a failure: told apart
     });
     return told;
   }
