@@ -78,7 +78,10 @@ evaluate() {
   "$BIN" --log-level error eval --no-cache --metric spider-ts "$@" --test-suite "$suite" --out "$WORK/eval" > /dev/null
   python3 -c "
 import json; s = json.load(open('$WORK/eval/eval.json'))['summary']
-print(f\"  gold on its own suite: spider-ts EX {s['metrics']['spider_ts']['overall']['ex']:.2f}%\")"
+t = s.get('test_suite', {})
+print(f\"  gold on its own suite: spider-ts EX {s['metrics']['spider_ts']['overall']['ex']:.2f}% \"
+      f\"(on the original databases alone {t.get('ex_original_only', float('nan')):.2f}%; \"
+      f\"{len(t.get('passes_original_fails_variant', []))} question(s) pass there but fail on a variant)\")"
   local with=() without=() s e
   for i in $(seq "$REPEATS"); do
     s=$(date +%s.%N); "$BIN" --log-level error eval --no-cache --metric spider-ts "$@" > /dev/null; e=$(date +%s.%N)
