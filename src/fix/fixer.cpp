@@ -54,6 +54,7 @@ Result<FixOptions> load_fix_options(const core::Config& config) {
   auto role = config.get_string("fix.role");
   if (!role) return role.status();
   o.role = *role;
+  o.role_mapped = config.has("llm.roles." + o.role);
   auto prof = config.get_string("fix.profile", "");
   if (!prof) return prof.status();
   o.profile = *prof;
@@ -156,7 +157,7 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
     call.prompt = &prompt_;
     call.stage = "fix";
     call.role = options_.role;
-    call.profile = options_.profile;
+    call.profile = !options_.profile.empty() ? options_.profile : options_.role_mapped ? std::string() : c.profile;
     call.temperature = options_.temperature;
     // Distinct per candidate and round so that repeated rounds are distinct samples.
     call.sample_index = c.sample_index * 64 + round.round;

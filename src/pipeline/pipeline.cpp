@@ -158,7 +158,10 @@ Result<RunSummary> run(const RunOptions& options) {
   if (voting) {
     auto eps = select::configured_epsilon(s.config);
     if (!eps) return eps.status();
+    auto kind = select::configured_experts(s.config);
+    if (!kind) return kind.status();
     s.weights = std::make_shared<select::WeightStore>(*eps);
+    s.expert_kind = *kind;
   }
   select::SelectorServices services;
   services.client = s.client.get();
@@ -236,7 +239,9 @@ Result<RunSummary> run(const RunOptions& options) {
       std::map<std::string, bool> expert_correct;
       for (const auto& c : it->second.candidates) {
         if (!c.judged || !c.judged->correct) continue;
-        bool& v = expert_correct.try_emplace(c.generator, false).first->second;
+        const std::string profile = c.trace.is_object() ? c.trace.value("profile", std::string()) : std::string();
+        bool& v = expert_correct.try_emplace(select::expert_of(s.expert_kind, c.generator, profile), false)
+                      .first->second;
         v = v || *c.judged->correct;
       }
       if (!expert_correct.empty()) s.weights->update(expert_correct, s.order[pos]);

@@ -527,11 +527,14 @@ run::QuestionRecord QuestionRun::run() {
   if (st) {
     rec = final_record();
     if (sequenced) {
-      // Experts are generators: an expert is right when any of its executable candidates is.
+      // An expert (a generator or a profile, as select.wma.experts says) is right when any of
+      // its candidates is.
       std::map<std::string, bool> expert_correct;
       for (size_t i = 0; i < candidates_.size(); ++i) {
         if (items_[i].gold_unusable) continue;
-        bool& v = expert_correct.try_emplace(candidates_[i].generator, false).first->second;
+        const auto& c = candidates_[i];
+        bool& v = expert_correct.try_emplace(select::expert_of(s_.expert_kind, c.generator, c.profile), false)
+                      .first->second;
         v = v || s_.judge->correct(items_[i]);
       }
       if (!expert_correct.empty()) s_.weights->update(expert_correct, q_.question_id);

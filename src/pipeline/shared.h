@@ -68,6 +68,8 @@ struct Shared {
   std::vector<std::string> generator_names;
   std::optional<fix::Fixer> fixer;
   std::map<std::string, std::unique_ptr<select::Selector>> selectors;
+  // What an expert of the weight updates is (select.wma.experts), as the voting selectors key them.
+  select::ExpertKind expert_kind = select::ExpertKind::kGenerator;
   std::shared_ptr<select::WeightStore> weights;  // null unless a voting selector runs
   std::map<std::string, std::string> fingerprints;  // db_id → database fingerprint
   run::RunStore* store = nullptr;

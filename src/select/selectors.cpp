@@ -1,6 +1,8 @@
 // The selectors' factory: reads a method's config keys and builds it (each selector lives in its
 // own file: self_consistency.cpp, tournament.cpp, ranker.cpp, separating_duels.cpp,
 // expert_vote.cpp), plus the gold check of separating-instance duels.
+#include <set>
+
 #include "nl2sql/llm/prompt_template.h"
 #include "nl2sql/select/selector.h"
 #include "nl2sql/select/separating_instance.h"
@@ -26,6 +28,35 @@ const std::vector<std::string>& selector_methods() {
   return m;
 }
 
+Result<ExpertKind> configured_experts(const core::Config& config) {
+  auto experts = config.get_string("select.wma.experts");
+  if (!experts.is_ok()) return experts.status();
+  if (*experts == "generator") return ExpertKind::kGenerator;
+  if (*experts == "profile") return ExpertKind::kProfile;
+  return invalid_input("config key \"select.wma.experts\": expected generator or profile (got \"" + *experts + "\")");
+}
+
+Result<int64_t> configured_expert_count(const core::Config& config) {
+  if (config.has("select.wma.expert_count")) return config.get_int("select.wma.expert_count");
+  auto kind = configured_experts(config);
+  if (!kind.is_ok()) return kind.status();
+  const auto* g = config.find("generate.generators");
+  if (!g || !g->is_array() || g->empty()) return int64_t{4};
+  if (*kind == ExpertKind::kGenerator) return static_cast<int64_t>(g->size());
+  std::set<std::string> profiles;
+  bool unnamed = false;  // a generator without `profiles` writes with its role's profile
+  for (const auto& gen : *g) {
+    const auto* listed = gen.is_object() && gen.contains("profiles") ? &gen.at("profiles") : nullptr;
+    if (!listed || !listed->is_array() || listed->empty()) {
+      unnamed = true;
+      continue;
+    }
+    for (const auto& p : *listed)
+      if (p.is_string()) profiles.insert(p.get<std::string>());
+  }
+  return static_cast<int64_t>(profiles.size()) + (unnamed ? 1 : 0);
+}
+
 Result<double> configured_epsilon(const core::Config& config) {
   if (config.has("select.wma.epsilon")) {
     auto e = config.get_number("select.wma.epsilon");
@@ -33,10 +64,7 @@ Result<double> configured_epsilon(const core::Config& config) {
     if (!(*e > 0 && *e < 1)) return invalid_input("config key \"select.wma.epsilon\": must be in (0, 1)");
     return *e;
   }
-  int64_t experts = 4;
-  if (const auto* g = config.find("generate.generators"); g && g->is_array() && !g->empty())
-    experts = static_cast<int64_t>(g->size());
-  auto n = config.get_int("select.wma.expert_count", experts);
+  auto n = configured_expert_count(config);
   auto horizon = config.get_number("select.wma.horizon");
   auto err = config.get_number("select.wma.best_expert_error");
   if (!n.is_ok()) return n.status();
@@ -111,10 +139,8 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     return make_separating_instances(o, services.client, services.executor, std::move(*tpl));
   }
   if (method == "wma" || method == "rwma" || method == "naive_vote") {
-    auto experts = config.get_string("select.wma.experts");
+    auto experts = configured_experts(config);
     if (!experts.is_ok()) return experts.status();
-    if (*experts != "generator" && *experts != "profile")
-      return invalid_input("config key \"select.wma.experts\": expected generator or profile");
     auto weights = services.weights;
     if (!weights) {
       auto eps = configured_epsilon(config);
@@ -122,7 +148,7 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
       weights = std::make_shared<WeightStore>(*eps);
     }
     VoteKind kind = method == "wma" ? VoteKind::kWma : method == "rwma" ? VoteKind::kRwma : VoteKind::kNaive;
-    return make_expert_vote(kind, *experts == "profile", std::move(weights));
+    return make_expert_vote(kind, *experts == ExpertKind::kProfile, std::move(weights));
   }
   std::string known;
   for (const auto& m : selector_methods()) known += (known.empty() ? "" : ", ") + m;

@@ -38,8 +38,12 @@ struct FixOptions {
   bool enabled = true;
   int64_t max_rounds = 3;
   bool on_empty_result = true;  // treat an empty result as a failure to fix
+  // Who repairs a candidate: `profile` when set; else the profile llm.roles maps `role` to,
+  // when it is mapped; else the profile that wrote the candidate, so that each expert of an
+  // SSEV pool refines its own SQL (the paper's self-refinement).
   std::string role = "fix";
-  std::string profile;          // wins over role when set
+  std::string profile;
+  bool role_mapped = false;     // llm.roles names a profile for `role`
   std::optional<double> temperature;
   size_t preview_rows = 5;
   size_t hint_names = 3;        // closest schema names offered per unknown name

@@ -105,9 +105,24 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
                                                       const core::Config& config,
                                                       const SelectorServices& services);
 
+// What an expert of the voting selectors is (`select.wma.experts`): the generator or the model
+// profile that wrote a candidate. The votes and the pipeline's weight updates key experts alike.
+enum class ExpertKind { kGenerator, kProfile };
+Result<ExpertKind> configured_experts(const core::Config& config);
+inline const std::string& expert_of(ExpertKind kind, const std::string& generator,
+                                    const std::string& profile) {
+  return kind == ExpertKind::kProfile ? profile : generator;
+}
+
+// The number of experts a config sets up, n in ε's default: `select.wma.expert_count` when set;
+// else, with experts = profile, the distinct profiles the generators name (`profiles`; a
+// generator naming none writes with one profile), with experts = generator, the number of
+// `generate.generators` (4 when none is listed).
+Result<int64_t> configured_expert_count(const core::Config& config);
+
 // ε for the expert votes: `select.wma.epsilon` when set, else the mistake-bound optimum
-// sqrt(ln n / m) (see weights.h) with n = `select.wma.expert_count` (default: the number of
-// `generate.generators`, else 4) and m = `select.wma.horizon` × `select.wma.best_expert_error`.
+// sqrt(ln n / m) (see weights.h) with n = configured_expert_count() and
+// m = `select.wma.horizon` × `select.wma.best_expert_error`.
 // The pipeline creates the run's WeightStore with it.
 Result<double> configured_epsilon(const core::Config& config);
 
