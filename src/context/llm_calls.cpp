@@ -2,6 +2,7 @@
 
 #include <unordered_set>
 
+#include "nl2sql/context/retrieve.h"
 #include "nl2sql/context/text_match.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
@@ -25,7 +26,7 @@ Result<std::vector<std::string>> parse_keyword_answer(const std::string& answer,
     if (!k.is_string()) continue;
     std::string s = k.get<std::string>();
     std::string n = normalize_text(s);
-    if (n.empty() || !seen.insert(n).second) continue;
+    if (n.empty() || only_stop_words(s) || !seen.insert(n).second) continue;
     out.push_back(std::move(s));
   }
   return out;

@@ -181,6 +181,12 @@ std::vector<Keyword> extract_keywords(const std::string& question, const std::st
   return ks.list;
 }
 
+bool only_stop_words(const std::string& keyword) {
+  for (const auto& w : words_of(keyword))
+    if (!is_stop(normalize_text(w))) return false;
+  return true;
+}
+
 Retrieval retrieve(const ValueIndex& index, const data::Schema& schema, const std::string& question,
                    const std::string& evidence, const RetrievalOptions& options) {
   Retrieval out;

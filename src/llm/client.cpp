@@ -594,6 +594,9 @@ Result<ChatResponse> Client::chat(const ChatRequest& request_in) {
           "cache mode is replay and this call was never recorded: " +
               describe_call(profile, request) + ", key " + key + ", prompt \"" + first_user +
               "\" (cache " + cache->path().string() + ")");
+      // A replayed run is only the recorded run when every call was recorded: one miss stops
+      // the run loudly (exit 4) instead of scoring a question without its model's answer.
+      if (options_.stop_on_fatal_error) stop_with(r.status());
       record(request, r);
       return r;
     }

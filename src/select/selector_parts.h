@@ -57,7 +57,7 @@ class SchemaCache {
 std::string schema_for(const SelectionInput& in, const SchemaCache& cache, const std::vector<std::string>& sqls);
 
 struct TournamentOptions {
-  bool representatives_only = true;
+  bool representatives_only = false;  // CHASE-SQL Algorithm 3 scores every candidate
   int64_t max_pairs = 0;  // pairs sent to the model; 0: all
   bool both_orders = true;
 };

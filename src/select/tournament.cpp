@@ -37,8 +37,12 @@ class Tournament : public Selector {
     json decisions = json::array();
     std::map<int, double> score;
     for (int p : players) score[p] = 0;
-    int64_t model_pairs = 0, skipped = 0;
+    int64_t model_pairs = 0, skipped = 0, reused = 0;
     const ModelAsk ask{client_, &tpl_, "select"};
+    // Candidates with the same SQL make the same prompt: each ordered pair of SQL texts is asked
+    // once and its verdict ("A", "B", or "" when the answer was unusable) serves every pair of
+    // candidates that repeats it, so no identical request is sent twice.
+    std::map<std::pair<std::string, std::string>, std::string> asked;
     for (size_t x = 0; x < players.size(); ++x) {
       for (size_t y = x + 1; y < players.size(); ++y) {
         const int i = players[x], j = players[y];
@@ -53,12 +57,31 @@ class Tournament : public Selector {
           ++skipped;
           continue;
         }
+        const bool known = asked.count({ci.sql, cj.sql}) && (!o_.both_orders || asked.count({cj.sql, ci.sql}));
+        if (known) {
+          ++reused;
+          for (int order = 0; order < (o_.both_orders ? 2 : 1); ++order) {
+            const int a = order == 0 ? i : j, b = order == 0 ? j : i;
+            const auto& ca = in.candidates[static_cast<size_t>(a)];
+            const auto& cb = in.candidates[static_cast<size_t>(b)];
+            const std::string& side = asked.at({ca.sql, cb.sql});
+            json d = {{"a", ca.id}, {"b", cb.id}, {"by", "same_sql_pair_asked"}};
+            if (!side.empty()) {
+              const int winner = side == "A" ? a : b;
+              score[winner] += 1;
+              d["winner"] = in.candidates[static_cast<size_t>(winner)].id;
+            }
+            decisions.push_back(std::move(d));
+          }
+          continue;
+        }
         const int64_t pair_index = model_pairs++;
         const std::string schema = schema_for(in, schemas_, {ci.sql, cj.sql});
         for (int order = 0; order < (o_.both_orders ? 2 : 1); ++order) {
           const int a = order == 0 ? i : j, b = order == 0 ? j : i;
           const auto& ca = in.candidates[static_cast<size_t>(a)];
           const auto& cb = in.candidates[static_cast<size_t>(b)];
+          std::string& side = asked[{ca.sql, cb.sql}];
           auto req = base_request(in, llm::CallTask::kSelectPair, pair_index * 2 + order);
           req.tag.generator = "tournament";
           req.tag.candidates = {ca.sql, cb.sql};
@@ -72,6 +95,7 @@ class Tournament : public Selector {
             d["error"] = text.status().message();
           } else if (auto w = llm::read_pairwise_winner(*text)) {
             const int winner = *w == "A" ? a : b;
+            side = *w == "A" ? "A" : "B";
             score[winner] += 1;
             d["winner"] = in.candidates[static_cast<size_t>(winner)].id;
           } else {
@@ -97,7 +121,7 @@ class Tournament : public Selector {
     json scores = json::object();
     for (int p : players) scores[in.candidates[static_cast<size_t>(p)].id] = score[p];
     s.explanation = {{"scores", scores}, {"decisions", decisions}, {"model_pairs", model_pairs},
-                     {"pairs_over_cap", skipped}, {"clusters", clusters_json(pc, in)}};
+                     {"pairs_answered_by_same_sql", reused}, {"pairs_over_cap", skipped}, {"clusters", clusters_json(pc, in)}};
     return s;
   }
 

@@ -85,6 +85,37 @@ TEST(RunCli, AFailedPreflightExitsFourAndFailedQuestionsExitFive) {
   EXPECT_NE(failed.out.find("3 of 3 questions FAILED"), std::string::npos) << failed.out;
 }
 
+// Record the answers of questions 0-1 from a real (fake) endpoint, then replay 0-3 with the
+// endpoint gone: the calls of questions 2-3 were never recorded, so the run stops loudly
+// (exit 4) instead of scoring them without their model's answers.
+TEST(RunCli, AReplayMissStopsTheRunWithExitCodeFour) {
+  TempDir dir;
+  const auto data = build_mini_bird(dir / "mini");
+  std::string url;
+  const std::string common = " --benchmark bird --data " + data.string() + " --index-dir " + (dir / "index").string() +
+                             " --progress off --set llm.cache.path=" + (dir / "cache.sqlite").string();
+  {
+    FakeOpenAiServer up([](const httplib::Request&, int64_t) {
+      return FakeReply{200, completion_body("```sql\nSELECT COUNT(*) FROM school\n```")};
+    });
+    url = up.base_url();
+    const std::string config = write_config(dir, url, url);
+    auto record = run_nl2sql("run --config " + config + common + " --questions 0-1 --set llm.cache.mode=read-write --out " +
+                             (dir / "recorded").string());
+    ASSERT_EQ(record.exit_code, 0) << record.out << record.err;
+    EXPECT_GT(up.requests(), 0);
+  }
+  const std::string config = write_config(dir, url, url);  // nothing listens there any more
+  auto same = run_nl2sql("run --config " + config + common + " --questions 0-1 --set llm.cache.mode=replay --out " +
+                         (dir / "same").string());
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;  // every call recorded: replays cleanly
+  auto miss = run_nl2sql("run --config " + config + common + " --questions 0-3 --set llm.cache.mode=replay --out " +
+                         (dir / "miss").string());
+  EXPECT_EQ(miss.exit_code, 4) << miss.out << miss.err;
+  EXPECT_NE(miss.out.find("stopped early"), std::string::npos) << miss.out;
+  EXPECT_NE(miss.out.find("never recorded"), std::string::npos) << miss.out;
+}
+
 }  // namespace
 }  // namespace nl2sql::testing
 

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "nl2sql/context/retrieve.h"
+
 #include "support/fake_openai_server.h"
 #include "nl2sql/context/column_filter.h"
 #include "nl2sql/context/embedding_rerank.h"
@@ -83,6 +85,16 @@ TEST(LlmKeywords, ParsesFencedBareAndListAnswers) {
   auto d = parse_keyword_answer("{\"words\": []}", "question 7");
   ASSERT_FALSE(d.is_ok());
   EXPECT_NE(d.status().message().find("question 7"), std::string::npos);
+}
+
+TEST(LlmKeywords, StopWordsFromTheModelAreDropped) {
+  // Models answer "How", "the" and "how many" too; a keyword made only of stop words matches
+  // stored values by accident. A phrase with one content word stays as the model wrote it.
+  auto a = parse_keyword_answer(R"({"keywords": ["How", "the", "How many", "schools", "the east Bohemia region", "Name"]})", "q");
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  EXPECT_EQ(*a, (std::vector<std::string>{"schools", "the east Bohemia region"}));
+  EXPECT_TRUE(only_stop_words("What is the"));
+  EXPECT_FALSE(only_stop_words("Pardubice"));
 }
 
 TEST(LlmKeywords, SimAnswersAndTraceRecordsTheCall) {

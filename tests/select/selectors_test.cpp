@@ -139,12 +139,16 @@ std::vector<PoolCandidate> tournament_pool() {
           cand("qp#1", "qp", "SELECT 3", rs({{I(3)}}))};
 }
 
+core::Config representatives_only(const std::string& extra = "") {
+  return core::Config(nlohmann::json::parse(R"({"select":{"tournament":{"representatives_only":true)" + extra + "}}}"));
+}
+
 TEST(Tournament, RepresentativesBothOrdersGoodCandidateWins) {
   FakeOpenAiServer server(pairwise_model);
   auto client = fake_client(server);
   Pool p;
   p.input.candidates = tournament_pool();
-  auto sel = make_selector_named("tournament", core::Config(), {client.get(), nullptr, {}, nullptr});
+  auto sel = make_selector_named("tournament", representatives_only(), {client.get(), nullptr, {}, nullptr});
   ASSERT_TRUE(sel.is_ok()) << sel.status().to_string();
   auto s = (*sel)->select(p.input);
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
@@ -165,8 +169,8 @@ TEST(Tournament, EqualResultsScoreWithoutModelCall) {
   auto client = fake_client(server);
   Pool p;
   p.input.candidates = tournament_pool();
-  core::Config config(nlohmann::json::parse(R"({"select":{"tournament":{"representatives_only":false}}})"));
-  auto sel = make_selector_named("tournament", config, {client.get(), nullptr, {}, nullptr});
+  // The default: every candidate plays (Algorithm 3).
+  auto sel = make_selector_named("tournament", core::Config(), {client.get(), nullptr, {}, nullptr});
   ASSERT_TRUE(sel.is_ok());
   auto s = (*sel)->select(p.input);
   ASSERT_TRUE(s.is_ok());
@@ -193,7 +197,7 @@ TEST(Tournament, TiesFallBackToConsistencyAndCapLimitsCalls) {
   p.input.candidates = {cand("os#0", "os", "SELECT 5", rs({{I(5)}})),
                         cand("qp#0", "qp", "SELECT 4", rs({{I(4)}})),
                         cand("qp#1", "qp", "SELECT 4 -- b", rs({{I(4)}}))};
-  auto sel = make_selector_named("tournament", core::Config(), {client.get(), nullptr, {}, nullptr});
+  auto sel = make_selector_named("tournament", representatives_only(), {client.get(), nullptr, {}, nullptr});
   auto s = (*sel)->select(p.input);
   ASSERT_TRUE(s.is_ok());
   EXPECT_EQ(server.requests(), 2);
@@ -202,12 +206,36 @@ TEST(Tournament, TiesFallBackToConsistencyAndCapLimitsCalls) {
   EXPECT_EQ(s->chosen, 1);
 
   p.input.candidates.push_back(cand("dc#0", "dc", "SELECT 6", rs({{I(6)}})));
-  core::Config capped(nlohmann::json::parse(R"({"select":{"tournament":{"max_pairs":1}}})"));
-  auto sel2 = make_selector_named("tournament", capped, {client.get(), nullptr, {}, nullptr});
+  auto sel2 = make_selector_named("tournament", representatives_only(R"(, "max_pairs": 1)"), {client.get(), nullptr, {}, nullptr});
   auto s2 = (*sel2)->select(p.input);
   ASSERT_TRUE(s2.is_ok());
   EXPECT_EQ(server.requests(), 4);  // one more pair, both orders
   EXPECT_EQ(s2->explanation["pairs_over_cap"], 2);
+}
+
+TEST(Tournament, EveryCandidateScoresAndARepeatedSqlPairIsAskedOnce) {
+  // Two candidates wrote the same query: the pair (SELECT 2, SELECT 3 good) is asked once in each
+  // order, and its verdicts score the second copy's games too (Algorithm 3 with no request sent
+  // twice). Both copies and the agreeing pair earn their points.
+  FakeOpenAiServer server(pairwise_model);
+  auto client = fake_client(server);
+  Pool p;
+  p.input.candidates = {cand("dc#0", "dc", "SELECT 2", rs({{I(2)}})),
+                        cand("dc#1", "dc", "SELECT 2", rs({{I(2)}})),
+                        cand("qp#0", "qp", "SELECT 3 /* good */", rs({{I(3)}}))};
+  auto sel = make_selector_named("tournament", core::Config(), {client.get(), nullptr, {}, nullptr});
+  ASSERT_TRUE(sel.is_ok());
+  auto s = (*sel)->select(p.input);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_EQ(server.requests(), 2);
+  EXPECT_EQ(s->llm_calls(), 2);
+  EXPECT_EQ(s->explanation["model_pairs"], 1);
+  EXPECT_EQ(s->explanation["pairs_answered_by_same_sql"], 1);
+  // qp#0 wins its 4 games against the two copies; the copies agree: 1 point for the first.
+  EXPECT_EQ(s->explanation["scores"]["qp#0"], 4.0);
+  EXPECT_EQ(s->explanation["scores"]["dc#0"], 1.0);
+  EXPECT_EQ(s->explanation["scores"]["dc#1"], 0.0);
+  EXPECT_EQ(s->chosen, 2);
 }
 
 TEST(Ranker, BestRankedWinsAndMalformedFallsBack) {

@@ -32,6 +32,10 @@ struct Keyword {
   std::string source;  // quoted | evidence | capitalized | number | ngram | extra | llm
 };
 
+// True when every word of `keyword` is a stop word ("How", "the", "how many", "name"): such a
+// keyword matches stored values only by accident, so keywords from a model are dropped by it.
+bool only_stop_words(const std::string& keyword);
+
 // Deduplicated by normalized text; the first source found wins. Deterministic order.
 std::vector<Keyword> extract_keywords(const std::string& question, const std::string& evidence,
                                       int max_ngram = 3);
