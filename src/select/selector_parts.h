@@ -64,7 +64,12 @@ struct TournamentOptions {
 
 struct DuelOptions {
   int64_t max_representatives = 6;
+  // The model answers the question on each instance `asks` times and the majority counts, as
+  // the paper votes over samples at the model's sampling temperature: each ask is sampled at
+  // `temperature` with a seed of its own. At temperature 0 the answers would be one answer
+  // repeated, so the model is asked once.
   int64_t asks = 3;
+  double temperature = 0.7;
   InstanceOptions instance;
 };
 

@@ -121,7 +121,11 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     auto asks = config.get_int(prefix + "asks");
     auto tries = config.get_int(prefix + "max_attempts");
     auto timeout = config.get_number(prefix + "query_timeout_s");
+    auto temperature = config.get_number(prefix + "temperature");
     auto budget = config.get_int(prefix + "lineage_group_budget");
+    if (!temperature.is_ok()) return temperature.status();
+    if (*temperature < 0 || *temperature > 2)
+      return invalid_input("config key \"" + prefix + "temperature\": must be in [0, 2]");
     for (const auto* r : {&reps, &asks, &tries, &budget})
       if (!r->is_ok()) return r->status();
     if (!timeout.is_ok()) return timeout.status();
@@ -130,7 +134,8 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     if (*tries < 1) return invalid_input("config key \"" + prefix + "max_attempts\": must be >= 1");
     if (*budget < 0) return invalid_input("config key \"" + prefix + "lineage_group_budget\": must be >= 0");
     o.max_representatives = *reps;
-    o.asks = *asks;
+    o.asks = *temperature == 0 ? 1 : *asks;
+    o.temperature = *temperature;
     o.instance.max_attempts = static_cast<int>(*tries);
     o.instance.query_timeout_s = *timeout;
     o.instance.lineage_group_budget = *budget;

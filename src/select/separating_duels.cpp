@@ -104,6 +104,8 @@ class SeparatingInstances : public Selector {
         for (int64_t k = 0; k < o_.asks; ++k) {
           auto req = base_request(in, llm::CallTask::kNlEval, pair_index * o_.asks + k);
           req.tag.generator = "separating_instances";
+          req.temperature = o_.temperature;
+          if (o_.asks > 1) req.seed = static_cast<int64_t>((in.seed ^ 0x6e6c6576ULL) % 1000003ULL) * 64 + pair_index * o_.asks + k;
           const InstanceBuilder* b = &*builder;
           const InstanceTables* tables_on = &inst->instance;
           req.tag.answer_on_instance = [b, tables_on](const std::string& sql) -> Result<std::string> {

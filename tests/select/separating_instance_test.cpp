@@ -4,6 +4,9 @@
 // candidate that agrees with gold. D′'s database and answer format: instance_database_test.cpp.
 #include <gtest/gtest.h>
 
+#include <mutex>
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/core/config.h"
@@ -14,6 +17,7 @@
 #include "nl2sql/select/selector.h"
 #include "nl2sql/select/separating_instance.h"
 #include "nl2sql/sim/simulator.h"
+#include "support/fake_openai_server.h"
 #include "support/test_env.h"
 
 namespace nl2sql::select {
@@ -345,6 +349,82 @@ TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithG
   for (const auto& c : s->calls) EXPECT_EQ(c.prompt.find(q.gold_sql), std::string::npos);
   EXPECT_EQ(s->calls[0].provider, "sim");
   EXPECT_EQ(s->calls[0].template_name, "evaluate_on_instance");
+}
+
+// The paper votes over answers sampled at the model's temperature: every ask of a duel goes out
+// at select.separating_instances.temperature with a seed of its own, so no two requests are the
+// same; at temperature 0 the answers would repeat one answer, and the model is asked once.
+TEST_F(SeparatingInstanceTest, VotesAreSampledWithDistinctSeedsOrAskedOnceAtTemperatureZero) {
+  std::mutex mu;
+  std::vector<std::string> bodies;
+  llm::testing::FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
+    std::lock_guard lock(mu);
+    bodies.push_back(req.body);
+    return llm::testing::FakeReply(200, llm::testing::completion_body("```json\n[[2]]\n```"));
+  });
+  auto pool = [&](const data::Task& task, const data::Schema& schema) {
+    SelectionInput in;
+    in.question = &task;
+    in.schema = &schema;
+    in.db_path = db_;
+    in.generator_order = {"dc", "qp"};
+    in.seed = 11;
+    const std::string base =
+        "SELECT COUNT(*) FROM account JOIN district ON account.district_id = district.district_id "
+        "WHERE account.frequency = 'monthly' AND district.a3 = ";
+    for (const std::string& sql : {base + "'East Bohemia'", base + "'east Bohemia'",
+                                   std::string("SELECT COUNT(*) FROM account WHERE frequency = 'monthly'")}) {
+      PoolCandidate c;
+      c.id = "c" + std::to_string(in.candidates.size());
+      c.generator = in.candidates.empty() ? "dc" : "qp";
+      c.sql = sql;
+      c.result = executor_.run(db_, sql);
+      in.candidates.push_back(std::move(c));
+    }
+    return in;
+  };
+  auto schema = data::read_schema_from_database(db_, "bank");
+  ASSERT_TRUE(schema.is_ok());
+  data::Task task;
+  task.question_id = "7";
+  task.db_id = "bank";
+  task.question = "How many monthly accounts are in east Bohemia?";
+  auto run_with = [&](const std::string& select_json) -> Selection {
+    core::Config config(nlohmann::json::parse(R"({"llm":{"models":{"m":{"base_url":")" + server.base_url() +
+                                              R"(","model":"judge","api_key_env":""}},"default_profile":"m",
+                                              "cache":{"mode":"off"},"retry":{"max_attempts":1}},"select":)" +
+                                              select_json + "}"));
+    auto client = llm::Client::from_config(config, {});
+    EXPECT_TRUE(client.is_ok()) << client.status().to_string();
+    auto sel = make_selector_named("separating_instances", config, {client->get(), &executor_, {}, nullptr});
+    EXPECT_TRUE(sel.is_ok()) << sel.status().to_string();
+    auto s = (*sel)->select(pool(task, *schema));
+    EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+    return *s;
+  };
+
+  auto sampled = run_with("{}");
+  const size_t duels = sampled.explanation["duels"].size();
+  ASSERT_GT(duels, 0u);
+  std::vector<std::string> seen;
+  {
+    std::lock_guard lock(mu);
+    seen.swap(bodies);
+  }
+  ASSERT_EQ(seen.size(), duels * 3);
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), seen.size()) << "an identical request was sent twice";
+  std::set<int64_t> seeds;
+  for (const auto& b : seen) {
+    auto j = nlohmann::json::parse(b);
+    EXPECT_DOUBLE_EQ(j.at("temperature").get<double>(), 0.7);
+    seeds.insert(j.at("seed").get<int64_t>());
+  }
+  EXPECT_EQ(seeds.size(), seen.size());
+
+  auto greedy = run_with(R"({"separating_instances": {"temperature": 0}})");
+  std::lock_guard lock(mu);
+  EXPECT_EQ(bodies.size(), greedy.explanation["duels"].size());  // one ask per duel
+  for (const auto& b : bodies) EXPECT_DOUBLE_EQ(nlohmann::json::parse(b).at("temperature").get<double>(), 0.0);
 }
 
 }  // namespace
