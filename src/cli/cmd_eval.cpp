@@ -120,7 +120,9 @@ int run_eval(const EvalArgs& a) {
       std::cout << fmt::format("; 1-min load {:.2f} before, {:.2f} after the timed pass",
                                e["load_average_before"].get<double>(), e["load_average_after"].get<double>());
     std::cout << "\n";
-    for (auto& [name, m] : e["metrics"].items()) {
+    for (eval::EfficiencyMetric metric : report->efficiency.metrics) {  // in the order asked for
+      const std::string name = eval::efficiency_metric_name(metric);
+      const auto& m = e["metrics"][name];
       std::cout << "\n" << eval::efficiency_table(e, name);
       if (m.contains("near_boundary"))
         std::cout << fmt::format("pairs whose ratio interval crosses a reward boundary: {}\n", m["near_boundary"].get<size_t>());
@@ -128,7 +130,7 @@ int run_eval(const EvalArgs& a) {
     if (e.contains("rank_correlation"))
       for (auto& [pair, c] : e["rank_correlation"].items())
         std::cout << fmt::format("Spearman rank correlation of per-question ratios, {}: {} ({} pairs)\n", pair,
-                                 c["spearman"].is_null() ? std::string("n/a") : fmt::format("{:.3f}", c["spearman"].get<double>()),
+                                 c["spearman"].is_null() ? std::string("n/a (fewer than 2 pairs, or one side constant)") : fmt::format("{:.3f}", c["spearman"].get<double>()),
                                  c["pairs"].get<size_t>());
     std::cout << "\n";
   }
