@@ -11,6 +11,7 @@
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/eval/evaluator.h"
 #include "nl2sql/eval/report.h"
+#include "nl2sql/sim/simulator.h"
 
 namespace nl2sql::cli {
 namespace {
@@ -56,6 +57,16 @@ int run_eval(const EvalArgs& a) {
   }
   eval::EvalOptions opts = std::move(*options);
   opts.threads = a.threads;
+  std::unique_ptr<llm::Client> judge_client;
+  if (opts.judge) {  // the model of role `judge` (the environment's endpoint by default)
+    auto c = sim::make_client(*config, &*ds);
+    if (!c) {
+      spdlog::error("{}", c.status().message());
+      return kExitBadInput;
+    }
+    judge_client = std::move(*c);
+    opts.judge_client = judge_client.get();
+  }
   if (!a.no_cache) {
     std::filesystem::path dir = a.cache_dir.empty() ? db::default_cache_dir() : std::filesystem::path(a.cache_dir);
     opts.cache_file = dir / "results.sqlite";
@@ -83,6 +94,16 @@ int run_eval(const EvalArgs& a) {
     if (first) primary_ex = o["ex"].get<double>();
     first = false;
   }
+  std::cout << fmt::format("  (RES3 + RES5) / n on the rule codes {:6.2f}%\n", s["rule_semantic_accuracy"].get<double>());
+  if (s.contains("judge")) {
+    const auto& j = s["judge"];
+    std::cout << fmt::format("  judge      semantic accuracy {:6.2f}%  95% CI [{:.2f}, {:.2f}]  ({} unreadable; {} disagree with EX; "
+                             "{} cached; {} + {} tokens, ${:.4f})\n",
+                             j["semantic_accuracy"].get<double>(), j["ci95"][0].get<double>(), j["ci95"][1].get<double>(),
+                             j["codes"]["unparsed"].get<size_t>(), j["disagreements_with_ex"].size(),
+                             j["cached_answers"].get<size_t>(), j["tokens"]["prompt"].get<int64_t>(),
+                             j["tokens"]["completion"].get<int64_t>(), j["cost_usd"].get<double>());
+  }
   std::cout << fmt::format("  soft-F1    {:6.2f}\n", s["soft_f1"].get<double>());
   if (s.contains("test_suite")) {
     const auto& t = s["test_suite"];
@@ -90,6 +111,28 @@ int run_eval(const EvalArgs& a) {
                              "{:.2f}%; {} pass there but fail on a variant (listed in the report)\n",
                              t["questions_on_a_suite"].get<size_t>(), t["most_database_files"].get<size_t>(),
                              t["ex_original_only"].get<double>(), t["passes_original_fails_variant"].size());
+  }
+  if (s.contains("efficiency")) {
+    const auto& e = s["efficiency"];
+    std::cout << fmt::format("\nefficiency: {} timed round(s) per correct pair, one pair at a time; CPU {}", e["repeats"].get<int>(),
+                             e["cpu"].get<std::string>());
+    if (e.contains("load_average_before"))
+      std::cout << fmt::format("; 1-min load {:.2f} before, {:.2f} after the timed pass",
+                               e["load_average_before"].get<double>(), e["load_average_after"].get<double>());
+    std::cout << "\n";
+    for (eval::EfficiencyMetric metric : report->efficiency.metrics) {  // in the order asked for
+      const std::string name = eval::efficiency_metric_name(metric);
+      const auto& m = e["metrics"][name];
+      std::cout << "\n" << eval::efficiency_table(e, name);
+      if (m.contains("near_boundary"))
+        std::cout << fmt::format("pairs whose ratio interval crosses a reward boundary: {}\n", m["near_boundary"].get<size_t>());
+    }
+    if (e.contains("rank_correlation"))
+      for (auto& [pair, c] : e["rank_correlation"].items())
+        std::cout << fmt::format("Spearman rank correlation of per-question ratios, {}: {} ({} pairs)\n", pair,
+                                 c["spearman"].is_null() ? std::string("n/a (fewer than 2 pairs, or one side constant)") : fmt::format("{:.3f}", c["spearman"].get<double>()),
+                                 c["pairs"].get<size_t>());
+    std::cout << "\n";
   }
   std::cout << fmt::format("  {:.3f} s, {:.1f} questions/s\n", report->wall_s,
                            s["timing"]["questions_per_s"].get<double>());
@@ -121,7 +164,8 @@ RunFn setup(CLI::App& app) {
   cmd->add_flag("--no-cache", args->no_cache, "Execute everything; read and write no result cache");
   args->config.add_to(*cmd, /*required=*/false);
   args->config.add_key_flags(*cmd, {{"--metric", "eval.metrics"}, {"--timeout", "eval.timeout_s"}, {"--row-cap", "eval.row_cap"},
-                                    {"--test-suite", "eval.test_suite"}});
+                                    {"--test-suite", "eval.test_suite"},
+                                    {"--ves-repeats", "eval.ves_repeats"}});
   args->config.add_key_switches(*cmd, {{"--keep-distinct", "eval.keep_distinct", "true", "spider-ts: do not remove DISTINCT"},
                                        {"--no-tie-check", "eval.check_ties", "false", "Skip the tie-order check of gold queries with LIMIT"},
                                        {"--plug-value", "eval.plug_value", "true", "spider-ts: also try gold's values in the prediction's value slots, as the official --plug_value"}});

@@ -295,8 +295,17 @@ namespace {
 
 // Steps `stmt` to the end, appending typed rows to `rs`, within the row cap and the byte cap.
 // A value's size is checked before it is copied, so an oversized one is never duplicated.
+// When the first step returned, and the VM steps by then (for ExecutionResult's timings and
+// counters).
+struct FirstStep {
+  Clock::time_point at{};
+  int64_t vm_steps = 0;
+  bool seen = false;
+};
+
 std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline& deadline,
-                                             const QueryLimits& limits, ResultSet& rs) {
+                                             const QueryLimits& limits, ResultSet& rs,
+                                             FirstStep& first) {
   const int ncol = sqlite3_column_count(stmt);
   sqlite3* db = sqlite3_db_handle(stmt);
   const size_t cap = limits.max_result_bytes;
@@ -308,6 +317,11 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
   auto& rows = rs.rows;
   for (;;) {
     int rc = sqlite3_step(stmt);
+    if (!first.seen) {
+      first.at = Clock::now();
+      first.vm_steps = sqlite3_stmt_status(stmt, SQLITE_STMTSTATUS_VM_STEP, 0);
+      first.seen = true;
+    }
     if (rc == SQLITE_DONE) break;
     if (rc != SQLITE_ROW) {
       if (deadline.fired || rc == SQLITE_INTERRUPT)
@@ -515,6 +529,19 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
 
   sqlite3_stmt* stmt = nullptr;
   const char* tail = nullptr;
+  const auto prepare_started = Clock::now();
+  FirstStep first;
+  // Timings and counters of a statement that ran (its last step has returned).
+  auto measured = [&](sqlite3_stmt* s) {
+    const auto done = Clock::now();
+    if (first.seen)
+      out.first_row_ms = std::chrono::duration<double, std::milli>(first.at - prepare_started).count();
+    out.statement_ms = std::chrono::duration<double, std::milli>(done - prepare_started).count();
+    out.counters.vm_steps = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 0);
+    out.counters.vm_steps_first_row = first.vm_steps;
+    out.counters.fullscan_steps = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0);
+    out.counters.sorts = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_SORT, 0);
+  };
   int rc = sqlite3_prepare_v3(conn->db, text.c_str(), static_cast<int>(text.size()), 0, &stmt,
                               &tail);
   struct Finalize {
@@ -552,8 +579,9 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
         started + std::chrono::duration_cast<Clock::duration>(
                       std::chrono::duration<double>(limits.timeout_s));
 
-  if (!conn->deadline.active) {
-    auto [st, err] = step_rows(stmt, conn->deadline, limits, out.result);
+  if (!conn->deadline.active || limits.step_on_caller) {
+    auto [st, err] = step_rows(stmt, conn->deadline, limits, out.result, first);
+    measured(stmt);
     conn->deadline.active = false;
     return finish(st, std::move(err));
   }
@@ -575,6 +603,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     ExecStatus status = ExecStatus::kOk;
     std::string error;
     ResultSet result;
+    FirstStep first;
   };
   auto job = std::make_shared<Job>();
   job->conn = std::move(conn);
@@ -583,7 +612,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
   job->result.columns = out.result.columns;
   stmt = nullptr;  // owned by the job now
   auto work = [job] {
-    auto [st, err] = step_rows(job->stmt, job->conn->deadline, job->limits, job->result);
+    auto [st, err] = step_rows(job->stmt, job->conn->deadline, job->limits, job->result, job->first);
     job->conn->deadline.active = false;
     bool abandoned;
     {
@@ -626,6 +655,8 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
   conn = std::move(job->conn);
   stmt = job->stmt;  // finalized by `fin`
   job->stmt = nullptr;
+  first = job->first;
+  measured(stmt);
   out.result = std::move(job->result);
   return finish(job->status, std::move(job->error));
 }

@@ -48,6 +48,32 @@ Result<std::vector<Metric>> parse_metrics(const std::string& spec) {
   return out;
 }
 
+Result<MetricSpec> parse_metric_spec(const std::string& spec) {
+  MetricSpec out;
+  std::string rest;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    std::string m = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    EfficiencyMetric e;
+    if (m == "judge") {
+      out.judge = true;
+    } else if (parse_efficiency_metric(m, &e)) {
+      if (std::find(out.efficiency.begin(), out.efficiency.end(), e) == out.efficiency.end()) out.efficiency.push_back(e);
+    } else {
+      rest += (rest.empty() ? "" : ",") + m;
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (rest.empty() && (!out.efficiency.empty() || out.judge)) return out;
+  auto metrics = parse_metrics(rest);
+  if (!metrics)
+    return invalid_input(metrics.status().message() + " (or ves, rves, ves-steps, rves-steps, judge)");
+  out.metrics = std::move(*metrics);
+  return out;
+}
+
 Result<PredictionFormat> parse_prediction_format(const std::string& name) {
   if (name == "auto") return PredictionFormat::kAuto;
   if (name == "bird") return PredictionFormat::kBird;
@@ -583,6 +609,57 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
   report.cache_misses = judge.cache_misses();
   auto fp = ds.fingerprint();
   report.dataset_fingerprint = fp ? *fp : "unavailable: " + fp.status().message();
+  if (options.judge) {
+    if (!options.judge_client) return invalid_input("eval.metrics: judge needs a model client (role judge)");
+    auto prompt = llm::PromptTemplate::load_named(
+        options.prompts_dir.empty() ? llm::bundled_prompts_dir() : options.prompts_dir, "judge_semantic");
+    if (!prompt) return prompt.status();
+    std::vector<JudgeInput> inputs(ds.questions.size());
+    report.judged.resize(ds.questions.size());
+    core::parallel_for(ds.questions.size(), report.threads, [&](size_t i) {
+      const data::Question& q = ds.questions[i];
+      const fs::path& db_path = ds.db_paths.at(q.db_id);
+      const std::string& fp = fingerprints.at(q.db_id);
+      db::ExecutionResult pred;
+      if (preds[i].present) {
+        pred = judge.run(db_path, fp, preds[i].sql, judged.pred_limits).result;
+      } else {
+        pred.status = ExecStatus::kError;
+        pred.error = "no prediction";
+      }
+      auto gold = judge.gold(q, db_path, fp);
+      JudgedItem& j = report.judged[i];
+      j.question_id = q.question_id;
+      j.question = q.question;
+      j.gold_sql = q.gold_sql;
+      j.pred_sql = preds[i].present ? preds[i].sql : "";
+      j.gold_table = judge_table(gold.result);
+      j.pred_table = judge_table(pred);
+      j.rule_code = report.items[i].outcome;
+      j.ex_correct = judge.correct(report.items[i]);
+      inputs[i] = {q.question_id, q.question, j.gold_table, j.pred_table};
+    });
+    auto results = judge_items(*options.judge_client, *prompt, inputs, report.threads);
+    if (!results) return results.status();
+    for (size_t i = 0; i < results->size(); ++i) report.judged[i].result = std::move((*results)[i]);
+    phase("judged");
+  }
+  if (!options.efficiency.empty()) {
+    // After the correctness pass, so nothing else of this evaluation runs SQL while pairs are
+    // timed.
+    std::vector<PredictedSql> sqls;
+    sqls.reserve(preds.size());
+    for (const auto& p : preds) sqls.push_back({p.sql, p.present});
+    EfficiencyOptions eo;
+    eo.metrics = options.efficiency;
+    eo.repeats = options.ves_repeats;
+    eo.timeout_s = options.pred_limits.timeout_s;
+    eo.threads = report.threads;
+    auto eff = measure_efficiency(ds, sqls, eo, cache.get());
+    if (!eff) return eff.status();
+    report.efficiency = std::move(*eff);
+    phase("efficiency measured");
+  }
   report.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   summarize(report, options);  // callers that add warnings afterwards summarize again
@@ -710,6 +787,11 @@ void summarize(EvalReport& report, const EvalOptions& options) {
     f1 += it.soft_f1;
   }
   s["outcomes"] = outcomes;
+  // AgentNLQ's formula on our own rule-based codes: (RES3 + RES5) / n.
+  s["rule_semantic_accuracy"] =
+      report.items.empty() ? 0.0
+                           : 100.0 * (outcomes["RES3"].get<double>() + outcomes["RES5"].get<double>()) /
+                                 static_cast<double>(report.items.size());
 
   std::vector<SuiteOutcome> suite;
   for (const auto& it : report.items) {
@@ -733,6 +815,9 @@ void summarize(EvalReport& report, const EvalOptions& options) {
   s["gold_tie_dependent_list"] = tie_list;
   s["skipped"] = skipped;
   s["warnings"] = report.warnings;
+  if (!report.judged.empty()) s["judge"] = judge_summary(report.judged, options.bootstrap_samples, options.bootstrap_seed);
+  if (!report.efficiency.empty())
+    s["efficiency"] = efficiency_summary(report.efficiency, options.bootstrap_samples, options.bootstrap_seed);
   s["timing"] = {{"wall_s", report.wall_s},
                  {"questions_per_s", report.wall_s > 0 ? static_cast<double>(report.items.size()) / report.wall_s : 0.0},
                  {"sqlite_exec_ms_total", report.exec_ms_total},

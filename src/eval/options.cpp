@@ -22,9 +22,19 @@ Result<EvalOptions> options_from_config(const core::Config& config, const std::s
     }
   }
   if (metrics == "auto") metrics = auto_metrics;
-  auto parsed = parse_metrics(metrics);
+  auto parsed = parse_metric_spec(metrics);
   if (!parsed) return invalid_input("config key eval.metrics: " + parsed.status().message());
-  o.metrics = *parsed;
+  o.metrics = parsed->metrics;
+  o.efficiency = parsed->efficiency;
+  o.judge = parsed->judge;
+  if (o.metrics.empty()) {  // efficiency metrics or the judge alone: EX beside them, as "auto" gives it
+    auto defaults = parse_metrics(auto_metrics);
+    if (!defaults) return invalid_input("config key eval.metrics: " + defaults.status().message());
+    o.metrics = *defaults;
+  }
+  auto repeats = config.get_int("eval.ves_repeats");
+  if (!repeats) return repeats.status();
+  o.ves_repeats = static_cast<int>(*repeats);
   auto timeout = config.get_number("eval.timeout_s");
   if (!timeout) return timeout.status();
   o.pred_limits.timeout_s = *timeout;

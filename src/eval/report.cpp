@@ -9,7 +9,8 @@ using nlohmann::json;
 
 nlohmann::json report_to_json(const EvalReport& r) {
   json items = json::array();
-  for (const auto& it : r.items) {
+  for (size_t i = 0; i < r.items.size(); ++i) {
+    const ItemResult& it = r.items[i];
     json v = json::object();
     for (const auto& [k, b] : it.verdicts) v[k] = b;
     items.push_back({{"question_id", it.question_id},
@@ -30,6 +31,31 @@ nlohmann::json report_to_json(const EvalReport& r) {
                      {"timings_ms", {{"pred", it.pred_ms}, {"gold", it.gold_ms}, {"total", it.total_ms}}},
                      {"cached", {{"pred", it.pred_cached}, {"gold", it.gold_cached}}}});
     if (!it.note.empty()) items.back()["note"] = it.note;
+    if (!r.efficiency.empty() && i < r.efficiency.items.size()) {
+      const auto& e = r.efficiency.items[i];
+      json scores = json::object();
+      for (const auto& [name, sc] : e.scores)
+        scores[name] = {{"ratio", sc.ratio}, {"ratio_sd", sc.ratio_sd}, {"ratio_interval", {sc.ratio_low, sc.ratio_high}},
+                        {"rounds", sc.rounds}, {"kept", sc.kept}, {"reward", sc.reward}, {"near_boundary", sc.near_boundary}};
+      json ej = {{"status", e.status}, {"scores", scores}};
+      if (!e.error.empty()) ej["error"] = e.error;
+      if (!e.timed_failure.empty()) ej["timed_failure"] = e.timed_failure;
+      auto counters = [](const db::StatementCounters& c) {
+        return json{{"vm_steps", c.vm_steps}, {"vm_steps_first_row", c.vm_steps_first_row},
+                    {"fullscan_steps", c.fullscan_steps}, {"sorts", c.sorts}};
+      };
+      if (e.pred_counters.vm_steps > 0) ej["steps"] = {{"pred", counters(e.pred_counters)}, {"gold", counters(e.gold_counters)}};
+      items.back()["efficiency"] = std::move(ej);
+    }
+    if (i < r.judged.size()) {
+      const auto& j = r.judged[i];
+      json jj = {{"code", j.result.code}, {"reasoning", j.result.reasoning}, {"cached", j.result.from_cache},
+                 {"question", j.question}, {"gold_sql", j.gold_sql}, {"pred_sql", j.pred_sql},
+                 {"gold_table", j.gold_table}, {"pred_table", j.pred_table}, {"rule_code", j.rule_code},
+                 {"ex", j.ex_correct}};
+      if (!j.result.error.empty()) jj["error"] = j.result.error;
+      items.back()["judge"] = std::move(jj);
+    }
     if (it.ts_databases > 1) {
       items.back()["test_suite"] = {{"databases", it.ts_databases}, {"original", it.ts_original}};
       if (!it.ts_failed_on.empty()) {
@@ -59,14 +85,24 @@ std::string csv_field(const std::string& s) {
 std::string report_to_csv(const EvalReport& r) {
   std::string out = "question_id,db_id,difficulty";
   for (Metric m : r.metrics) out += std::string(",") + metric_name(m);
+  for (EfficiencyMetric m : r.efficiency.metrics)
+    out += fmt::format(",{0}_ratio,{0}_reward", efficiency_metric_name(m));
+  if (!r.judged.empty()) out += ",judge_code";
   out += ",outcome,soft_f1,pred_status,gold_status,gold_tie_dependent,pred_rows,gold_rows,pred_ms,gold_ms,error\n";
-  for (const auto& it : r.items) {
+  for (size_t i = 0; i < r.items.size(); ++i) {
+    const ItemResult& it = r.items[i];
     out += csv_field(it.question_id) + "," + csv_field(it.db_id) + "," + csv_field(it.difficulty);
     for (Metric m : r.metrics) {
       auto v = it.verdicts.find(metric_name(m));
       out += ",";
       out += (v != it.verdicts.end() && v->second) ? "1" : "0";
     }
+    for (EfficiencyMetric m : r.efficiency.metrics) {
+      const auto& scores = r.efficiency.items[i].scores;
+      auto sc = scores.find(efficiency_metric_name(m));
+      out += sc == scores.end() ? ",0,0" : fmt::format(",{:.6g},{:.4f}", sc->second.ratio, sc->second.reward);
+    }
+    if (!r.judged.empty()) out += "," + (i < r.judged.size() ? r.judged[i].result.code : std::string());
     out += fmt::format(",{},{:.4f},{},{},{},{},{},{:.3f},{:.3f},{}\n", it.outcome, it.soft_f1,
                        it.pred_status, it.gold_status, it.gold_tie_dependent ? 1 : 0, it.pred_rows,
                        it.gold_rows, it.pred_ms, it.gold_ms, csv_field(it.error));
@@ -87,6 +123,90 @@ std::string test_suite_markdown(const json& t) {
     for (const auto& q : t["passes_original_fails_variant"])
       md += fmt::format("| {} | {} | {} | {} |\n", q["question_id"].get<std::string>(), q["db_id"].get<std::string>(),
                         q["variant"].get<std::string>(), q["why"].get<std::string>());
+  }
+  return md;
+}
+
+std::string efficiency_markdown(const json& e) {
+  std::string md = fmt::format(
+      "\n## Efficiency\n\nTimed metrics: {} round(s) per correct pair, one pair at a time, prediction then gold, "
+      "each on a fresh read-only connection. CPU: {}.",
+      e["repeats"].get<int>(), e["cpu"].get<std::string>());
+  if (e.contains("load_average_before"))
+    md += fmt::format(" 1-minute load average {:.2f} before and {:.2f} after the timed pass ({:.1f} s): a load above "
+                      "zero means other work shared the machine.",
+                      e["load_average_before"].get<double>(), e["load_average_after"].get<double>(), e["timed_s"].get<double>());
+  md += "\n\nPairs: ";
+  bool first = true;
+  for (auto& [status, n] : e["pairs"].items()) {
+    md += fmt::format("{}{} {}", first ? "" : ", ", n.get<size_t>(), status);
+    first = false;
+  }
+  md += "\n";
+  for (auto& [name, m] : e["metrics"].items()) {
+    md += fmt::format("\n### {}\n\n```\n{}```\n", name, efficiency_table(e, name));
+    if (m.contains("near_boundary")) {
+      md += fmt::format("\n{} pair(s) have a ratio whose 95% interval crosses a reward boundary (0.25, 0.5, 1, 2): "
+                        "their reward could flip on another run.\n",
+                        m["near_boundary"].get<size_t>());
+      if (!m["near_boundary_list"].empty()) {
+        md += "\n| question | ratio | interval |\n|---|---:|---|\n";
+        for (const auto& q : m["near_boundary_list"])
+          md += fmt::format("| {} | {:.4f} | [{:.4f}, {:.4f}] |\n", q["question_id"].get<std::string>(), q["ratio"].get<double>(),
+                            q["interval"][0].get<double>(), q["interval"][1].get<double>());
+      }
+    }
+  }
+  if (e.contains("rank_correlation")) {
+    md += "\n| timed ~ steps | pairs | Spearman ρ of per-question ratios |\n|---|---:|---:|\n";
+    for (auto& [pair, c] : e["rank_correlation"].items())
+      md += fmt::format("| {} | {} | {} |\n", pair, c["pairs"].get<size_t>(),
+                        c["spearman"].is_null() ? std::string("n/a") : fmt::format("{:.3f}", c["spearman"].get<double>()));
+  }
+  return md;
+}
+
+// A table cell: pipes and line breaks would break the row.
+std::string md_cell(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n' || c == '\r') out += ' ';
+    else out.push_back(c);
+  }
+  return out;
+}
+
+std::string judge_markdown(const json& j) {
+  std::string md = fmt::format(
+      "\n## Semantic accuracy (LLM judge)\n\nThe model of role `judge` read each question with both result tables "
+      "(cut to 500 characters) and gave a RES code; semantic accuracy = (RES3 + RES5) / n, as AgentNLQ computes it.\n\n"
+      "| measure | % |\n|---|---:|\n| semantic accuracy (judge) | {:.2f} [{:.2f}, {:.2f}] |\n"
+      "| (RES3 + RES5) / n on the rule codes | {:.2f} |\n| EX (primary metric) | {:.2f} |\n\n",
+      j["semantic_accuracy"].get<double>(), j["ci95"][0].get<double>(), j["ci95"][1].get<double>(),
+      j["rule_semantic_accuracy"].get<double>(), j["ex"].get<double>());
+  md += fmt::format("{} question(s); {} answer(s) unreadable or failed (counted as not correct); {} answer(s) from the "
+                    "cache; {} prompt + {} completion tokens, ${:.4f}.\n",
+                    j["n"].get<size_t>(), j["codes"]["unparsed"].get<size_t>(), j["cached_answers"].get<size_t>(),
+                    j["tokens"]["prompt"].get<int64_t>(), j["tokens"]["completion"].get<int64_t>(),
+                    j["cost_usd"].get<double>());
+  md += "\n### Judge code × rule code\n\n| judge \\ rule | RES1 | RES2 | RES3 | RES4 | RES5 | RES6 |\n|---|---:|---:|---:|---:|---:|---:|\n";
+  for (auto& [jc, row] : j["confusion_judge_by_rule"].items()) {
+    md += "| " + jc;
+    for (const char* rc : {"RES1", "RES2", "RES3", "RES4", "RES5", "RES6"}) md += fmt::format(" | {}", row[rc].get<size_t>());
+    md += " |\n";
+  }
+  const auto& d = j["disagreements_with_ex"];
+  md += fmt::format("\n### Judge and EX disagree ({} question(s))\n\nA prediction the judge accepts and EX rejects "
+                    "may hide a wrong gold answer: worth a look.\n",
+                    d.size());
+  if (!d.empty()) {
+    md += "\n| question | judge | rule | EX | gold table | predicted table | judge's reasoning |\n|---|---|---|---|---|---|---|\n";
+    for (const auto& q : d)
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", md_cell(q["question_id"].get<std::string>()),
+                        q["judge_code"].get<std::string>(), q["rule_code"].get<std::string>(), q["ex"].get<bool>() ? "1" : "0",
+                        md_cell(q["gold_table"].get<std::string>()), md_cell(q["pred_table"].get<std::string>()),
+                        md_cell(q["reasoning"].get<std::string>().empty() ? q["error"].get<std::string>() : q["reasoning"].get<std::string>()));
   }
   return md;
 }
@@ -125,6 +245,8 @@ std::string report_to_markdown(const EvalReport& r) {
       md += " |\n";
     }
   }
+  if (s.contains("judge")) md += judge_markdown(s["judge"]);
+  if (s.contains("efficiency")) md += efficiency_markdown(s["efficiency"]);
   md += "\n## Outcomes\n\n| code | meaning | count |\n|---|---|---:|\n";
   static const char* kMeaning[] = {"failed execution", "wrong result", "correct",
                                    "empty where gold is not", "gold answer plus extra columns/rows",

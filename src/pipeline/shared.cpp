@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "nl2sql/core/thread_pool.h"
 
 namespace nl2sql::pipeline {
@@ -60,6 +62,13 @@ Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmar
   auto eval = eval::options_from_config(
       config, benchmark == data::Benchmark::kSpider ? "spider-ts,relaxed" : "bird,relaxed");
   if (!eval) return eval.status();
+  // Efficiency metrics and the judge are scored by `nl2sql eval --config` on the run's
+  // predictions, not by the run's own judging.
+  if (!eval->efficiency.empty() || eval->judge)
+    spdlog::warn("eval.metrics: ves/rves/ves-steps/rves-steps/judge are computed by `nl2sql eval --config`, "
+                 "not by `nl2sql run`; the run judges EX only");
+  eval->efficiency.clear();
+  eval->judge = false;
   s.eval = std::move(*eval);
   return s;
 }

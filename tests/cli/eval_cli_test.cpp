@@ -47,6 +47,50 @@ TEST_F(EvalCli, GoldAgainstGoldScoresFullMarksUnderEveryMetric) {
   EXPECT_TRUE(fs::exists(dir_ / "out" / "eval.csv"));
 }
 
+TEST_F(EvalCli, EfficiencyTablesBesideEx) {
+  json pred = json::object();
+  for (size_t i = 0; i < questions_.size(); ++i)
+    pred[std::to_string(i)] = questions_[i]["SQL"].get<std::string>() + "\t----- bird -----\t" +
+                              questions_[i]["db_id"].get<std::string>();
+  std::ofstream(dir_ / "pred.json") << pred.dump();
+  auto r = testing::run_nl2sql(base_args() + "--metric rves,rves-steps,ves-steps --ves-repeats 2 --pred '" +
+                               (dir_ / "pred.json").string() + "' --out '" + (dir_ / "out").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("R-VES (steps)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 timed round(s) per correct pair"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bird       EX 100.00%"), std::string::npos) << r.out;  // EX beside, the auto metric
+  auto report = core::read_json_file(dir_ / "out" / "eval.json");
+  ASSERT_TRUE(report.is_ok());
+  const auto& e = (*report)["summary"]["efficiency"];
+  EXPECT_DOUBLE_EQ(e["metrics"]["rves_steps"]["overall"]["score"].get<double>(), 100.0);  // gold vs gold
+  EXPECT_DOUBLE_EQ(e["metrics"]["ves_steps"]["overall"]["score"].get<double>(), 100.0);
+  EXPECT_EQ(e["repeats"], 2);
+  EXPECT_EQ((*report)["items"][0]["efficiency"]["scores"]["rves"]["rounds"], 2);
+  auto csv = core::read_file(dir_ / "out" / "eval.csv");
+  ASSERT_TRUE(csv.is_ok());
+  EXPECT_NE(csv->find("rves_ratio,rves_reward,rves_steps_ratio"), std::string::npos);
+  auto md = core::read_file(dir_ / "out" / "eval.md");
+  ASSERT_TRUE(md.is_ok());
+  EXPECT_NE(md->find("## Efficiency"), std::string::npos);
+}
+
+TEST_F(EvalCli, JudgeImportPrintsTheAlignmentFigures) {
+  std::ofstream(dir_ / "labels.csv") << "question_id,judge_code,label\nq1,RES3,correct\nq2,RES5,incorrect\nq3,RES2,RES3\n"
+                                        "q4,RES1,0\nq5,RES3,\n";
+  auto r = testing::run_nl2sql("judge-import --labels '" + (dir_ / "labels.csv").string() + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = json::parse(r.out);
+  EXPECT_EQ(j["tp"], 1);
+  EXPECT_EQ(j["fp"], 1);
+  EXPECT_EQ(j["fn"], 1);
+  EXPECT_EQ(j["tn"], 1);
+  EXPECT_EQ(j["unlabelled"], 1);
+  EXPECT_DOUBLE_EQ(j["precision"].get<double>(), 50.0);
+  auto bad = testing::run_nl2sql("judge-export --eval '" + (dir_ / "nowhere").string() + "' --out '" +
+                                 (dir_ / "x.csv").string() + "'");
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
 TEST_F(EvalCli, OutcomeCodesAndFailUnder) {
   // JSONL predictions with one of each kind of mistake.
   std::ofstream f(dir_ / "pred.jsonl");

@@ -38,6 +38,25 @@ TEST(EvalOptionsFromConfig, EveryKeyReachesItsOption) {
   EXPECT_EQ(comma->metrics, (std::vector<Metric>{Metric::kBird, Metric::kSpiderTs}));
 }
 
+TEST(EvalOptionsFromConfig, EfficiencyMetricsAndTheJudgeSitBesideEx) {
+  auto o = options_from_config(config_of(R"({"eval": {"metrics": ["ves", "rves-steps", "judge"], "ves_repeats": 7}})"),
+                               "bird");
+  ASSERT_TRUE(o.is_ok()) << o.status().message();
+  EXPECT_EQ(o->metrics, (std::vector<Metric>{Metric::kBird}));  // only efficiency named: the auto metric added
+  EXPECT_EQ(o->efficiency, (std::vector<EfficiencyMetric>{EfficiencyMetric::kVes, EfficiencyMetric::kRvesSteps}));
+  EXPECT_TRUE(o->judge);
+  EXPECT_EQ(o->ves_repeats, 7);
+  auto d = options_from_config(core::Config(), "bird");
+  ASSERT_TRUE(d.is_ok());
+  EXPECT_EQ(d->ves_repeats, 100);
+  EXPECT_TRUE(d->efficiency.empty());
+  EXPECT_FALSE(d->judge);
+  auto both = options_from_config(config_of(R"({"eval": {"metrics": "relaxed,rves"}})"), "bird");
+  ASSERT_TRUE(both.is_ok());
+  EXPECT_EQ(both->metrics, (std::vector<Metric>{Metric::kRelaxed}));
+  EXPECT_EQ(both->efficiency, (std::vector<EfficiencyMetric>{EfficiencyMetric::kRves}));
+}
+
 TEST(EvalOptionsFromConfig, ErrorsNameTheKey) {
   auto bad_metric = options_from_config(config_of(R"({"eval": {"metrics": "exact"}})"), "bird");
   ASSERT_FALSE(bad_metric.is_ok());

@@ -59,11 +59,27 @@ enum class ExecStatus : uint8_t {
 
 const char* exec_status_name(ExecStatus s);
 
+// What SQLite did for one statement, read with sqlite3_stmt_status after its last step: the
+// same on every machine and every run for one database file and one SQLite version, unlike a
+// clock (eval's ves-steps / rves-steps score on them).
+struct StatementCounters {
+  int64_t vm_steps = 0;             // SQLITE_STMTSTATUS_VM_STEP, the whole execution
+  int64_t vm_steps_first_row = 0;   // the same, when the first sqlite3_step returned
+  int64_t fullscan_steps = 0;       // SQLITE_STMTSTATUS_FULLSCAN_STEP
+  int64_t sorts = 0;                // SQLITE_STMTSTATUS_SORT
+};
+
 struct ExecutionResult {
   ExecStatus status = ExecStatus::kOk;
   std::string error;  // SQLite's message or the guardrail's reason
   ResultSet result;
-  double elapsed_ms = 0;
+  double elapsed_ms = 0;  // the whole call: connection from the pool, prepare, every step
+  // From the start of sqlite3_prepare (the connection already open) to the first step's return
+  // (what Python's cursor.execute() costs), and to the last step's return (execute + fetchall).
+  // 0 when the statement was never stepped.
+  double first_row_ms = 0;
+  double statement_ms = 0;
+  StatementCounters counters;
   bool ok() const { return status == ExecStatus::kOk; }
 };
 
@@ -77,6 +93,10 @@ struct QueryLimits {
   // where no order is required, so rows that tie under ORDER BY come out in another order.
   // Used to detect gold answers that depend on tie order.
   bool reverse_scan_order = false;
+  // Step on the calling thread, the deadline enforced by the progress handler alone (no worker
+  // thread, whose start would be measured). For timing queries already known to finish: a
+  // single function call that never returns to the VM is not cut at the deadline this way.
+  bool step_on_caller = false;
 };
 
 struct ExecutorOptions {

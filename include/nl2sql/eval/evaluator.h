@@ -23,6 +23,8 @@
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/db/result_cache.h"
+#include "nl2sql/eval/efficiency.h"
+#include "nl2sql/eval/judge.h"
 
 namespace nl2sql::eval {
 
@@ -30,6 +32,15 @@ enum class Metric { kBird, kSpiderTs, kRelaxed };
 const char* metric_name(Metric m);  // "bird", "spider_ts", "relaxed"
 // "bird" | "spider-ts" | "relaxed" | "all"
 Result<std::vector<Metric>> parse_metrics(const std::string& spec);
+// eval.metrics as a whole: the correctness metrics above plus the efficiency ones (ves, rves,
+// ves-steps, rves-steps; efficiency.h), which score beside them and are never primary. A spec
+// naming only efficiency metrics leaves `metrics` empty (the caller adds its default).
+struct MetricSpec {
+  std::vector<Metric> metrics;
+  std::vector<EfficiencyMetric> efficiency;
+  bool judge = false;  // "judge": AgentNLQ's judged semantic accuracy (judge.h)
+};
+Result<MetricSpec> parse_metric_spec(const std::string& spec);
 
 struct Prediction {
   std::string sql;
@@ -70,6 +81,16 @@ struct EvalOptions {
   db::QueryLimits gold_limits{30.0, 0, 1ull << 30};  // 30 s, no row cap
   std::optional<std::filesystem::path> cache_file;   // unset: no persistent cache
   bool check_ties = true;
+  // VES / R-VES and their steps variants, measured after the correctness pass (efficiency.h);
+  // eval.ves_repeats timed rounds per correct pair, the pair's budget eval.timeout_s × that.
+  std::vector<EfficiencyMetric> efficiency;
+  int ves_repeats = 100;
+  // "judge" in eval.metrics: every question judged by the model of role `judge` through
+  // `judge_client` (set by the caller; required then), with prompts/judge_semantic.txt from
+  // `prompts_dir` (empty: the bundled prompts).
+  bool judge = false;
+  llm::Client* judge_client = nullptr;
+  std::filesystem::path prompts_dir;
   uint64_t bootstrap_seed = 20240101;
   int bootstrap_samples = 1000;
 };
@@ -122,6 +143,8 @@ struct EvalReport {
   double exec_ms_total = 0;  // time inside SQLite (pred + gold), summed over threads
   size_t threads = 1;
   size_t cache_hits = 0, cache_misses = 0;
+  EfficiencyReport efficiency;  // empty unless an efficiency metric was asked for
+  std::vector<JudgedItem> judged;  // aligned with items when the judge ran; else empty
   nlohmann::json summary;  // filled by summarize()
 };
 
