@@ -110,7 +110,15 @@ class RecapGenerator : public Generator {
     Candidate c;
     std::string log;
     int64_t steps = 0;
+    std::string attempts;  // every query the refiner was shown, with what was wrong with it
   };
+
+  // The refiner answered with the query it was asked to repair: asking again would only repeat
+  // the request, so the loop ends there (ReCAPAgent-SQL's refiner has the memory of its attempts
+  // and stops on an unchanged answer).
+  static bool unchanged(const AttemptOutcome& next, const AttemptOutcome& cur) {
+    return !next.sql.empty() && core::squash_spaces(core::trim(next.sql)) == core::squash_spaces(core::trim(cur.sql));
+  }
 
   // An answer of a successful call that none of the readers could use is a parse failure.
   void count_unread(const llm::ModelAnswer& a, bool read, const GenerationInput& in) const {
@@ -272,6 +280,10 @@ class RecapGenerator : public Generator {
         auto r = refine(l, in, s, plan, cur, cls, cur.result.ok() ? render_summary(cur.summary) : cur.summary.error,
                         hint, refine_schema);
         if (!r) return r.status();
+        if (unchanged(*r, cur)) {
+          l.log += step_line(l.steps, "stop", "the refiner returned the same query");
+          break;
+        }
         cur = std::move(*r);
         continue;
       }
@@ -306,6 +318,10 @@ class RecapGenerator : public Generator {
       auto r = refine(l, in, s, plan, cur, "validation", feedback,
                       v.suggest_fix.empty() ? "(the validator gave no suggestion)" : v.suggest_fix, schema);
       if (!r) return r.status();
+      if (unchanged(*r, cur)) {
+        l.log += step_line(l.steps, "stop", "the refiner returned the same query");
+        break;
+      }
       if (!r->sql.empty()) cur = std::move(*r);
     }
     if (!validated)
@@ -338,9 +354,11 @@ class RecapGenerator : public Generator {
                    {"sql", cur.sql.empty() ? "(none)" : cur.sql},
                    {"error_class", cls},
                    {"feedback", feedback},
-                   {"hint", hint}},
+                   {"hint", hint},
+                   {"attempts", l.attempts.empty() ? "(none before this one)" : l.attempts}},
                   sc);
     if (!a) return a.status();
+    l.attempts += "- " + (cur.sql.empty() ? std::string("(no SQL)") : cur.sql) + "\n  problem: " + cls + "\n";
     AttemptOutcome next = run_attempt(a->ok ? a->text : "", in.question->question, executor_, in.db_path, o_.limits);
     count_unread(*a, !next.sql.empty(), in);
     l.log += step_line(l.steps, "refine (" + cls + ")", next.sql.empty() ? "no SQL" : next.sql);

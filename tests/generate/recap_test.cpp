@@ -125,6 +125,29 @@ TEST_F(Recap, StepLimitEndsTheLoopWithTheBestEffortAnswer) {
   EXPECT_EQ(c.sql, kGood);
 }
 
+TEST_F(Recap, TheRefinerSeesItsEarlierAttemptsAndAnUnchangedAnswerEndsTheLoop) {
+  // The refiner repairs one broken query into another, is shown both earlier attempts, then
+  // answers the query it was just given: asking again would only repeat the request, so the loop
+  // ends there with a step of its own (8 steps would be allowed).
+  const std::string first = "SELECT COUNT(*) FROM school WHERE regoin = 'east Bohemia'";
+  const std::string second = "SELECT COUNT(*) FROM school WHERE regon = 'east Bohemia'";
+  FakeOpenAiServer server(scripted({kPlan, kApprove, sql_answer(first), kApprove, sql_answer(second),
+                                    sql_answer(second), sql_answer(kGood), kValid}));
+  Candidate c = run_one(server, json{{"max_steps", 8}});
+  EXPECT_EQ(stages(c), (std::vector<std::string>{"recap.plan", "recap.plan_critique", "recap.act", "recap.sql_critique",
+                                                 "recap.refine", "recap.refine"}));
+  EXPECT_EQ(server.requests(), 6);
+  EXPECT_NE(c.calls[4].prompt.find("(none before this one)"), std::string::npos);
+  // The second refinement lists the first attempt as already tried.
+  const std::string& r = c.calls[5].prompt;
+  const size_t earlier = r.find("Earlier attempts");
+  ASSERT_NE(earlier, std::string::npos);
+  EXPECT_NE(r.find(first, earlier), std::string::npos);
+  EXPECT_NE(r.find("problem: no_such_column", earlier), std::string::npos);
+  EXPECT_NE(c.reasoning.find("the refiner returned the same query"), std::string::npos);
+  EXPECT_NE(c.calls[4].prompt, c.calls[5].prompt);
+}
+
 TEST(RecapVerdicts, ParseValidation) {
   auto v = parse_validation("ok\n```json\n{\"valid_result\": false, \"columns_not_needed\": [\"a\", \"b\"], "
                             "\"result_empty\": true, \"suggest_fix\": \"drop a\"}\n```");
