@@ -295,8 +295,10 @@ namespace {
 
 // Steps `stmt` to the end, appending typed rows to `rs`, within the row cap and the byte cap.
 // A value's size is checked before it is copied, so an oversized one is never duplicated.
+// Past limits.hash_rows_after rows, `digest` receives every row's hashes and `rs` stops growing.
 std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline& deadline,
-                                             const QueryLimits& limits, ResultSet& rs) {
+                                             const QueryLimits& limits, ResultSet& rs,
+                                             std::shared_ptr<const ResultDigest>& digest) {
   const int ncol = sqlite3_column_count(stmt);
   sqlite3* db = sqlite3_db_handle(stmt);
   const size_t cap = limits.max_result_bytes;
@@ -306,6 +308,7 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
   };
   size_t bytes = 0;
   auto& rows = rs.rows;
+  std::shared_ptr<ResultDigest> hashed;  // once the result outgrows limits.hash_rows_after
   for (;;) {
     int rc = sqlite3_step(stmt);
     if (rc == SQLITE_DONE) break;
@@ -320,8 +323,15 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
         return {ExecStatus::kRowCap, "out of memory while computing the result"};
       return {ExecStatus::kError, sqlite3_errmsg(db)};
     }
-    if (limits.row_cap > 0 && rows.size() >= limits.row_cap)
+    const size_t seen = hashed ? hashed->rows() : rows.size();
+    if (limits.row_cap > 0 && seen >= limits.row_cap)
       return {ExecStatus::kRowCap, "result has more than " + std::to_string(limits.row_cap) + " rows"};
+    if (!hashed && limits.hash_rows_after > 0 && rows.size() >= limits.hash_rows_after) {
+      hashed = std::make_shared<ResultDigest>(static_cast<size_t>(ncol));
+      for (const auto& r : rows) hashed->add(r);
+      bytes += rows.size() * ResultDigest::bytes_per_row(static_cast<size_t>(ncol));
+      digest = hashed;
+    }
     Row row;
     row.reserve(static_cast<size_t>(ncol));
     for (int c = 0; c < ncol; ++c) {
@@ -340,7 +350,13 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
       } else {
         row.push_back(Value::null());
       }
-      bytes += value_bytes(row.back());
+      if (!hashed) bytes += value_bytes(row.back());
+    }
+    if (hashed) {
+      hashed->add(row);
+      bytes += ResultDigest::bytes_per_row(static_cast<size_t>(ncol));
+      if (cap > 0 && bytes > cap) return over_bytes();
+      continue;
     }
     if (cap > 0 && bytes > cap) return over_bytes();
     rows.push_back(std::move(row));
@@ -437,7 +453,10 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     out.status = st;
     out.error = std::move(err);
     out.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
-    if (st != ExecStatus::kOk) out.result.rows.clear();
+    if (st != ExecStatus::kOk) {
+      out.result.rows.clear();
+      out.digest.reset();
+    }
     return std::move(out);
   };
 
@@ -553,7 +572,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
                       std::chrono::duration<double>(limits.timeout_s));
 
   if (!conn->deadline.active) {
-    auto [st, err] = step_rows(stmt, conn->deadline, limits, out.result);
+    auto [st, err] = step_rows(stmt, conn->deadline, limits, out.result, out.digest);
     conn->deadline.active = false;
     return finish(st, std::move(err));
   }
@@ -575,6 +594,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     ExecStatus status = ExecStatus::kOk;
     std::string error;
     ResultSet result;
+    std::shared_ptr<const ResultDigest> digest;
   };
   auto job = std::make_shared<Job>();
   job->conn = std::move(conn);
@@ -583,7 +603,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
   job->result.columns = out.result.columns;
   stmt = nullptr;  // owned by the job now
   auto work = [job] {
-    auto [st, err] = step_rows(job->stmt, job->conn->deadline, job->limits, job->result);
+    auto [st, err] = step_rows(job->stmt, job->conn->deadline, job->limits, job->result, job->digest);
     job->conn->deadline.active = false;
     bool abandoned;
     {
@@ -598,6 +618,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
       job->stmt = nullptr;
       job->conn.reset();  // closes the connection
       job->result.rows.clear();
+      job->digest.reset();
     } else {
       job->cv.notify_all();
     }
@@ -627,6 +648,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
   stmt = job->stmt;  // finalized by `fin`
   job->stmt = nullptr;
   out.result = std::move(job->result);
+  out.digest = std::move(job->digest);
   return finish(job->status, std::move(job->error));
 }
 

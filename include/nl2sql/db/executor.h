@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "nl2sql/core/status.h"
+#include "nl2sql/db/result_digest.h"
 #include "nl2sql/db/value.h"
 
 struct sqlite3;
@@ -63,8 +64,13 @@ struct ExecutionResult {
   ExecStatus status = ExecStatus::kOk;
   std::string error;  // SQLite's message or the guardrail's reason
   ResultSet result;
+  // Set when the result outgrew QueryLimits::hash_rows_after: every row's hashes (the whole
+  // answer, for comparisons), while `result` keeps only the first rows.
+  std::shared_ptr<const ResultDigest> digest;
   double elapsed_ms = 0;
   bool ok() const { return status == ExecStatus::kOk; }
+  // Rows of the whole answer (more than result.rows holds when it was hashed).
+  size_t row_count() const { return digest ? digest->rows() : result.rows.size(); }
 };
 
 struct QueryLimits {
@@ -77,6 +83,12 @@ struct QueryLimits {
   // where no order is required, so rows that tie under ORDER BY come out in another order.
   // Used to detect gold answers that depend on tie order.
   bool reverse_scan_order = false;
+  // 0: keep every row. Otherwise, once a result has more rows than this, every row (those kept
+  // so far included) is hashed into ExecutionResult::digest as it is read, and only the first
+  // `hash_rows_after` rows stay in `result`: memory is 16 bytes per value past that point, so
+  // an evaluation can compare answers of any size without a row cap. The byte cap counts the
+  // digest too. Used by the evaluator (eval/evaluator.h).
+  size_t hash_rows_after = 0;
 };
 
 struct ExecutorOptions {
