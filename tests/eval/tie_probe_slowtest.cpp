@@ -44,6 +44,8 @@ TEST(TieProbeAnswers, GoldsAnswerFromTheProbeIsGoldsOwnOnSpiderAndBirdDev) {
     ASSERT_TRUE(ds.is_ok()) << ds.status().message();
     check_dataset(*ds, &derived, &checked);
   }
+  RecordProperty("answered_by_probe", static_cast<int>(derived));
+  RecordProperty("gold_queries", static_cast<int>(checked));
   EXPECT_GT(derived, 100u) << "of " << checked << " gold queries";
 }
 
