@@ -303,9 +303,10 @@ struct FirstStep {
   bool seen = false;
 };
 
+// Past limits.hash_rows_after rows, `digest` receives every row's hashes and `rs` stops growing.
 std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline& deadline,
                                              const QueryLimits& limits, ResultSet& rs,
-                                             FirstStep& first) {
+                                             std::shared_ptr<const ResultDigest>& digest, FirstStep& first) {
   const int ncol = sqlite3_column_count(stmt);
   sqlite3* db = sqlite3_db_handle(stmt);
   const size_t cap = limits.max_result_bytes;
@@ -315,6 +316,7 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
   };
   size_t bytes = 0;
   auto& rows = rs.rows;
+  std::shared_ptr<ResultDigest> hashed;  // once the result outgrows limits.hash_rows_after
   for (;;) {
     int rc = sqlite3_step(stmt);
     if (!first.seen) {
@@ -334,8 +336,15 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
         return {ExecStatus::kRowCap, "out of memory while computing the result"};
       return {ExecStatus::kError, sqlite3_errmsg(db)};
     }
-    if (limits.row_cap > 0 && rows.size() >= limits.row_cap)
+    const size_t seen = hashed ? hashed->rows() : rows.size();
+    if (limits.row_cap > 0 && seen >= limits.row_cap)
       return {ExecStatus::kRowCap, "result has more than " + std::to_string(limits.row_cap) + " rows"};
+    if (!hashed && limits.hash_rows_after > 0 && rows.size() >= limits.hash_rows_after) {
+      hashed = std::make_shared<ResultDigest>(static_cast<size_t>(ncol));
+      for (const auto& r : rows) hashed->add(r);
+      bytes += rows.size() * ResultDigest::bytes_per_row(static_cast<size_t>(ncol));
+      digest = hashed;
+    }
     Row row;
     row.reserve(static_cast<size_t>(ncol));
     for (int c = 0; c < ncol; ++c) {
@@ -354,7 +363,13 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
       } else {
         row.push_back(Value::null());
       }
-      bytes += value_bytes(row.back());
+      if (!hashed) bytes += value_bytes(row.back());
+    }
+    if (hashed) {
+      hashed->add(row);
+      bytes += ResultDigest::bytes_per_row(static_cast<size_t>(ncol));
+      if (cap > 0 && bytes > cap) return over_bytes();
+      continue;
     }
     if (cap > 0 && bytes > cap) return over_bytes();
     rows.push_back(std::move(row));
@@ -451,7 +466,10 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     out.status = st;
     out.error = std::move(err);
     out.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
-    if (st != ExecStatus::kOk) out.result.rows.clear();
+    if (st != ExecStatus::kOk) {
+      out.result.rows.clear();
+      out.digest.reset();
+    }
     return std::move(out);
   };
 
@@ -580,7 +598,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
                       std::chrono::duration<double>(limits.timeout_s));
 
   if (!conn->deadline.active || limits.step_on_caller) {
-    auto [st, err] = step_rows(stmt, conn->deadline, limits, out.result, first);
+    auto [st, err] = step_rows(stmt, conn->deadline, limits, out.result, out.digest, first);
     measured(stmt);
     conn->deadline.active = false;
     return finish(st, std::move(err));
@@ -604,6 +622,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     std::string error;
     ResultSet result;
     FirstStep first;
+    std::shared_ptr<const ResultDigest> digest;
   };
   auto job = std::make_shared<Job>();
   job->conn = std::move(conn);
@@ -612,7 +631,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
   job->result.columns = out.result.columns;
   stmt = nullptr;  // owned by the job now
   auto work = [job] {
-    auto [st, err] = step_rows(job->stmt, job->conn->deadline, job->limits, job->result, job->first);
+    auto [st, err] = step_rows(job->stmt, job->conn->deadline, job->limits, job->result, job->digest, job->first);
     job->conn->deadline.active = false;
     bool abandoned;
     {
@@ -627,6 +646,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
       job->stmt = nullptr;
       job->conn.reset();  // closes the connection
       job->result.rows.clear();
+      job->digest.reset();
     } else {
       job->cv.notify_all();
     }
@@ -658,6 +678,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
   first = job->first;
   measured(stmt);
   out.result = std::move(job->result);
+  out.digest = std::move(job->digest);
   return finish(job->status, std::move(job->error));
 }
 

@@ -222,6 +222,8 @@ std::optional<CachedExecution> ResultCache::get(const std::string& key, size_t r
 
 void ResultCache::put(const std::string& key, const CachedExecution& value) {
   if (value.result.status == ExecStatus::kTimeout) return;
+  // A hashed answer keeps only its first rows: storing them would read back as the answer.
+  if (value.result.digest) return;
   std::string blob = serialize(value);
   if (blob.size() > kMaxStoredBytes) return;
   std::lock_guard lock(mu_);

@@ -124,6 +124,8 @@ bool has_invalid_utf8(const ResultSet& r) {
 
 }  // namespace
 
+void append_python_key(std::string& out, const Value& v) { append_key(out, v); }
+
 std::string python_key(const Value& v) {
   std::string k;
   append_key(k, v);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include <spdlog/spdlog.h>
@@ -11,6 +12,7 @@
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/db/result_compare.h"
+#include "nl2sql/db/result_digest.h"
 #include "nl2sql/eval/compare.h"
 #include "hardness.h"
 #include "tie_check.h"
@@ -248,16 +250,48 @@ std::string outcome_code(const ItemResult& item, bool primary_correct, bool pred
 namespace {
 
 // A result's first rows as one line, e.g. "(a, 10) (b, 10) … 4 rows".
-std::string rows_preview(const db::ResultSet& r, size_t max_rows) {
-  if (r.rows.empty()) return "no rows";
+std::string rows_preview(const db::ExecutionResult& e, size_t max_rows) {
+  const db::ResultSet& r = e.result;
+  if (e.row_count() == 0) return "no rows";
   std::string out;
   for (size_t i = 0; i < r.rows.size() && i < max_rows; ++i) {
     out += i ? " (" : "(";
     for (size_t j = 0; j < r.rows[i].size(); ++j) out += (j ? ", " : "") + r.rows[i][j].to_display();
     out += ")";
   }
-  if (r.rows.size() > max_rows) out += " … " + std::to_string(r.rows.size()) + " rows";
+  if (e.row_count() > max_rows) out += " … " + std::to_string(e.row_count()) + " rows";
   return out;
+}
+
+// Two executions compared for a verdict: exactly on their rows when both are whole, on their
+// digests (db/result_digest.h) when either was hashed past QueryLimits::hash_rows_after; the
+// other side's digest is then built from its rows (it has at most that many).
+class ComparedPair {
+ public:
+  ComparedPair(const db::ExecutionResult& a, const db::ExecutionResult& b) : a_(a), b_(b) {}
+  bool hashed() const { return a_.digest || b_.digest; }
+  const db::ResultDigest& a() { return get(a_, da_); }
+  const db::ResultDigest& b() { return get(b_, db_); }
+
+ private:
+  static const db::ResultDigest& get(const db::ExecutionResult& e, std::shared_ptr<const db::ResultDigest>& slot) {
+    if (!slot) slot = e.digest ? e.digest : std::make_shared<const db::ResultDigest>(db::digest_of(e.result));
+    return *slot;
+  }
+  const db::ExecutionResult& a_;
+  const db::ExecutionResult& b_;
+  std::shared_ptr<const db::ResultDigest> da_, db_;
+};
+
+bool bird_equal(const db::ExecutionResult& pred, const db::ExecutionResult& gold) {
+  ComparedPair c(pred, gold);
+  return c.hashed() ? db::bird_equal(c.a(), c.b()) : db::bird_equal(pred.result, gold.result);
+}
+
+bool spider_ts_equal(const db::ExecutionResult& gold, const db::ExecutionResult& pred, bool order_matters) {
+  ComparedPair c(gold, pred);
+  if (c.hashed()) return db::spider_ts_equal(c.a(), c.b(), order_matters);
+  return gold.result.rows == pred.result.rows || db::spider_ts_equal(gold.result, pred.result, order_matters);
 }
 
 // Executes through the cache. `variant` separates executions with other settings.
@@ -301,13 +335,27 @@ ItemJudge::ItemJudge(data::Benchmark benchmark, EvalOptions options, db::ResultC
         o.limits = options_.pred_limits;
         return o;
       }()),
-      primary_(primary_metric(benchmark_, options_.metrics)) {}
+      primary_(primary_metric(benchmark_, options_.metrics)) {
+  // Verdicts need whole answers, not capped ones: past the row cap (eval.row_cap) an answer is
+  // hashed rather than kept, so the cap bounds memory and never decides a verdict.
+  const size_t kept = options_.pred_limits.row_cap;
+  gold_limits_ = options_.gold_limits;
+  verdict_limits_ = options_.pred_limits;
+  if (kept > 0) {
+    if (gold_limits_.hash_rows_after == 0) gold_limits_.hash_rows_after = kept;
+    verdict_limits_.row_cap = 0;
+    verdict_limits_.hash_rows_after = kept;
+  }
+}
 
 db::CachedExecution ItemJudge::run(const fs::path& db_path, const std::string& fingerprint,
                                    const std::string& sql, const db::QueryLimits& limits,
                                    bool* cached, std::string_view variant) const {
-  return run_cached(executor_, cache_, hits_, misses_, db_path, fingerprint, sql, limits, cached,
-                    variant);
+  bool hit = false;
+  auto e = run_cached(executor_, cache_, hits_, misses_, db_path, fingerprint, sql, limits, &hit, variant);
+  if (!hit) ++executions_;
+  if (cached) *cached = hit;
+  return e;
 }
 
 std::string ItemJudge::variant_fingerprint(const fs::path& file) const {
@@ -323,34 +371,67 @@ std::string ItemJudge::variant_fingerprint(const fs::path& file) const {
 
 db::CachedExecution ItemJudge::gold(const data::Question& q, const fs::path& db_path,
                                     const std::string& fp, bool* cached, double* exec_ms) const {
-  bool was_cached = false;
-  auto gold = run(db_path, fp, q.gold_sql, options_.gold_limits, &was_cached);
-  if (cached) *cached = was_cached;
-  if (exec_ms && !was_cached) *exec_ms += gold.result.elapsed_ms;
-  if (options_.check_ties && gold.result.ok() && !gold.tie_checked) {
-    TieProbe probe;
+  TieProbe probe;
+  const TieCheckKind kind = options_.check_ties ? tie_check_kind(q.gold_sql, &probe) : TieCheckKind::kNone;
+  const std::string key = cache_ ? db::ResultCache::key(fp, q.gold_sql) : std::string();
+  auto timed = [&](const db::ExecutionResult& r) {
+    ++executions_;
+    if (exec_ms) *exec_ms += r.elapsed_ms;
+  };
+  std::optional<db::CachedExecution> hit;
+  if (cache_) {
+    hit = cache_->get(key, gold_limits_.row_cap);
+    ++(hit ? hits_ : misses_);
+  }
+  if (cached) *cached = hit.has_value();
+  db::CachedExecution gold;
+  std::optional<db::ExecutionResult> probed;  // the tie probe, when it ran before gold
+  if (hit) {
+    gold = std::move(*hit);
+  } else {
+    if (kind == TieCheckKind::kOrderByProbe && probe.answers_gold) {
+      // Gold is `… ORDER BY keys LIMIT 1`: the probe returns its first two rows with their keys.
+      // When the first row's keys are its own, that row is gold's answer whatever the engine
+      // does with ties, and the tie check is settled with it: one query instead of two.
+      auto r = executor_.run(db_path, probe.sql, options_.gold_limits);
+      timed(r);
+      const auto& rows = r.result.rows;
+      if (r.ok() && (rows.size() < 2 || keys_told_apart(probe, rows[0], rows[1]))) {
+        const size_t outputs = r.result.columns.size() - probe.appended;
+        gold.result.elapsed_ms = r.elapsed_ms;
+        gold.result.result.columns.assign(r.result.columns.begin(), r.result.columns.begin() + static_cast<std::ptrdiff_t>(outputs));
+        if (!rows.empty()) gold.result.result.rows.emplace_back(rows[0].begin(), rows[0].begin() + static_cast<std::ptrdiff_t>(outputs));
+        gold.row_cap = gold_limits_.row_cap;
+        gold.tie_checked = true;
+        if (cache_) cache_->put(key, gold);
+        return gold;
+      }
+      probed = std::move(r);
+    }
+    gold.result = executor_.run(db_path, q.gold_sql, gold_limits_);
+    timed(gold.result);
+    gold.row_cap = gold_limits_.row_cap;
+    if (cache_) cache_->put(key, gold);
+  }
+  if (kind != TieCheckKind::kNone && gold.result.ok() && !gold.tie_checked) {
     bool tie = false;
-    switch (tie_check_kind(q.gold_sql, &probe)) {
-      case TieCheckKind::kNone: break;
-      case TieCheckKind::kOrderByProbe: {
-        auto r = executor_.run(db_path, probe.sql, options_.gold_limits);
-        if (exec_ms) *exec_ms += r.elapsed_ms;
-        tie = r.ok() && probe_shows_tie(probe, r.result);
-        break;
+    if (kind == TieCheckKind::kOrderByProbe) {
+      if (!probed) {
+        probed = executor_.run(db_path, probe.sql, options_.gold_limits);
+        timed(*probed);
       }
-      case TieCheckKind::kReverseScan: {
-        db::QueryLimits reversed = options_.gold_limits;
-        reversed.reverse_scan_order = true;
-        auto alt = executor_.run(db_path, q.gold_sql, reversed);
-        if (exec_ms) *exec_ms += alt.elapsed_ms;
-        tie = alt.ok() && !db::bird_equal(alt.result, gold.result.result);
-        break;
-      }
+      tie = probed->ok() && probe_shows_tie(probe, probed->result);
+    } else {  // kReverseScan: gold's text with tables scanned the other way
+      db::QueryLimits reversed = gold_limits_;
+      reversed.reverse_scan_order = true;
+      auto alt = executor_.run(db_path, q.gold_sql, reversed);
+      timed(alt);
+      tie = alt.ok() && !bird_equal(alt, gold.result);
     }
     gold.tie_checked = true;
     gold.tie_dependent = tie;
     // Stores the derived fact with the execution already run.
-    if (cache_) cache_->put(db::ResultCache::key(fp, q.gold_sql), gold);
+    if (cache_) cache_->put(key, gold);
   }
   return gold;
 }
@@ -384,31 +465,45 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
   item.gold_status = db::exec_status_name(gold.result.status);
   item.gold_error = gold.result.error;
   item.gold_unusable = !gold.result.ok();
-  item.gold_rows = gold.result.result.rows.size();
+  item.gold_rows = gold.result.row_count();
   item.gold_ms = gold.result.elapsed_ms;
   item.gold_tie_dependent = options_.check_ties && gold.result.ok() && gold.tie_dependent;
 
   db::CachedExecution pred;
   const bool blank = p.present && holds_no_statement(p.sql);
+  // Gold that timed out or outgrew its caps decides every metric's verdict (0, RES6) whatever
+  // the prediction returns, so the prediction is not run (it could cost a timeout of its own),
+  // unless the caller wants its result (a run's selection does).
+  const bool gold_decides = !pred_out && (gold.result.status == ExecStatus::kTimeout ||
+                                          gold.result.status == ExecStatus::kRowCap);
   if (!p.present || blank) {
     item.pred_status = "missing";
     item.error = p.present ? "empty prediction" : "no prediction for this question";
     pred.result.status = ExecStatus::kError;
     pred.result.error = item.error;
+  } else if (gold_decides) {
+    item.pred_status = "not_run";
+    item.error = std::string("not executed: gold's ") + db::exec_status_name(gold.result.status) +
+                 " decides every verdict";
+    pred.result.status = ExecStatus::kError;
+    pred.result.error = item.error;
   } else {
-    pred = run(db_path, fp, p.sql, options_.pred_limits, &item.pred_cached);
+    pred = run(db_path, fp, p.sql, verdict_limits_, &item.pred_cached);
     exec_ms += item.pred_cached ? 0 : pred.result.elapsed_ms;
     item.pred_status = db::exec_status_name(pred.result.status);
     item.error = pred.result.error;
-    item.pred_rows = pred.result.result.rows.size();
+    item.pred_rows = pred.result.row_count();
     item.pred_ms = pred.result.elapsed_ms;
   }
   const bool both_ok = pred.result.ok() && gold.result.ok();
   const auto& pr = pred.result.result;
   const auto& gr = gold.result.result;
+  // Answers hashed past the row cap are compared on their digests (same rules).
+  ComparedPair hashed(pred.result, gold.result);
+  const bool large = hashed.hashed();
   // Identical results (same values, types and order) are equal under every metric; the BIRD
   // rule still runs because of its UTF-8 quirk, which is cheap.
-  const bool identical = both_ok && pr.rows == gr.rows;
+  const bool identical = both_ok && !large && pr.rows == gr.rows;
   const bool bird_primary = primary_ == Metric::kBird, ts_primary = primary_ == Metric::kSpiderTs;
   if (want_bird) {
     // The official script runs the text through Python's sqlite3: one statement only (`q;;` is
@@ -420,9 +515,9 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
     if (!python_ok || other_db) {
       v = false;
     } else if (blank) {
-      v = gold.result.ok() && gr.rows.empty();
+      v = gold.result.ok() && gold.result.row_count() == 0;
     } else {
-      v = both_ok && db::bird_equal(pr, gr);
+      v = both_ok && (large ? db::bird_equal(hashed.a(), hashed.b()) : db::bird_equal(pr, gr));
     }
     item.verdicts["bird"] = v;
     if (bird_primary && p.present && !python_ok && pred.result.ok()) {
@@ -432,7 +527,9 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
       item.note = "empty prediction: Python runs it as a query with no rows, and gold has none";
     }
   }
-  if (want_relaxed) item.verdicts["relaxed"] = identical || (both_ok && db::relaxed_equal(pr, gr));
+  if (want_relaxed)
+    item.verdicts["relaxed"] =
+        identical || (both_ok && (large ? db::relaxed_equal(hashed.a(), hashed.b()) : db::relaxed_equal(pr, gr)));
   if (want_ts) {
     bool ok = false;
     if (gold.result.ok() && p.present && !blank) {
@@ -461,11 +558,9 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
         return &storage;
       };
       db::ExecutionResult g_alt, p_alt;
-      const db::ExecutionResult* g_use = variant(q.gold_sql, g_ts, gold.result, options_.gold_limits, g_alt);
-      const db::ExecutionResult* p_use = p_runnable ? variant(p.sql, p_ts, pred.result, options_.pred_limits, p_alt) : nullptr;
-      auto equal_to_gold = [&](const db::ExecutionResult& e) {
-        return e.ok() && (g_use->result.rows == e.result.rows || db::spider_ts_equal(g_use->result, e.result, order));
-      };
+      const db::ExecutionResult* g_use = variant(q.gold_sql, g_ts, gold.result, gold_limits_, g_alt);
+      const db::ExecutionResult* p_use = p_runnable ? variant(p.sql, p_ts, pred.result, verdict_limits_, p_alt) : nullptr;
+      auto equal_to_gold = [&](const db::ExecutionResult& e) { return e.ok() && spider_ts_equal(*g_use, e, order); };
       if (g_runnable && g_use->ok()) {
         // A test suite: gold and the prediction must agree on every other database file of the
         // folder too (the official evaluator's rule); the first disagreement is recorded.
@@ -477,20 +572,19 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
           for (const auto& v : variants) {
             const std::string vfp = variant_fingerprint(v);
             bool c = false;
-            auto g = run(v, vfp, g_ts, options_.gold_limits, &c);
+            auto g = run(v, vfp, g_ts, gold_limits_, &c);
             exec_ms += c ? 0 : g.result.elapsed_ms;
             if (!g.result.ok()) {
               item.ts_failed_on = v.filename().string();
               item.ts_failure = "gold fails there (" + g.result.error + "); the official evaluator stops on this";
               return false;
             }
-            auto e = run(v, vfp, text, options_.pred_limits, &c);
+            auto e = run(v, vfp, text, verdict_limits_, &c);
             exec_ms += c ? 0 : e.result.elapsed_ms;
-            const bool same = e.result.ok() && (g.result.result.rows == e.result.result.rows ||
-                                                 db::spider_ts_equal(g.result.result, e.result.result, order));
+            const bool same = e.result.ok() && spider_ts_equal(g.result, e.result, order);
             if (!same) {
               item.ts_failed_on = v.filename().string();
-              item.ts_failure = e.result.ok() ? "gold: " + rows_preview(g.result.result, 3) + " / prediction: " + rows_preview(e.result.result, 3)
+              item.ts_failure = e.result.ok() ? "gold: " + rows_preview(g.result, 3) + " / prediction: " + rows_preview(e.result, 3)
                                               : "the prediction fails there: " + e.result.error;
               return false;
             }
@@ -504,7 +598,7 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
           item.note = "spider-ts scored the first statement only, as the official evaluator (" + item.error + ")";
           item.pred_status = db::exec_status_name(p_use->status);
           item.error = p_use->error;
-          item.pred_rows = p_use->result.rows.size();
+          item.pred_rows = p_use->row_count();
         }
         if (!ok && options_.plug_value) {
           // --plug_value: gold's literal values in the prediction's value slots, every filling;
@@ -513,7 +607,7 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
           for (const auto& alt : plugged_predictions(g_ts, p_ts, options_.plug_value_limit, &truncated)) {
             const std::string& text = alt;  // from p_ts: YEAR(CURDATE()) is already replaced
             bool c = false;
-            auto e = run(db_path, fp, text, options_.pred_limits, &c);
+            auto e = run(db_path, fp, text, verdict_limits_, &c);
             exec_ms += c ? 0 : e.result.elapsed_ms;
             if (!equal_to_gold(e.result)) continue;
             item.ts_original = true;
@@ -534,14 +628,28 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
     }
     item.verdicts["spider_ts"] = ok;
   }
-  item.soft_f1 = identical ? 1.0 : both_ok ? db::soft_f1(pr, gr) : 0.0;
+  item.soft_f1 = identical ? 1.0
+                 : both_ok  ? (large ? db::soft_f1(hashed.a(), hashed.b()) : db::soft_f1(pr, gr))
+                            : 0.0;
   bool primary_ok =
       item.verdicts.count(metric_name(primary_)) && item.verdicts[metric_name(primary_)];
-  bool contains = both_ok && !primary_ok && db::contains_gold(pr, gr);
-  item.outcome = outcome_code(item, primary_ok, pred.result.ok() && pr.rows.empty(), contains);
+  bool contains = both_ok && !primary_ok &&
+                  (large ? db::contains_gold(hashed.a(), hashed.b()) : db::contains_gold(pr, gr));
+  item.outcome = outcome_code(item, primary_ok, pred.result.ok() && pred.result.row_count() == 0, contains);
   item.total_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (pred_out) *pred_out = std::move(pred.result);
+  if (pred_out) {
+    *pred_out = std::move(pred.result);
+    const size_t cap = options_.pred_limits.row_cap;
+    if (pred_out->digest || (cap > 0 && pred_out->result.rows.size() > cap)) {
+      // The caller keeps rows (selection compares them): an answer past the row cap is what it
+      // was before hashing, a row-cap status without rows.
+      pred_out->status = ExecStatus::kRowCap;
+      pred_out->error = "result has more than " + std::to_string(cap) + " rows";
+      pred_out->result.rows.clear();
+      pred_out->digest.reset();
+    }
+  }
   if (exec_ms_out) *exec_ms_out += exec_ms;
   return item;
 }

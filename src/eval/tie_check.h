@@ -20,6 +20,10 @@ struct TieProbe {
   std::string sql;                 // the probe query
   std::vector<size_t> key_columns;  // positions of the ORDER BY keys in the probe's result
   size_t appended = 0;              // key columns appended after the original output columns
+  // Gold is `… ORDER BY keys LIMIT 1` (no OFFSET, nothing random, no min/max among the appended
+  // keys): when the probe's first row is the only one with its keys (keys_told_apart), that
+  // row's output columns are gold's whole answer, and gold need not run (see the evaluator).
+  bool answers_gold = false;
 };
 
 enum class TieCheckKind { kNone, kOrderByProbe, kReverseScan };
@@ -29,5 +33,10 @@ TieCheckKind tie_check_kind(const std::string& gold_sql, TieProbe* probe);
 
 // Verdict from the probe's result rows.
 bool probe_shows_tie(const TieProbe& probe, const db::ResultSet& result);
+
+// Whether rows `a` and `b` of the probe differ in some ORDER BY key under every collation SQLite
+// has (BINARY, NOCASE, RTRIM) and across number types (3 and 3.0 are equal keys), so SQLite
+// can never order them as a tie. False whenever in doubt.
+bool keys_told_apart(const TieProbe& probe, const db::Row& a, const db::Row& b);
 
 }  // namespace nl2sql::eval

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "nl2sql/core/status.h"
+#include "nl2sql/db/result_digest.h"
 #include "nl2sql/db/value.h"
 
 struct sqlite3;
@@ -73,6 +74,9 @@ struct ExecutionResult {
   ExecStatus status = ExecStatus::kOk;
   std::string error;  // SQLite's message or the guardrail's reason
   ResultSet result;
+  // Set when the result outgrew QueryLimits::hash_rows_after: every row's hashes (the whole
+  // answer, for comparisons), while `result` keeps only the first rows.
+  std::shared_ptr<const ResultDigest> digest;
   double elapsed_ms = 0;  // the whole call: connection from the pool, prepare, every step
   // From the start of sqlite3_prepare (the connection already open) to the first step's return
   // (what Python's cursor.execute() costs), and to the last step's return (execute + fetchall).
@@ -81,6 +85,8 @@ struct ExecutionResult {
   double statement_ms = 0;
   StatementCounters counters;
   bool ok() const { return status == ExecStatus::kOk; }
+  // Rows of the whole answer (more than result.rows holds when it was hashed).
+  size_t row_count() const { return digest ? digest->rows() : result.rows.size(); }
 };
 
 struct QueryLimits {
@@ -97,6 +103,12 @@ struct QueryLimits {
   // thread, whose start would be measured). For timing queries already known to finish: a
   // single function call that never returns to the VM is not cut at the deadline this way.
   bool step_on_caller = false;
+  // 0: keep every row. Otherwise, once a result has more rows than this, every row (those kept
+  // so far included) is hashed into ExecutionResult::digest as it is read, and only the first
+  // `hash_rows_after` rows stay in `result`: memory is 16 bytes per value past that point, so
+  // an evaluation can compare answers of any size without a row cap. The byte cap counts the
+  // digest too. Used by the evaluator (eval/evaluator.h).
+  size_t hash_rows_after = 0;
 };
 
 struct ExecutorOptions {

@@ -2,7 +2,8 @@
 // database fingerprint, the SQL text and the limits it ran under. Results of read-only queries
 // on an unchanged database file are deterministic, so a second evaluation of the same dataset
 // never re-executes gold SQL (and re-executes a prediction only when its text is new).
-// Timeouts are never stored: they depend on machine load, not on the query.
+// Timeouts are never stored: they depend on machine load, not on the query; nor are results
+// the executor hashed past QueryLimits::hash_rows_after (only their first rows are held).
 //
 // Thread-safe: one connection guarded by a mutex; lookups also go through an in-memory map.
 // Two processes may share the file (WAL + busy timeout); a corrupt or unreadable entry is a

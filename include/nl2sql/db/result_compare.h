@@ -17,6 +17,8 @@ namespace nl2sql::db {
 
 // A canonical byte key for a value under Python equality (equal values, equal keys).
 std::string python_key(const Value& v);
+// The same key appended to `out` (self-delimiting: a row's keys concatenated identify the row).
+void append_python_key(std::string& out, const Value& v);
 // Python's str(value) + str(type(value)): the Spider test-suite's row-sorting key.
 std::string spider_sort_key(const Value& v);
 // Python's repr of a float (shortest round-trip, '3.0', '1e+16', 'inf').

@@ -77,8 +77,11 @@ struct EvalOptions {
   // the dataset's own folders (data::Dataset::db_variants).
   std::filesystem::path test_suite;
   size_t threads = 0;          // 0: one per core
-  db::QueryLimits pred_limits;                       // 30 s, 100,000 rows
-  db::QueryLimits gold_limits{30.0, 0, 1ull << 30};  // 30 s, no row cap
+  // 30 s, 100,000 rows. For verdicts the row cap is the number of rows kept: a larger answer
+  // (prediction or gold) is hashed past it and compared whole (db::QueryLimits::hash_rows_after),
+  // so the cap bounds memory and never decides a verdict.
+  db::QueryLimits pred_limits;
+  db::QueryLimits gold_limits{30.0, 0, 1ull << 30};  // 30 s, no row cap, 1 GiB
   std::optional<std::filesystem::path> cache_file;   // unset: no persistent cache
   bool check_ties = true;
   // VES / R-VES and their steps variants, measured after the correctness pass (efficiency.h);
@@ -100,8 +103,8 @@ struct EvalOptions {
 // from configs/schema) as EvalOptions: one reader for `nl2sql run` and `nl2sql eval`, so a
 // run's judging and a standalone evaluation with the same config agree. "auto" metrics become
 // `auto_metrics` (the caller's choice: eval scores the official metric, a run adds relaxed).
-// The timeout applies to gold and predictions, the row cap to predictions only. Errors name
-// the key.
+// The timeout applies to gold and predictions, the row cap to predictions (see pred_limits).
+// Errors name the key.
 Result<EvalOptions> options_from_config(const core::Config& config, const std::string& auto_metrics);
 
 struct ItemResult {
@@ -154,7 +157,9 @@ Metric primary_metric(data::Benchmark benchmark, const std::vector<Metric>& metr
 // Scores one prediction for one question exactly as evaluate() does (same metrics, outcome
 // codes, tie check), so the pipeline can judge every candidate of a question and the report's
 // per-candidate "correct" agrees with the final EX. Gold is executed once per (database, SQL)
-// when a ResultCache is given. Thread-safe: judge() may run on many threads; the cache is
+// when a ResultCache is given. Without `pred_out`, a prediction is not executed when gold timed
+// out or outgrew the byte cap (every verdict is then 0); with it, the prediction always runs
+// and an answer past the row cap reaches the caller as kRowCap without rows, as before hashing. Thread-safe: judge() may run on many threads; the cache is
 // internally locked.
 class ItemJudge {
  public:
@@ -178,6 +183,8 @@ class ItemJudge {
   const EvalOptions& options() const { return options_; }
   size_t cache_hits() const { return hits_; }
   size_t cache_misses() const { return misses_; }
+  // Queries this judge sent to SQLite (cache hits not counted).
+  size_t executions() const { return executions_; }
 
  private:
   data::Benchmark benchmark_;
@@ -185,7 +192,9 @@ class ItemJudge {
   db::ResultCache* cache_;
   db::Executor executor_;
   Metric primary_;
-  mutable std::atomic<size_t> hits_{0}, misses_{0};
+  mutable std::atomic<size_t> hits_{0}, misses_{0}, executions_{0};
+  // gold_limits with hashing past the row cap; pred_limits without the row cap, hashing past it.
+  db::QueryLimits gold_limits_, verdict_limits_;
   // Fingerprints of test-suite variants (cache keys), computed once per file.
   std::string variant_fingerprint(const std::filesystem::path& file) const;
   mutable std::mutex variant_mu_;
