@@ -81,6 +81,11 @@ void execute_candidate(Candidate& c, const db::Executor& executor, const std::fi
   execute_candidate(c, memo, preview_rows);
 }
 
+void prefetch_execution(const Candidate& c, ExecutionMemo& memo) {
+  if (!c.extraction_ok || c.sql.empty() || non_query_keyword(c.sql)) return;
+  memo.run(c.sql);
+}
+
 void execute_candidate(Candidate& c, ExecutionMemo& memo, size_t preview_rows) {
   c.execution = ExecutionSummary{};
   if (!c.extraction_ok || c.sql.empty()) return;

@@ -190,9 +190,16 @@ Status QuestionRun::stage_generate() {
   std::vector<Result<std::vector<generate::Candidate>>> outs(s_.generators.size(),
                                                             Result<std::vector<generate::Candidate>>(
                                                                 internal_error("not run")));
+  // A generator's queries start running as soon as it is done, while the others still wait for
+  // their model: the fix stage then finds them in the question's memo.
+  fix::ExecutionMemo& shared_memo = memo();
   std::vector<std::thread> threads;
   for (size_t g = 0; g < s_.generators.size(); ++g)
-    threads.emplace_back([&, g] { outs[g] = s_.generators[g]->generate(input); });
+    threads.emplace_back([&, g] {
+      outs[g] = s_.generators[g]->generate(input);
+      if (!outs[g] || cancelled()) return;
+      for (const auto& c : *outs[g]) fix::prefetch_execution(c, shared_memo);
+    });
   for (auto& t : threads) t.join();
   for (auto& out : outs) {
     if (!out) return out.status();

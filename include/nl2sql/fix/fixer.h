@@ -71,6 +71,10 @@ void execute_candidate(generate::Candidate& candidate, const db::Executor& execu
                        const std::filesystem::path& db_path, size_t preview_rows = 5);
 // The same through a question's memo: a query the memo has seen is not executed again.
 void execute_candidate(generate::Candidate& candidate, ExecutionMemo& memo, size_t preview_rows = 5);
+// Runs into the memo what execute_candidate would run for `candidate` (nothing for a candidate
+// without SQL or with a statement that is not a query), leaving the candidate as it is: the
+// pipeline starts a generator's queries while the other generators still wait for their model.
+void prefetch_execution(const generate::Candidate& candidate, ExecutionMemo& memo);
 
 class Fixer {
  public:
