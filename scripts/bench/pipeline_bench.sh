@@ -46,11 +46,11 @@ start_server() {  # one server per measured run, so its request count is that ru
   for _ in $(seq 200); do [ -s "$WORK/server.url" ] && break; sleep 0.05; done
   URL=$(cat "$WORK/server.url")
 }
-stop_server() {
+stop_server() {  # sets REQUESTS (called in this shell: the server is its child, so wait works)
   kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
   SERVER_PID=
   : >"$WORK/server.url"
-  sed -n 's/^fake_llm_server_tool: \([0-9]*\) requests/\1/p' "$WORK/server.log"
+  REQUESTS=$(sed -n 's/^fake_llm_server_tool: \([0-9]*\) requests/\1/p' "$WORK/server.log")
 }
 echo "fake server: ${LATENCY} ms per request, $IN_FLIGHT requests in flight, $RUNS runs per measurement"
 
@@ -72,10 +72,10 @@ bench() {  # label, then run arguments
         --set llm.max_in_flight=$IN_FLIGHT --set llm.cache.path="$WORK/llm-$label-$run.sqlite" \
         --set run.threads=$IN_FLIGHT >"$WORK/stdout-$label" 2>"$WORK/stderr-$label" || {
           echo "run failed:"; tail -20 "$WORK/stderr-$label"; exit 1; }
-    local wall rss_kb requests
+    local wall rss_kb
     read -r wall rss_kb <"$WORK/time-$label"
-    requests=$(stop_server)
-    if [ "$run" -gt 0 ]; then echo "$wall $rss_kb $requests $out" >>"$results"; fi
+    stop_server
+    if [ "$run" -gt 0 ]; then echo "$wall $rss_kb $REQUESTS $out" >>"$results"; fi
   done
   python3 - "$results" "$LATENCY" "$IN_FLIGHT" "$label" >"$WORK/line-$label" <<'PY'
 import json, os, sqlite3, statistics, sys
