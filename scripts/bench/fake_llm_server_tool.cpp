@@ -1,8 +1,21 @@
 // A fake OpenAI-compatible server for whole-pipeline benchmarks: every answer waits a fixed
 // latency and then returns one text that every stage can read — a pairwise verdict line, a JSON
-// keyword list and a final ```sql block — whose SQL varies with the request (so candidates
-// differ, some fail and go to the fixer, and the tournament has real duels to ask about).
-//   fake_llm_server_tool [LATENCY_MS [PORT]] [--latency-ms N] [--port P]
+// list (keywords; the column filter's relevant names) and a final ```sql block.
+//
+// With --gold FILE (a dataset's question file: a JSON array of objects with "question" and
+// "SQL" or "query", as BIRD's dev.json and Spider's dev.json) the answers are about the data:
+// the server finds the question in the prompt (its "Question: …" line) and answers
+//   - SQL: the question's gold query or a near-gold mutation of it, drawn from the request's
+//     hash — gold (45%), gold laid out differently (15%: same query, other blanks), DISTINCT
+//     toggled (15%: may differ), a string literal changed (15%: usually no rows, so the fixer
+//     works), an unknown column (10%: an error for the fixer); a fix request gets gold or its
+//     relaid copy, so fixing converges as with a capable model;
+//   - the JSON list: the gold query's string literals and identifiers (keywords that the value
+//     index really looks up; column names the filter keeps);
+// so candidates execute real queries on the database and repeat each other as a model's do.
+// Without --gold, or for a prompt naming no known question, the SQL varies over a few queries
+// that do not read the data (the earlier behaviour).
+//   fake_llm_server_tool [LATENCY_MS [PORT]] [--latency-ms N] [--port P] [--gold FILE]…
 //                        [--fault-rate R] [--fault-seed S] [--fail-401-after N]
 //                        [--fault-at SEQ:KIND[,SEQ:KIND…]] [--slow-body-ms N]
 // Fault mode: --fault-rate is the probability per request of a random fault (429, 429 with
@@ -11,12 +24,21 @@
 // --fail-401-after N answers 401 to every request after the first N; --fault-at puts a chosen
 // kind at chosen 0-based request numbers.
 // Prints its base URL on stdout, serves until SIGTERM or SIGINT, then prints the request count
-// and the faults injected on stderr ("fake_llm_server_tool: N requests", "faults: kind=n …").
+// and the faults injected on stderr ("fake_llm_server_tool: N requests", "faults: kind=n …"),
+// and with --gold how many requests named a known question ("known questions: N requests").
+#include <atomic>
+#include <cctype>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <set>
 #include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "nl2sql/core/hash.h"
 #include "support/fake_openai_server.h"
@@ -27,12 +49,143 @@ namespace {
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "fake_llm_server_tool: " << why
-            << "\nusage: fake_llm_server_tool [LATENCY_MS [PORT]] [--latency-ms N] [--port P] "
+            << "\nusage: fake_llm_server_tool [LATENCY_MS [PORT]] [--latency-ms N] [--port P] [--gold FILE] "
                "[--fault-rate R] [--fault-seed S] [--fail-401-after N] [--fault-at SEQ:KIND,...] "
                "[--slow-body-ms N]\n";
   std::exit(2);
 }
 
+
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t b = 0;
+  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  return s.substr(b);
+}
+
+// Question text → gold SQL, from dataset question files.
+using GoldMap = std::unordered_map<std::string, std::string>;
+
+void load_gold(const std::string& file, GoldMap& out) {
+  std::ifstream in(file);
+  if (!in) usage("--gold: cannot read " + file);
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_array()) usage("--gold: " + file + " is not a JSON array of questions");
+  for (const auto& q : j) {
+    if (!q.is_object() || !q.contains("question")) continue;
+    const char* key = q.contains("SQL") ? "SQL" : "query";
+    if (!q.contains(key) || !q[key].is_string() || !q["question"].is_string()) continue;
+    out.emplace(trim(q["question"].get<std::string>()), q[key].get<std::string>());
+  }
+}
+
+// The known question a prompt is about: its "Question: …" line (or the online-synthetic
+// generator's "New question: …"); nullptr when it names none.
+const std::string* find_gold(const GoldMap& gold, const std::string& prompt) {
+  static const char* kMarkers[] = {"New question: ", "Question (restated): ", "Question: "};
+  for (const char* marker : kMarkers) {
+    for (size_t at = prompt.find(marker); at != std::string::npos; at = prompt.find(marker, at + 1)) {
+      const size_t start = at + std::strlen(marker);
+      const size_t end = prompt.find('\n', start);
+      auto it = gold.find(trim(prompt.substr(start, end == std::string::npos ? std::string::npos : end - start)));
+      if (it != gold.end()) return &it->second;
+    }
+  }
+  return nullptr;
+}
+
+// The same query with its blanks laid out differently (outside literals).
+std::string relaid(const std::string& sql) {
+  std::string out;
+  char quote = 0;
+  for (char ch : sql) {
+    if (quote) {
+      out.push_back(ch);
+      if (ch == quote) quote = 0;
+      continue;
+    }
+    if (ch == '\'' || ch == '"' || ch == '`') quote = ch;
+    if (ch == ' ') out += "  ";
+    else out.push_back(ch);
+  }
+  return "  " + out + "\n";
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string toggled_distinct(const std::string& sql) {
+  const std::string u = upper(sql);
+  if (auto at = u.find("SELECT DISTINCT "); at != std::string::npos) return sql.substr(0, at + 7) + sql.substr(at + 16);
+  if (auto at = u.find("SELECT "); at != std::string::npos) return sql.substr(0, at + 7) + "DISTINCT " + sql.substr(at + 7);
+  return sql;
+}
+
+// The first string literal changed so that it matches nothing (usually: no rows); gold when the
+// query has none.
+std::string changed_literal(const std::string& sql) {
+  const size_t open = sql.find('\'');
+  if (open == std::string::npos) return sql;
+  const size_t close = sql.find('\'', open + 1);
+  if (close == std::string::npos) return sql;
+  return sql.substr(0, close) + " (unlisted)" + sql.substr(close);
+}
+
+std::string unknown_column(const std::string& sql) {
+  const std::string u = upper(sql);
+  const size_t at = u.find("SELECT ");
+  if (at == std::string::npos) return sql;
+  size_t after = at + 7;
+  if (u.compare(after, 9, "DISTINCT ") == 0) after += 9;
+  return sql.substr(0, after) + "no_such_column, " + sql.substr(after);
+}
+
+// String literals and identifiers of the gold query: the keywords and column names a model
+// reading the question would name.
+nlohmann::json gold_terms(const std::string& sql) {
+  static const std::set<std::string> kSqlWords = {
+      "SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "AS", "ON", "JOIN", "INNER", "LEFT", "OUTER",
+      "GROUP", "BY", "ORDER", "HAVING", "LIMIT", "DESC", "ASC", "DISTINCT", "COUNT", "SUM", "AVG",
+      "MIN", "MAX", "IN", "LIKE", "BETWEEN", "IS", "NULL", "CASE", "WHEN", "THEN", "ELSE", "END",
+      "CAST", "REAL", "INTEGER", "UNION", "EXCEPT", "INTERSECT", "IIF", "OFFSET", "EXISTS", "T1",
+      "T2", "T3", "T4"};
+  nlohmann::json out = nlohmann::json::array();
+  std::set<std::string> seen;
+  auto add = [&](const std::string& t) {
+    if (!t.empty() && seen.insert(t).second) out.push_back(t);
+  };
+  for (size_t i = 0; i < sql.size();) {
+    const char ch = sql[i];
+    if (ch == '\'' || ch == '"' || ch == '`') {
+      const size_t close = sql.find(ch, i + 1);
+      if (close == std::string::npos) break;
+      add(sql.substr(i + 1, close - i - 1));
+      i = close + 1;
+    } else if (std::isalpha(static_cast<unsigned char>(ch)) || ch == '_') {
+      size_t j = i;
+      while (j < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[j])) || sql[j] == '_')) ++j;
+      const std::string word = sql.substr(i, j - i);
+      if (!kSqlWords.count(upper(word))) add(word);
+      i = j;
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
+// Every message's content of a Chat Completions request, joined.
+std::string prompt_of(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  std::string out;
+  if (!j.is_object() || !j.contains("messages") || !j["messages"].is_array()) return out;
+  for (const auto& m : j["messages"])
+    if (m.is_object() && m.contains("content") && m["content"].is_string()) out += m["content"].get<std::string>() + "\n";
+  return out;
+}
 
 }  // namespace
 
@@ -42,6 +195,7 @@ int main(int argc, char** argv) {
   fake::FaultPlan faults;
   double fault_rate = 0;
   int positional = 0;
+  GoldMap gold;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -51,6 +205,7 @@ int main(int argc, char** argv) {
       };
       if (a == "--latency-ms") latency = std::stoi(value());
       else if (a == "--port") port = std::stoi(value());
+      else if (a == "--gold") load_gold(value(), gold);
       else if (a == "--fault-rate") fault_rate = std::stod(value());
       else if (a == "--fault-seed") faults.seed = std::stoull(value());
       else if (a == "--fail-401-after") faults.fail_401_from = std::stoll(value());
@@ -98,12 +253,29 @@ int main(int argc, char** argv) {
       "SELECT no_such_column FROM no_such_table",
   };
   // One thread per connection the pipeline may keep open (threads x in-flight cap stays far below).
+  std::atomic<int64_t> known{0};
   fake::FakeOpenAiServer server(
-      [latency](const httplib::Request& req, int64_t) {
-        uint64_t h = nl2sql::core::xxh64(req.body);
-        const char* sql = kSql[h % 5];
+      [latency, &gold, &known](const httplib::Request& req, int64_t) {
+        const uint64_t h = nl2sql::core::xxh64(req.body);
+        std::string sql = kSql[h % 5];
+        std::string terms = "[\"name\", \"count\"]";
+        if (!gold.empty()) {
+          const std::string prompt = prompt_of(req.body);
+          if (const std::string* g = find_gold(gold, prompt)) {
+            ++known;
+            terms = gold_terms(*g).dump();
+            const bool fix = prompt.find("The query that was tried:") != std::string::npos;
+            const uint64_t draw = (h >> 16) % 100;
+            if (fix) sql = draw < 70 ? *g : relaid(*g);
+            else if (draw < 45) sql = *g;
+            else if (draw < 60) sql = relaid(*g);
+            else if (draw < 75) sql = toggled_distinct(*g);
+            else if (draw < 90) sql = changed_literal(*g);
+            else sql = unknown_column(*g);
+          }
+        }
         std::string text = std::string("Reasoning: compared the two candidates.\nAnswer: ") + ((h >> 8) % 2 ? "A" : "B") +
-                           "\n```json\n[\"name\", \"count\"]\n```\n```sql\n" + sql + "\n```";
+                           "\n```json\n" + terms + "\n```\n```sql\n" + sql + "\n```";
         return fake::FakeReply(200, fake::completion_body(text), {}, std::chrono::milliseconds(latency));
       },
       256, port);
@@ -119,5 +291,6 @@ int main(int argc, char** argv) {
     total += n;
   }
   std::cerr << " total=" << total << "\n";
+  if (!gold.empty()) std::cerr << "known questions: " << known.load() << " requests\n";
   return 0;
 }

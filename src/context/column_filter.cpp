@@ -1,13 +1,16 @@
 #include "nl2sql/context/column_filter.h"
 
+#include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 
 #include "llm_calls.h"
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/core/text.h"
+#include "nl2sql/core/thread_pool.h"
 #include "nl2sql/llm/model_call.h"
 
 namespace nl2sql::context {
@@ -16,6 +19,10 @@ using nlohmann::json;
 namespace {
 
 using core::lower;
+
+// Requests of one question's filter sent at once (a bound on threads, not on the model: the
+// client's own limits decide how many are in flight).
+constexpr size_t kMaxRequestsAtOnce = 64;
 
 }  // namespace
 
@@ -161,25 +168,37 @@ Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::Prompt
     if (!profile) return profile.status();
     out.mode = (*profile)->provider == "sim" ? "column" : "table";
   }
+  // Every request is built first, then all go out together: no answer feeds another request,
+  // so the question waits for the slowest call, not for their sum (the client bounds how many
+  // are in flight). Answers are read back in schema order, so the result, its trace order and
+  // its errors are those of one call after another.
+  struct Ask {
+    const data::Table* table = nullptr;
+    std::vector<std::string> columns;
+    llm::ChatRequest request;
+  };
+  std::vector<Ask> asks;
   for (const auto& t : schema.tables) {
     RenderOptions ro;
     ro.examples = options.examples;
     for (const auto& c : t.columns) ro.columns.insert(t.name + "." + c.name);
     std::string ddl = render_schema(schema, ro, index, retrieved);
-    std::vector<std::vector<std::string>> asks;
+    std::vector<std::vector<std::string>> units;
     if (out.mode == "table") {
-      asks.emplace_back();
-      for (const auto& c : t.columns) asks.back().push_back(c.name);
+      units.emplace_back();
+      for (const auto& c : t.columns) units.back().push_back(c.name);
     } else {
-      for (const auto& c : t.columns) asks.push_back({c.name});
+      for (const auto& c : t.columns) units.push_back({c.name});
     }
-    for (const auto& cols : asks) {
+    for (auto& cols : units) {
       std::string list;
       for (const auto& c : cols) list += (list.empty() ? "" : ", ") + c;
       auto text = prompt.render({{"question", question.question}, {"evidence", question.evidence},
                                  {"table", ddl}, {"columns", list}});
       if (!text) return text.status();
-      llm::ChatRequest req;
+      Ask ask;
+      ask.table = &t;
+      llm::ChatRequest& req = ask.request;
       req.role = "column_filter";
       req.stage = "column_filter";
       req.question_id = question.question_id;
@@ -193,24 +212,40 @@ Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::Prompt
       req.tag.column = cols.size() == 1 ? cols[0] : "";
       // Distinct per judged unit, so the sim's draws for two columns are independent.
       req.tag.generator = t.name + (cols.size() == 1 ? "." + cols[0] : "");
-      auto resp = client.chat(req);
-      auto trace = llm::trace_of("column_filter", prompt, req, resp);
-      Result<std::set<std::string>> rel = resp ? parse_column_filter_answer(resp->text(), cols,
-                                                                            "question " + question.question_id + ", table " + t.name)
-                                               : Result<std::set<std::string>>(resp.status());
-      if (!rel) {
-        trace.error = rel.status().message();
-        if (resp) client.accounting().record_parse_failure(req.stage, question.question_id);
-        out.errors.push_back(rel.status().message());
-        if (llm::call_error_kind(rel.status()) == llm::CallErrorKind::kCancelled) return rel.status();
-        // Not judged: keep it.
-        for (const auto& c : cols) out.relevant.insert(t.name + "." + c);
-      } else {
-        for (const auto& c : *rel) out.relevant.insert(t.name + "." + c);
-      }
-      out.calls.push_back(std::move(trace));
+      ask.columns = std::move(cols);
+      asks.push_back(std::move(ask));
     }
   }
+  std::vector<std::optional<Result<llm::ChatResponse>>> answers(asks.size());
+  core::parallel_for(asks.size(), std::min(asks.size(), kMaxRequestsAtOnce),
+                     [&](size_t i) { answers[i].emplace(client.chat(asks[i].request)); });
+  std::optional<Status> cancelled;
+  for (size_t i = 0; i < asks.size(); ++i) {
+    const Ask& ask = asks[i];
+    const data::Table& t = *ask.table;
+    const auto& cols = ask.columns;
+    const auto& req = ask.request;
+    const auto& resp = *answers[i];
+    auto trace = llm::trace_of("column_filter", prompt, req, resp);
+    Result<std::set<std::string>> rel = resp ? parse_column_filter_answer(resp->text(), cols,
+                                                                          "question " + question.question_id + ", table " + t.name)
+                                             : Result<std::set<std::string>>(resp.status());
+    if (!rel) {
+      trace.error = rel.status().message();
+      if (resp) client.accounting().record_parse_failure(req.stage, question.question_id);
+      out.errors.push_back(rel.status().message());
+      if (llm::call_error_kind(rel.status()) == llm::CallErrorKind::kCancelled) {
+        cancelled = rel.status();
+        break;
+      }
+      // Not judged: keep it.
+      for (const auto& c : cols) out.relevant.insert(t.name + "." + c);
+    } else {
+      for (const auto& c : *rel) out.relevant.insert(t.name + "." + c);
+    }
+    out.calls.push_back(std::move(trace));
+  }
+  if (cancelled) return *cancelled;
   std::vector<data::ForeignKey> fks = schema.foreign_keys;
   fks.insert(fks.end(), extra_fks.begin(), extra_fks.end());
   if (!out.relevant.empty())

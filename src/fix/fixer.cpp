@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 
 #include "nl2sql/context/schema_render.h"
@@ -77,6 +78,16 @@ Result<FixOptions> load_fix_options(const core::Config& config) {
 
 void execute_candidate(Candidate& c, const db::Executor& executor, const std::filesystem::path& db_path,
                        size_t preview_rows) {
+  ExecutionMemo memo(executor, db_path);
+  execute_candidate(c, memo, preview_rows);
+}
+
+void prefetch_execution(const Candidate& c, ExecutionMemo& memo) {
+  if (!c.extraction_ok || c.sql.empty() || non_query_keyword(c.sql)) return;
+  memo.run(c.sql);
+}
+
+void execute_candidate(Candidate& c, ExecutionMemo& memo, size_t preview_rows) {
   c.execution = ExecutionSummary{};
   if (!c.extraction_ok || c.sql.empty()) return;
   if (auto kw = non_query_keyword(c.sql)) {
@@ -84,7 +95,8 @@ void execute_candidate(Candidate& c, const db::Executor& executor, const std::fi
     c.rejection = "rejected: not read-only (" + *kw + " statement)";
     return;
   }
-  auto r = executor.run(db_path, c.sql);
+  const auto shared = memo.run(c.sql);
+  const db::ExecutionResult& r = *shared;
   c.execution = feedback::summarize_execution(r, preview_rows);
   if (r.status == db::ExecStatus::kRejected) {
     // The executor's guardrails refused it before running (several statements, PRAGMA …).
@@ -114,7 +126,12 @@ bool Fixer::needs_fix(const ExecutionSummary& e) const {
 Status Fixer::fix(Candidate& c, const FixInput& in) const {
   if (in.executor == nullptr || in.question == nullptr || in.schema == nullptr)
     return invalid_input("fixer: FixInput needs an executor, a question and a schema");
-  execute_candidate(c, *in.executor, in.db_path, options_.preview_rows);
+  // Without a memo from the caller, one for this candidate: its rounds still never run a
+  // query twice.
+  std::optional<ExecutionMemo> own;
+  if (in.memo == nullptr) own.emplace(*in.executor, in.db_path);
+  ExecutionMemo& memo = in.memo ? *in.memo : *own;
+  execute_candidate(c, memo, options_.preview_rows);
   c.still_failing = false;
   if (c.rejected || !c.execution.executed) return Status::ok();
   if (!options_.enabled || options_.max_rounds == 0 || client_ == nullptr) {
@@ -184,7 +201,8 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
     }
     round.sql_after = next;
     if (next != c.sql) {
-      auto r = in.executor->run(in.db_path, next);
+      const auto shared = memo.run(next);
+      const db::ExecutionResult& r = *shared;
       round.execution_after = feedback::summarize_execution(r, options_.preview_rows);
       if (r.status == db::ExecStatus::kRejected) {
         // A "fix" the guardrails refuse is not adopted; the round stays in the trace.

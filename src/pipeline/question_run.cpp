@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "nl2sql/select/clusters.h"
 #include "nl2sql/sql/features.h"
@@ -188,9 +190,16 @@ Status QuestionRun::stage_generate() {
   std::vector<Result<std::vector<generate::Candidate>>> outs(s_.generators.size(),
                                                             Result<std::vector<generate::Candidate>>(
                                                                 internal_error("not run")));
+  // A generator's queries start running as soon as it is done, while the others still wait for
+  // their model: the fix stage then finds them in the question's memo.
+  fix::ExecutionMemo& shared_memo = memo();
   std::vector<std::thread> threads;
   for (size_t g = 0; g < s_.generators.size(); ++g)
-    threads.emplace_back([&, g] { outs[g] = s_.generators[g]->generate(input); });
+    threads.emplace_back([&, g] {
+      outs[g] = s_.generators[g]->generate(input);
+      if (!outs[g] || cancelled()) return;
+      for (const auto& c : *outs[g]) fix::prefetch_execution(c, shared_memo);
+    });
   for (auto& t : threads) t.join();
   for (auto& out : outs) {
     if (!out) return out.status();
@@ -224,9 +233,14 @@ Status QuestionRun::stage_fix() {
   input.index = index_.get();
   input.retrieval = &retrieval_;
   input.executor = s_.executor.get();
+  input.memo = &memo();
   exec_before_fix_ = json::object();
   std::vector<Status> statuses(candidates_.size());
+  // Every candidate's fix loop runs on its own, from the start: one waiting for its model's
+  // answer never holds another back (the client bounds the calls in flight, the executor the
+  // queries), and identical queries run once through the question's memo.
   std::vector<std::thread> threads;
+  threads.reserve(candidates_.size());
   for (size_t i = 0; i < candidates_.size(); ++i) {
     threads.emplace_back([&, i] {
       auto& c = candidates_[i];
@@ -235,15 +249,9 @@ Status QuestionRun::stage_fix() {
       if (s_.fixer && s_.fixer->options().enabled) {
         statuses[i] = s_.fixer->fix(c, in);
       } else {
-        fix::execute_candidate(c, *s_.executor, db_path_);
+        fix::execute_candidate(c, *input.memo);
       }
     });
-    // Bounded fan-out: at most as many fixer loops at once as the question has generators
-    // (each loop holds model calls in flight).
-    if (threads.size() >= std::max<size_t>(4, s_.generators.size())) {
-      for (auto& t : threads) t.join();
-      threads.clear();
-    }
   }
   for (auto& t : threads) t.join();
   for (const auto& st : statuses) NL2SQL_RETURN_IF_ERROR(st);
@@ -265,20 +273,46 @@ Status QuestionRun::stage_fix() {
 // Judges every candidate against gold (the evaluator's own rules, through the run's result
 // cache) and keeps each candidate's result for selection. Not checkpointed: it is SQL only, and
 // the result cache makes a resumed judge a lookup.
+//
+// Each distinct query is judged once (candidates with the same SQL share the item and the
+// result). A query the fix stage executed is not executed again: its result from the question's
+// memo is handed to the run's result cache before the judge looks it up there, and the memo's
+// shared result is what selection sees.
 Status QuestionRun::stage_judge() {
   auto t0 = Clock::now();
   const std::string& fp = s_.fingerprints.at(q_.db_id);
-  items_.resize(candidates_.size());
-  results_.resize(candidates_.size());
+  const db::QueryLimits& limits = s_.settings.eval.pred_limits;
+  items_.assign(candidates_.size(), eval::ItemResult{});
+  results_.assign(candidates_.size(), nullptr);
+  std::map<std::tuple<bool, bool, std::string>, size_t> judged;  // (present, rejected, sql) → first
   for (size_t i = 0; i < candidates_.size(); ++i) {
     const auto& c = candidates_[i];
     eval::Prediction p;
     p.present = c.extraction_ok && !c.sql.empty();
     p.sql = c.sql;
+    auto [it, fresh] = judged.try_emplace({p.present, c.rejected, c.sql}, i);
+    if (!fresh) {
+      items_[i] = items_[it->second];
+      results_[i] = results_[it->second];
+      continue;
+    }
+    ExecutionMemo::Shared known = p.present && memo_ ? memo_->find(c.sql) : nullptr;
+    if (known && s_.exec_cache && known->status != db::ExecStatus::kTimeout) {
+      db::CachedExecution e;
+      e.result = *known;
+      e.row_cap = limits.row_cap;
+      s_.exec_cache->put(db::ResultCache::key(fp, c.sql), e);
+    }
     db::ExecutionResult exec;
-    items_[i] = s_.judge->judge(q_, db_path_, fp, p, &exec);
-    if (p.present && !c.rejected && exec.ok()) results_[i] = std::move(exec);
+    items_[i] = s_.judge->judge(q_, db_path_, fp, p, known ? nullptr : &exec);
+    if (!p.present || c.rejected) continue;
+    if (known) {
+      if (known->ok()) results_[i] = std::move(known);
+    } else if (exec.ok()) {
+      results_[i] = std::make_shared<const db::ExecutionResult>(std::move(exec));
+    }
   }
+  memo_.reset();  // what selection needs is in results_
   latency_["eval"] = seconds_since(t0);
   return Status::ok();
 }
@@ -451,7 +485,7 @@ run::QuestionRecord QuestionRun::final_record() {
     g.cluster = clusters.cluster_of[i];
     auto before = exec_before_fix_.find(candidates_[i].id);
     g.executable_before_fix = before != exec_before_fix_.end() && before->is_boolean() && before->get<bool>();
-    g.executable_after_fix = results_[i].has_value();
+    g.executable_after_fix = results_[i] != nullptr;
     g.outcome = items_[i].outcome;
     g.verdicts = items_[i].verdicts;
     c.judged = std::move(g);

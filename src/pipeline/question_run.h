@@ -18,6 +18,7 @@
 namespace nl2sql::pipeline {
 namespace fs = std::filesystem;
 using nlohmann::json;
+using fix::ExecutionMemo;
 
 // Model calls that failed, retries and unread answers between two snapshots of a question's
 // accounting: what one stage's result cost in faults.
@@ -74,6 +75,12 @@ class QuestionRun {
     return Status::ok();
   }
 
+  // The question's executions (fix stage, then judging), created on first use.
+  fix::ExecutionMemo& memo() {
+    if (!memo_) memo_ = std::make_unique<fix::ExecutionMemo>(*s_.executor, db_path_);
+    return *memo_;
+  }
+
   Shared& s_;
   const data::Question& q_;  // gold stays in this class: the stages get task_
   const data::Task task_;
@@ -85,9 +92,11 @@ class QuestionRun {
   std::set<std::string> selected_columns_;
   std::shared_ptr<const context::ValueIndex> index_;
   std::vector<generate::Candidate> candidates_;
+  std::unique_ptr<fix::ExecutionMemo> memo_;
   json exec_before_fix_;  // per candidate id: executable before the fixer
   std::vector<eval::ItemResult> items_;
-  std::vector<std::optional<db::ExecutionResult>> results_;
+  // Per candidate, its result when it executed (shared by candidates with the same query).
+  std::vector<ExecutionMemo::Shared> results_;
   std::map<std::string, run::SelectionRecord> selections_;
   std::map<int64_t, run::CurvePoint> curves_;
   std::map<std::string, double> latency_;

@@ -41,7 +41,7 @@ std::string result_key(const db::ResultSet& result, ResultEquality equality) {
 }
 
 bool executable(const PoolCandidate& candidate) {
-  return candidate.result.has_value() && candidate.result->ok();
+  return candidate.result != nullptr && candidate.result->ok();
 }
 
 CandidateRank candidate_rank(const std::vector<PoolCandidate>& pool, int index,

@@ -4,6 +4,9 @@
 // ContextBuilder entry point (JSON shape, one index per database across threads).
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -369,6 +372,44 @@ TEST_F(MiniContext, RealProfileFiltersPerTable) {
   EXPECT_TRUE(r->selected.count("school.district_id"));
   EXPECT_FALSE(r->selected.count("school.name"));
   EXPECT_FALSE(r->selected.count("district.population"));
+}
+
+// Issue 22: the per-table requests do not depend on each other and go out together. The server
+// holds every request until all three tables' requests are in flight at once (a request issued
+// only after the previous answer would never see the others: it gives up after 10 s and the
+// count shows it); the answers are then read back in schema order.
+TEST_F(MiniContext, RealProfileSendsItsPerTableRequestsTogether) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_flight = 0, most = 0;
+  std::vector<std::string> tables_seen;
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
+    std::string content = json::parse(req.body)["messages"][0]["content"].get<std::string>();
+    std::unique_lock lock(mu);
+    ++in_flight;
+    most = std::max(most, in_flight);
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(10), [&] { return most >= 3; });
+    --in_flight;
+    if (content.find("CREATE TABLE district") != std::string::npos)
+      return FakeReply{200, completion_body("{\"relevant\": [\"region\"]}")};
+    return FakeReply{200, completion_body("{\"relevant\": []}")};
+  });
+  auto settings = server_settings(server.base_url());
+  settings.profiles["main"].timeout_s = 30;
+  auto client = client_for(settings);
+  const auto& question = q("0");
+  const auto& sch = schema(question.db_id);
+  ASSERT_EQ(sch.tables.size(), 3u);
+  auto r = filter_columns(*client, prompt("filter_columns"), question, sch, ColumnFilterOptions{});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(most, 3) << "the three per-table requests were not in flight together";
+  ASSERT_EQ(r->calls.size(), 3u);
+  // Traces in schema order, whatever order the answers came in.
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_NE(r->calls[i].prompt.find("CREATE TABLE " + sch.tables[i].name), std::string::npos) << i;
+  EXPECT_TRUE(r->errors.empty());
+  EXPECT_EQ(r->relevant, (std::set<std::string>{"district.region"}));
 }
 
 TEST_F(MiniContext, BuilderJsonAndOneIndexPerDatabaseAcrossThreads) {

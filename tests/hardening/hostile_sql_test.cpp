@@ -445,7 +445,7 @@ TEST_F(HostileSql, SelectorsNeverChooseAHostileCandidate) {
         c.id = "c" + std::to_string(i);
         c.generator = i % 2 ? "qp" : "dc";
         c.sql = sqls[i];
-        c.result = ex.run(db(), sqls[i]);
+        c.result = std::make_shared<const db::ExecutionResult>(ex.run(db(), sqls[i]));
         in.candidates.push_back(std::move(c));
       }
       auto r = (*sel)->select(in);

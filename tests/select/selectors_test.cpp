@@ -36,7 +36,7 @@ PoolCandidate cand(std::string id, std::string gen, std::string sql, std::option
   if (r) {
     db::ExecutionResult e;
     e.result = std::move(*r);
-    c.result = std::move(e);
+    c.result = std::make_shared<const db::ExecutionResult>(std::move(e));
   }
   return c;
 }

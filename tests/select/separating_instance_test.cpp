@@ -318,7 +318,7 @@ TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithG
     c.id = "c" + std::to_string(i);
     c.generator = i < 2 ? "dc" : "qp";
     c.sql = sqls[i];
-    c.result = executor_.run(db_, sqls[i]);
+    c.result = std::make_shared<const db::ExecutionResult>(executor_.run(db_, sqls[i]));
     in.candidates.push_back(std::move(c));
   }
   auto s = (*sel)->select(in);

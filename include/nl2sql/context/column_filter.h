@@ -17,6 +17,10 @@
 // reported in `errors`. When no table is relevant at all, `selected` is empty, which every
 // consumer reads as "the whole schema".
 //
+// The requests of one question (one per table, or per column) do not depend on each other and
+// go out together, on up to 64 threads (the client's limits bound what is in flight); answers are
+// read back in schema order, so the result and its call traces do not depend on timing.
+//
 // Thread-safe when the client is: no shared state.
 #pragma once
 

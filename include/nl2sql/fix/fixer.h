@@ -10,6 +10,9 @@
 // A candidate that is not a read-only query is marked "rejected: not read-only" and is neither
 // executed nor fixed.
 //
+// Queries go through a fix::ExecutionMemo (FixInput::memo, the question's): a query already run
+// for another candidate or an earlier round is not run again.
+//
 // A Fixer is built once from config and is immutable: fix() may run on many threads at once
 // (llm::Client and db::Executor are thread-safe). Model calls use the role "fix".
 #pragma once
@@ -25,6 +28,7 @@
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/executor.h"
+#include "nl2sql/fix/execution_memo.h"
 #include "nl2sql/generate/candidate.h"
 #include "nl2sql/llm/prompt_template.h"
 
@@ -60,12 +64,21 @@ struct FixInput {
   const context::Retrieval* retrieval = nullptr;  // values in the rendered schema; may be null
   const db::Executor* executor = nullptr;
   uint64_t seed = 0;
+  // The question's executions, shared with its other candidates and later stages; may be null
+  // (each fix() then memoizes its own candidate's queries, through `executor`).
+  ExecutionMemo* memo = nullptr;
 };
 
 // Executes candidate.sql and records the outcome; marks non-queries rejected without running
 // them. Candidates without SQL (extraction failed) are left unexecuted.
 void execute_candidate(generate::Candidate& candidate, const db::Executor& executor,
                        const std::filesystem::path& db_path, size_t preview_rows = 5);
+// The same through a question's memo: a query the memo has seen is not executed again.
+void execute_candidate(generate::Candidate& candidate, ExecutionMemo& memo, size_t preview_rows = 5);
+// Runs into the memo what execute_candidate would run for `candidate` (nothing for a candidate
+// without SQL or with a statement that is not a query), leaving the candidate as it is: the
+// pipeline starts a generator's queries while the other generators still wait for their model.
+void prefetch_execution(const generate::Candidate& candidate, ExecutionMemo& memo);
 
 class Fixer {
  public:

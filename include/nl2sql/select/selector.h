@@ -42,7 +42,9 @@ struct PoolCandidate {
   std::string generator;  // for tie-breaks in generator order and for expert voting
   std::string profile;
   std::string sql;
-  std::optional<db::ExecutionResult> result;  // nullopt: not executable (rejected, no SQL)
+  // null: not executable (rejected, no SQL). Shared and immutable: candidates whose queries are
+  // the same hold one result (the question's execution memo), and copies of a pool cost nothing.
+  std::shared_ptr<const db::ExecutionResult> result;
 };
 
 struct SelectionInput {

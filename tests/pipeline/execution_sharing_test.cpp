@@ -1,0 +1,178 @@
+// Issue 22, over a whole run against the in-process fake server: per question each distinct
+// query (after normalization) is executed once through the run's executor, and the candidates,
+// the fixer, judging and selection all see its result; the fix loops of a question's candidates
+// run side by side, none waiting for another's rounds.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "nl2sql/core/config.h"
+#include "nl2sql/fix/execution_memo.h"
+#include "nl2sql/pipeline/pipeline.h"
+#include "nl2sql/run/run_data.h"
+#include "support/fake_openai_server.h"
+#include "support/mini_run.h"
+#include "support/records.h"
+#include "support/test_env.h"
+
+namespace nl2sql::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using llm::testing::completion_body;
+using llm::testing::FakeOpenAiServer;
+using llm::testing::FakeReply;
+using nlohmann::json;
+
+// Six baseline samples per question, the fixer (2 rounds), self-consistency; no other model call.
+core::Config sharing_config(const std::string& base_url) {
+  core::Config config(json::parse(R"({
+    "llm": {"models": {"fake": {"base_url": "", "model": "fake-coder", "api_key_env": ""}},
+            "default_profile": "fake", "cache": {"mode": "off"}, "preflight": false,
+            "retry": {"max_attempts": 1, "base_delay_s": 0.01, "max_delay_s": 0.01}},
+    "context": {"keywords": {"llm": false}},
+    "generate": {"generators": [{"name": "baseline", "samples": 6}]},
+    "fix": {"enabled": true, "max_rounds": 2},
+    "run": {"selectors": ["self_consistency"], "primary_selector": "self_consistency", "threads": 1}
+  })"));
+  config.set("llm.models.fake.base_url", base_url);
+  return config;
+}
+
+std::string content_of(const httplib::Request& req) {
+  const json body = json::parse(req.body);
+  std::string out;
+  for (const auto& m : body["messages"]) out += m["content"].get<std::string>();
+  return out;
+}
+
+bool is_fix(const std::string& content) { return content.find("The query that was tried:") != std::string::npos; }
+
+FakeReply sql_reply(const std::string& sql) { return FakeReply{200, completion_body("```sql\n" + sql + "\n```")}; }
+
+const char* kCount = "SELECT count(*) FROM school";
+const char* kCountRelaid = "SELECT  count(*)\n   FROM school ";
+const char* kBroken = "SELECT name FROM no_such_table";
+const char* kFixed = "SELECT name FROM school";
+
+class ExecutionSharing : public ::testing::Test {
+ protected:
+  void SetUp() override { data_ = testing::build_mini_bird(dir_ / "mini"); }
+  RunOptions options(const core::Config& config, const fs::path& out) {
+    auto o = testing::mini_run_options(config, data_, out, dir_ / "index");
+    o.filter.db_id = "regional_schools";
+    o.filter.ranges = "0-3";
+    return o;
+  }
+  testing::TempDir dir_;
+  fs::path data_;
+};
+
+TEST_F(ExecutionSharing, EachDistinctQueryRunsOncePerQuestionAndEveryStageSeesItsResult) {
+  // Questions run one at a time; each gets six samples: the count query twice, the same query
+  // laid out differently twice, and a broken query twice, which the fixer turns into kFixed.
+  std::mutex mu;
+  int generated = 0;
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
+    const std::string content = content_of(req);
+    if (is_fix(content)) return sql_reply(kFixed);
+    std::lock_guard lock(mu);
+    const int k = generated++ % 3;
+    return sql_reply(k == 0 ? kCount : k == 1 ? kCountRelaid : kBroken);
+  });
+  // A first run builds the value index and the metadata (their queries go through the same
+  // executor, once per database); the counted run reuses them.
+  auto warm = run(options(sharing_config(server.base_url()), dir_ / "warm"));
+  ASSERT_TRUE(warm.is_ok()) << warm.status().message();
+  ASSERT_EQ(generated, 24);
+  std::atomic<uint64_t> executions{0};
+  auto o = options(sharing_config(server.base_url()), dir_ / "run");
+  o.db_fault_injector = [&](uint64_t) {
+    ++executions;
+    return Status::ok();
+  };
+  auto summary = run(o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_EQ(summary->finished, 4u);
+  ASSERT_EQ(summary->failed, 0u);
+  EXPECT_EQ(generated, 48);
+  // Per question: the count query, the broken one and its fix. Executed once per candidate and
+  // round, as before the memo, it would be 6 + 2 = 8.
+  EXPECT_EQ(executions.load(), 4u * 3u);
+
+  auto data = run::load_run(dir_ / "run");
+  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  auto records = testing::written_records(*data);
+  ASSERT_EQ(records.size(), 4u);
+  for (const auto& r : records) {
+    const std::string qid = r.value("question_id", "");
+    const auto& cands = r["candidates"];
+    ASSERT_EQ(cands.size(), 6u) << qid;
+    std::set<int> count_clusters, fixed_clusters;
+    size_t fixed = 0;
+    for (const auto& c : cands) {
+      const std::string sql = fix::normalize_sql(c.value("sql", ""));
+      EXPECT_TRUE(c.value("executable_after_fix", false)) << qid << " " << sql;
+      if (sql == fix::normalize_sql(kCount)) {
+        count_clusters.insert(c.value("cluster", -2));
+        EXPECT_TRUE(c.value("fix_rounds", json::array()).empty()) << qid;
+      } else {
+        EXPECT_EQ(sql, kFixed) << qid;
+        ++fixed;
+        fixed_clusters.insert(c.value("cluster", -2));
+        const auto& rounds = c["fix_rounds"];
+        ASSERT_EQ(rounds.size(), 1u) << qid;
+        EXPECT_EQ(rounds[0].value("failure_class", ""), "no_such_table") << qid;
+        // The fixer saw the fixed query's rows (the mini set has schools).
+        EXPECT_GT(rounds[0]["execution_after"].value("rows", 0), 0) << qid;
+      }
+    }
+    EXPECT_EQ(fixed, 2u) << qid;
+    // Judging and clustering saw one result per query: the four count candidates form one
+    // cluster, the two fixed ones another.
+    ASSERT_EQ(count_clusters.size(), 1u) << qid;
+    ASSERT_EQ(fixed_clusters.size(), 1u) << qid;
+    EXPECT_NE(*count_clusters.begin(), *fixed_clusters.begin()) << qid;
+    EXPECT_GE(*count_clusters.begin(), 0) << qid;
+    // Selection: self-consistency takes the larger cluster.
+    EXPECT_EQ(fix::normalize_sql(r["selections"]["self_consistency"].value("sql", "")), kCount) << qid;
+  }
+}
+
+TEST_F(ExecutionSharing, ACandidatesFixRoundsDoNotWaitForOtherCandidates) {
+  // All six candidates fail; each fix request is held until every candidate's first fix request
+  // has arrived. Fix loops started in waves would never have six at once: the held requests give
+  // up after 10 s and the count below shows it.
+  std::mutex mu;
+  std::condition_variable cv;
+  int fixing = 0, most = 0;
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
+    const std::string content = content_of(req);
+    if (!is_fix(content)) return sql_reply(kBroken);
+    std::unique_lock lock(mu);
+    ++fixing;
+    most = std::max(most, fixing);
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(10), [&] { return most >= 6; });
+    --fixing;
+    return sql_reply(kFixed);
+  });
+  auto o = options(sharing_config(server.base_url()), dir_ / "run");
+  o.filter.ranges = "0";
+  auto summary = run(o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_EQ(summary->finished, 1u);
+  EXPECT_EQ(most, 6) << "the six candidates' fix rounds were not in flight together";
+  auto data = run::load_run(dir_ / "run");
+  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  auto records = testing::written_records(*data);
+  ASSERT_EQ(records.size(), 1u);
+  for (const auto& c : records[0]["candidates"]) EXPECT_EQ(c.value("sql", ""), kFixed);
+}
+
+}  // namespace
+}  // namespace nl2sql::pipeline
