@@ -8,7 +8,7 @@
 # the same on a x300 BIRD-scale copy of superhero, generated here in a temporary folder (never
 # committed). The build against its DISTINCT-scan floor and its growth are in index_scale.sh.
 #
-#   NL2SQL_DATA=/path/to/data [SCALE_DB=tools/scale_db.py] BUILD_DIR=build scripts/bench/context_recall.sh [--threads N] [--no-scale]
+#   NL2SQL_DATA=/path/to/data [SCALE_DB=tools/scale_db.py] [X300_QUESTIONS=20] BUILD_DIR=build scripts/bench/context_recall.sh [--threads N] [--no-scale]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${NL2SQL_DATA:?set NL2SQL_DATA to the folder holding spider/ and bird/}"
@@ -58,5 +58,5 @@ if [ "$SCALE" = 1 ]; then
   # The exhaustive baseline costs ~1 us per (keyword, value) pair: 278k values x ~25 keywords
   # per question, so the x300 recall is measured on the first X300_QUESTIONS questions.
   "$BIN" retrieve --benchmark bird --data "$X" --recall --typos --db superhero --index-dir "$WORK/index_x300" \
-    --max-questions "${X300_QUESTIONS:-40}"
+    --max-questions "${X300_QUESTIONS:-20}"
 fi

@@ -3,7 +3,7 @@
 //
 // Layout (format version 2, little-endian): "NL2VIDX\0", u32 version, u32 zero; then sections,
 // each a u64 byte length, the bytes and zero padding to a multiple of 8 (so every section starts
-// 8-aligned and a mapped file is read in place): the JSON header, the values' UTF-8 bytes, their
+// 8-aligned): the JSON header, the values' UTF-8 bytes, their
 // u64 offsets (values + 1), the normalized code points (u32), their u64 offsets, one table per
 // LSH band and the short-value table (u64 entries key << 32 | value id, sorted); last, the
 // 64-bit XXH3 over the 64-bit XXH3 of every section's bytes in order (core::xxh64).
@@ -20,11 +20,28 @@
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/status.h"
 
+namespace nl2sql::context {
+
+// What an opened index holds: its values in memory and the index file, open for pread.
+struct ValueIndex::Storage {
+  std::string raw;
+  std::vector<uint64_t> raw_offsets;
+  std::u32string norm;
+  std::vector<uint64_t> norm_offsets;
+  int fd = -1;
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage();
+};
+
+}  // namespace nl2sql::context
+
 namespace nl2sql::context::detail {
 
 inline constexpr char kIndexMagic[8] = {'N', 'L', '2', 'V', 'I', 'D', 'X', '\0'};
 // 1: sections packed back to back, read into heap buffers, no short-value table.
-// 2: sections 8-aligned (mapped in place), the short-value table after the bands.
+// 2: sections 8-aligned, the short-value table after the bands; tables read block by block.
 inline constexpr uint32_t kIndexFormatVersion = 2;
 inline constexpr uint64_t kIndexPrologue = 16;
 
@@ -34,6 +51,9 @@ inline uint64_t padded8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 std::string index_header(const std::string& db_id, const std::string& fingerprint, const IndexParams& params,
                          size_t values, const std::vector<IndexedColumn>& columns,
                          const std::vector<SkippedColumn>& skipped);
+
+// Reads exactly n bytes at `offset` of an open file (pread); false on a short read or an error.
+bool read_block(int fd, void* p, size_t n, uint64_t offset);
 
 // A temporary name beside `file`: written, then renamed, so a reader never sees half an index.
 std::filesystem::path temporary_index_path(const std::filesystem::path& file);

@@ -14,6 +14,7 @@
 
 #include "nl2sql/context/text_match.h"
 #include "band_keys.h"
+#include "index_file.h"
 #include "short_keys.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/text.h"
@@ -96,19 +97,36 @@ std::vector<uint32_t> ValueIndex::band_keys_of(std::u32string_view normalized) c
 
 namespace {
 
-// Appends the value ids of every entry (key << 32 | id) of a sorted table whose key is `key`.
-void append_matches(std::span<const uint64_t> t, uint32_t key, std::vector<uint32_t>& out) {
-  const uint64_t lo = static_cast<uint64_t>(key) << 32;
-  for (auto it = std::lower_bound(t.begin(), t.end(), lo); it != t.end() && (*it >> 32) == key; ++it)
-    out.push_back(static_cast<uint32_t>(*it));
-}
-
 void sort_unique(std::vector<uint32_t>& v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
 }  // namespace
+
+void ValueIndex::append_matches(const FileTable& t, uint32_t key, std::vector<uint32_t>& out) const {
+  if (t.entries == 0) return;
+  // Entries with `key` start in the last block whose first key is below it (or in the first
+  // block) and may run on into the following blocks.
+  auto it = std::lower_bound(t.first_keys.begin(), t.first_keys.end(), key);
+  size_t block = it == t.first_keys.begin() ? 0 : static_cast<size_t>(it - t.first_keys.begin()) - 1;
+  uint64_t entries[kBlock];
+  for (; block * kBlock < t.entries; ++block) {
+    const size_t first = block * kBlock, count = std::min(kBlock, t.entries - first);
+    if (!detail::read_block(storage_->fd, entries, count * 8, t.offset + first * 8)) return;
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t k = static_cast<uint32_t>(entries[i] >> 32);
+      if (k > key) return;
+      if (k == key) out.push_back(static_cast<uint32_t>(entries[i]));
+    }
+  }
+}
+
+size_t ValueIndex::memory_bytes() const {
+  size_t n = raw_.size() + raw_offsets_.size_bytes() + norm_.size() * sizeof(char32_t) + norm_offsets_.size_bytes();
+  for (const auto& t : band_tables_) n += t.first_keys.size() * 4;
+  return n + short_table_.first_keys.size() * 4;
+}
 
 std::vector<uint32_t> ValueIndex::lsh_candidates(std::u32string_view normalized_query) const {
   std::vector<uint32_t> out;
@@ -122,7 +140,7 @@ std::vector<uint32_t> ValueIndex::lsh_candidates(std::u32string_view normalized_
 std::vector<uint32_t> ValueIndex::short_candidates(std::u32string_view normalized_query) const {
   std::vector<uint32_t> out;
   const size_t limit = static_cast<size_t>(std::max(0, params_.short_length));
-  if (normalized_query.empty() || short_table_.empty() || normalized_query.size() > limit + 1) return out;
+  if (normalized_query.empty() || short_table_.entries == 0 || normalized_query.size() > limit + 1) return out;
   std::vector<uint32_t> keys;
   detail::short_keys(normalized_query, keys);
   for (uint32_t k : keys) append_matches(short_table_, k, out);

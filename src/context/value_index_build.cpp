@@ -1,7 +1,7 @@
 // Building a value index: every text column's distinct values read from the database (columns
 // in parallel), skip rules, normalization; then MinHash signatures in chunks of values whose band
 // keys are written straight into the index file, each band table sorted on its own, and the
-// short values' deletion table; the file is then mapped (ValueIndex::load).
+// short values' deletion table; the file is then opened (ValueIndex::open_file).
 #include "nl2sql/context/value_index.h"
 
 #include <algorithm>
@@ -316,7 +316,7 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
   remover.keep = true;
   timings.index_s += seconds_since(t0);
 
-  auto idx = map_file(file, false);
+  auto idx = open_file(file, false);
   if (!idx) return idx.status();
   idx->timings_ = timings;
   return idx;
@@ -333,7 +333,7 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
                                                                                   .time_since_epoch()
                                                                                   .count())));
   auto idx = build(db_id, db_path, schema, params, executor, threads, file);
-  fs::remove(file, ec);  // the mapping keeps the pages
+  fs::remove(file, ec);  // the open descriptor keeps it readable
   return idx;
 }
 

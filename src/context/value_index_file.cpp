@@ -1,12 +1,12 @@
 // The value index file: a JSON header (db_id, fingerprint, parameters, counts) and binary
 // sections (layout in index_file.h), with a checksum over all of them. IndexFileWriter writes
-// them (the build streams into it; save() copies an index); loading checks the checksum through
-// a small read buffer, then maps the file read-only and points the index's views into the
-// mapping. A file that does not check out exactly is refused, never half-used.
+// them (the build streams into it; save() copies an index); opening reads the values into
+// memory and the tables through a small buffer (keeping each table's block directory), checks
+// the checksum, and keeps the file open for the lookups' preads. A file that does not check out
+// exactly is refused, never half-used.
 #include "nl2sql/context/value_index.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,20 +28,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// A read-only mapping of a whole file, unmapped with the last index sharing it.
-struct Mapping {
-  void* addr = nullptr;
-  size_t size = 0;
-  ~Mapping() {
-    if (addr) munmap(addr, size);
-  }
-};
-
-struct FileCloser {
-  int fd;
-  ~FileCloser() { ::close(fd); }
-};
 
 // Reads exactly n bytes at `offset` (pread, retried on short reads).
 bool read_at(int fd, void* p, size_t n, uint64_t offset) {
@@ -72,24 +58,6 @@ bool write_all_at(int fd, const void* p, size_t n, uint64_t offset) {
     offset += static_cast<uint64_t>(put);
   }
   return true;
-}
-
-// XXH3-64 of `n` bytes at `offset`, read through a 1 MB buffer: checking a file does not bring its
-// pages into this process's memory (they stay in the page cache).
-bool hash_range(int fd, uint64_t offset, uint64_t n, std::vector<char>& buf, uint64_t* sum) {
-  XXH3_state_t* st = XXH3_createState();
-  XXH3_64bits_reset(st);
-  bool ok = true;
-  while (n > 0 && ok) {
-    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(n, buf.size()));
-    ok = read_at(fd, buf.data(), chunk, offset);
-    if (ok) XXH3_64bits_update(st, buf.data(), chunk);
-    offset += chunk;
-    n -= chunk;
-  }
-  *sum = XXH3_64bits_digest(st);
-  XXH3_freeState(st);
-  return ok;
 }
 
 json params_json(const IndexParams& p) {
@@ -280,8 +248,22 @@ Status ValueIndex::save(const fs::path& file) const {
     section(raw_offsets_.data(), raw_offsets_.size_bytes());
     section(norm_.data(), norm_.size() * sizeof(char32_t));
     section(norm_offsets_.data(), norm_offsets_.size_bytes());
-    for (const auto& t : band_tables_) section(t.data(), t.size_bytes());
-    section(short_table_.data(), short_table_.size_bytes());
+    // The tables are copied from this index's file through a buffer.
+    std::vector<char> buf(size_t{1} << 20);
+    auto table = [&](const FileTable& t) {
+      w.begin_section(t.entries * 8);
+      for (uint64_t done = 0; done < t.entries * 8;) {
+        const size_t chunk = static_cast<size_t>(std::min<uint64_t>(t.entries * 8 - done, buf.size()));
+        if (!read_at(storage_->fd, buf.data(), chunk, t.offset + done)) return false;
+        w.append(buf.data(), chunk);
+        done += chunk;
+      }
+      w.end_section();
+      return true;
+    };
+    for (const auto& t : band_tables_)
+      if (!table(t)) return io_error("cannot read the tables of the index being saved");
+    if (!table(short_table_)) return io_error("cannot read the tables of the index being saved");
     return w.finish();
   }();
   if (!written) {
@@ -296,18 +278,27 @@ Status ValueIndex::save(const fs::path& file) const {
   return Status::ok();
 }
 
-Result<ValueIndex> ValueIndex::load(const fs::path& file) { return map_file(file, true); }
+ValueIndex::Storage::~Storage() {
+  if (fd >= 0) ::close(fd);
+}
 
-Result<ValueIndex> ValueIndex::map_file(const fs::path& file, bool verify) {
+namespace detail {
+bool read_block(int fd, void* p, size_t n, uint64_t offset) { return context::read_at(fd, p, n, offset); }
+}  // namespace detail
+
+Result<ValueIndex> ValueIndex::load(const fs::path& file) { return open_file(file, true); }
+
+Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
   auto corrupt = [&](const std::string& what) {
     return Status(ErrorCode::kInvalidInput, file.string() + ": not a usable value index (" + what + ")");
   };
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  auto storage = std::make_shared<Storage>();
+  storage->fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = storage->fd;
   if (fd < 0) {
     if (errno == ENOENT) return not_found(file.string() + ": no such file");
     return io_error("cannot read " + file.string() + ": " + std::strerror(errno));
   }
-  FileCloser closer{fd};
   struct stat sb {};
   if (::fstat(fd, &sb) != 0) return io_error("cannot stat " + file.string() + ": " + std::strerror(errno));
   const uint64_t size = static_cast<uint64_t>(sb.st_size);
@@ -320,24 +311,73 @@ Result<ValueIndex> ValueIndex::map_file(const fs::path& file, bool verify) {
   if (version != detail::kIndexFormatVersion)
     return corrupt(fmt::format("format version {}, this binary reads version {}", version, detail::kIndexFormatVersion));
 
-  // Walk the sections and check the checksum before anything is interpreted.
+  // Walk the sections: the first five (header, values, offsets, normalized values, offsets) are
+  // read into memory, the tables after them are read through a 1 MB buffer that keeps every
+  // kBlock-th key for the directory. Every section's XXH3 is taken on the way; the checksum is
+  // compared before anything is interpreted.
   struct Section {
     uint64_t offset, size;
   };
   std::vector<Section> sections;
   std::vector<uint64_t> sums;
-  std::vector<char> buf(verify ? size_t{1} << 20 : 0);
+  std::vector<std::vector<uint32_t>> directories;  // one per table section
+  std::string header;
+  std::vector<char> buf(size_t{1} << 20);
   uint64_t pos = detail::kIndexPrologue;
   const uint64_t end = size - 8;
   while (pos < end) {
     uint64_t len = 0;
     if (pos + 8 > end || !read_at(fd, &len, 8, pos)) return corrupt("truncated");
     if (len > end - pos - 8 || detail::padded8(len) > end - pos - 8) return corrupt("truncated");
-    uint64_t sum = 0;
-    if (verify && !hash_range(fd, pos + 8, len, buf, &sum)) return corrupt("truncated");
-    sections.push_back({pos + 8, len});
-    sums.push_back(sum);
-    pos += 8 + detail::padded8(len);
+    const uint64_t at = pos + 8;
+    const size_t i = sections.size();
+    sections.push_back({at, len});
+    auto into_memory = [&](void* p) {
+      if (!read_at(fd, p, len, at)) return false;
+      sums.push_back(core::xxh64({static_cast<const char*>(p), len}));
+      return true;
+    };
+    bool ok = true;
+    if (i == 0) {
+      header.resize(len);
+      ok = into_memory(header.data());
+    } else if (i == 1) {
+      storage->raw.resize(len);
+      ok = into_memory(storage->raw.data());
+    } else if (i == 2 || i == 4) {
+      if (len % 8) return corrupt("section sizes");
+      auto& v = i == 2 ? storage->raw_offsets : storage->norm_offsets;
+      v.resize(len / 8);
+      ok = into_memory(v.data());
+    } else if (i == 3) {
+      if (len % 4) return corrupt("section sizes");
+      storage->norm.resize(len / 4);
+      ok = into_memory(storage->norm.data());
+    } else {
+      if (len % 8) return corrupt("section sizes");
+      // A table: streamed, its directory kept (chunks are whole numbers of blocks).
+      auto& dir = directories.emplace_back();
+      dir.reserve((len / 8 + kBlock - 1) / kBlock);
+      XXH3_state_t* st = XXH3_createState();
+      XXH3_64bits_reset(st);
+      uint64_t done = 0;
+      while (ok && done < len) {
+        const size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - done, buf.size()));
+        ok = read_at(fd, buf.data(), chunk, at + done);
+        if (!ok) break;
+        if (verify) XXH3_64bits_update(st, buf.data(), chunk);
+        for (size_t e = 0; e < chunk / 8; e += kBlock) {
+          uint64_t entry = 0;
+          std::memcpy(&entry, buf.data() + e * 8, 8);
+          dir.push_back(static_cast<uint32_t>(entry >> 32));
+        }
+        done += chunk;
+      }
+      sums.push_back(XXH3_64bits_digest(st));
+      XXH3_freeState(st);
+    }
+    if (!ok) return corrupt("truncated");
+    pos = at + detail::padded8(len);
   }
   uint64_t stored = 0;
   if (pos != end || !read_at(fd, &stored, 8, end)) return corrupt("truncated");
@@ -345,20 +385,9 @@ Result<ValueIndex> ValueIndex::map_file(const fs::path& file, bool verify) {
     return corrupt("checksum mismatch");
   if (sections.size() < 6) return corrupt("truncated");
 
-  auto map = std::make_shared<Mapping>();
-  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  if (addr == MAP_FAILED) return io_error("cannot map " + file.string() + ": " + std::strerror(errno));
-  map->addr = addr;
-  map->size = size;
-  const char* base = static_cast<const char*>(addr);
-  auto bytes = [&](const Section& s) { return base + s.offset; };
-  auto words = [&](const Section& s) -> std::span<const uint64_t> {
-    return {reinterpret_cast<const uint64_t*>(bytes(s)), s.size / 8};
-  };
-
   ValueIndex idx;
   try {
-    json hj = json::parse(std::string_view(bytes(sections[0]), sections[0].size));
+    json hj = json::parse(header);
     idx.db_id_ = hj.at("db_id").get<std::string>();
     idx.fingerprint_ = hj.at("fingerprint").get<std::string>();
     const json& pj = hj.at("params");
@@ -377,24 +406,29 @@ Result<ValueIndex> ValueIndex::map_file(const fs::path& file, bool verify) {
   }
   const size_t bands = static_cast<size_t>(idx.params_.bands);
   if (sections.size() != 6 + bands) return corrupt("section count");
-  for (size_t i = 2; i < sections.size(); ++i)
-    if (i != 3 && sections[i].size % 8 != 0) return corrupt("section sizes");
-  if (sections[3].size % sizeof(char32_t) != 0) return corrupt("section sizes");
-  idx.raw_ = std::string_view(bytes(sections[1]), sections[1].size);
-  idx.raw_offsets_ = words(sections[2]);
-  idx.norm_ = std::u32string_view(reinterpret_cast<const char32_t*>(bytes(sections[3])), sections[3].size / 4);
-  idx.norm_offsets_ = words(sections[4]);
-  for (size_t b = 0; b < bands; ++b) idx.band_tables_.push_back(words(sections[5 + b]));
-  idx.short_table_ = words(sections[5 + bands]);
-  idx.storage_ = map;
-  idx.mapped_ = true;
+  idx.raw_ = storage->raw;
+  idx.raw_offsets_ = storage->raw_offsets;
+  idx.norm_ = storage->norm;
+  idx.norm_offsets_ = storage->norm_offsets;
+  for (size_t t = 0; t <= bands; ++t) {
+    FileTable ft;
+    ft.offset = sections[5 + t].offset;
+    ft.entries = sections[5 + t].size / 8;
+    ft.first_keys = std::move(directories[t]);
+    if (t < bands) idx.band_tables_.push_back(std::move(ft));
+    else idx.short_table_ = std::move(ft);
+  }
+  idx.storage_ = std::move(storage);
 
   const size_t n = idx.raw_offsets_.empty() ? 0 : idx.raw_offsets_.size() - 1;
   if (idx.norm_offsets_.size() != n + 1 ||
       (n > 0 && (idx.raw_offsets_.back() != idx.raw_.size() || idx.norm_offsets_.back() != idx.norm_.size())))
     return corrupt("inconsistent sizes");
+  for (size_t id = 0; id < n; ++id)
+    if (idx.raw_offsets_[id] > idx.raw_offsets_[id + 1] || idx.norm_offsets_[id] > idx.norm_offsets_[id + 1])
+      return corrupt("inconsistent sizes");
   for (const auto& t : idx.band_tables_)
-    if (t.size() != n) return corrupt("band tables");
+    if (t.entries != n) return corrupt("band tables");
   // Columns must tile the ids in order (column_of searches them).
   uint64_t next = 0;
   for (const auto& col : idx.columns_) {

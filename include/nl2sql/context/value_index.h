@@ -30,16 +30,20 @@
 // Persistence: one file per database, `<index_dir>/<db_id>.vidx`, little-endian binary with a
 // JSON header recording the database fingerprint (XXH3-128 of the file) and every parameter
 // (IndexParams::key()); every section is length-prefixed and padded to 8 bytes, and the file
-// ends with a 64-bit XXH3 over the XXH3 of each section (checked, reading the file through a small
-// buffer, before anything is used). A loaded index is the file mapped read-only (mmap): the
-// pages are the page cache's, shared by every process opening the same file, and a process's
-// memory holds only the pages its queries touch. Written to a temporary file and renamed, so
-// concurrent builders never expose half a file. open_index() rebuilds when the file is missing,
-// corrupt, of another format version, built from other bytes or with other parameters: a stale
-// index is never used.
+// ends with a 64-bit XXH3 over the XXH3 of each section (checked, reading the file through a
+// small buffer, before anything is used). An opened index holds the values (stored and
+// normalized) in memory and leaves the band and short-value tables, four fifths of the file, in
+// the file: a lookup reads one 1 KB block per table through pread, found through a directory of
+// each block's first key (a 256th of a table). The blocks come from the page cache, shared by
+// every process using the file; no process's memory carries the tables. (Mapping the file was
+// tried first: on Linux 6 kernels with large page-cache folios a touch maps a whole folio, and a
+// few hundred lookups brought the whole tables into the process's resident memory.) Written to a
+// temporary file and renamed, so concurrent builders never expose half a file. open_index()
+// rebuilds when the file is missing, corrupt, of another format version, built from other bytes
+// or with other parameters: a stale index is never used.
 //
 // Thread-safety: a built or loaded ValueIndex is immutable; every const member may be called
-// from any number of threads. Copies share the same storage (heap buffers or the mapping).
+// from any number of threads (pread on a shared descriptor). Copies share the same storage.
 #pragma once
 
 #include <cstdint>
@@ -107,7 +111,7 @@ class ValueIndex {
   ValueIndex() = default;
 
   // Scans `db_path` through `executor` (read-only) and writes its index to `file` (through a
-  // temporary file renamed into place), then returns the file mapped. Columns are scanned on up
+  // temporary file renamed into place), then returns it opened. Columns are scanned on up
   // to `threads` workers, then values are hashed in chunks whose band keys go straight into the
   // file, and each band table is sorted on its own: memory holds the values and a band or two,
   // never the band tables. Fails only when the database cannot be read at all or the file cannot
@@ -116,7 +120,7 @@ class ValueIndex {
                                   const data::Schema& schema, const IndexParams& params,
                                   const db::Executor& executor, size_t threads,
                                   const std::filesystem::path& file);
-  // The same into a temporary file, removed once mapped (the mapping stays valid).
+  // The same into a temporary file, removed once opened (the open descriptor keeps it readable).
   static Result<ValueIndex> build(const std::string& db_id, const std::filesystem::path& db_path,
                                   const data::Schema& schema, const IndexParams& params,
                                   const db::Executor& executor, size_t threads);
@@ -146,32 +150,41 @@ class ValueIndex {
   const std::vector<IndexedColumn>& columns() const { return columns_; }
   const std::vector<SkippedColumn>& skipped() const { return skipped_; }
   const BuildTimings& timings() const { return timings_; }
-  // True when the values are read from a mapped index file (every built or loaded index).
-  bool mapped() const { return mapped_; }
+  // Bytes of this index held in memory: the values, their normalized forms and offsets, and the
+  // tables' block directories; the band and short-value tables themselves stay in the file.
+  size_t memory_bytes() const;
   // Entries of the short-value table (value, deletion string) pairs; for reports and tests.
-  size_t short_entries() const { return short_table_.size(); }
+  size_t short_entries() const { return short_table_.entries; }
 
  private:
-  // load(), or with verify false the same without reading the file through for its checksum
-  // (for the file a build has just written and closed).
-  static Result<ValueIndex> map_file(const std::filesystem::path& file, bool verify);
+  // load(), or with verify false the same without comparing the checksum (for the file a build
+  // has just written and closed).
+  static Result<ValueIndex> open_file(const std::filesystem::path& file, bool verify);
   std::vector<uint32_t> band_keys_of(std::u32string_view normalized) const;
+
+  // A sorted table of (key << 32 | value id) entries left in the index file: a lookup reads the
+  // one block (rarely two) that can hold the key, found through the first key of every block.
+  struct FileTable {
+    uint64_t offset = 0;  // file offset of the first entry
+    size_t entries = 0;
+    std::vector<uint32_t> first_keys;  // key of entry i * kBlock
+  };
+  static constexpr size_t kBlock = 128;  // entries per block (1 KB)
+  void append_matches(const FileTable& t, uint32_t key, std::vector<uint32_t>& out) const;
+
+  struct Storage;  // the values in memory and the open index file (value_index_file.cpp)
 
   std::string db_id_, fingerprint_, params_key_;
   IndexParams params_;
   std::vector<IndexedColumn> columns_;
   std::vector<SkippedColumn> skipped_;
-  // Views into `storage_`, the mapped file.
-  std::shared_ptr<const void> storage_;
-  bool mapped_ = false;
-  std::string_view raw_;                     // every value's stored text, concatenated
-  std::span<const uint64_t> raw_offsets_;    // size()+1
-  std::u32string_view norm_;                 // every value's normalized code points, concatenated
+  std::shared_ptr<const Storage> storage_;  // shared by copies; closes the file with the last one
+  std::string_view raw_;                    // every value's stored text, concatenated
+  std::span<const uint64_t> raw_offsets_;   // size()+1
+  std::u32string_view norm_;                // every value's normalized code points, concatenated
   std::span<const uint64_t> norm_offsets_;
-  // Per band: (key << 32 | value id), sorted.
-  std::vector<std::span<const uint64_t>> band_tables_;
-  // Deletion neighbourhood of the short values: (key << 32 | value id), sorted, no duplicates.
-  std::span<const uint64_t> short_table_;
+  std::vector<FileTable> band_tables_;      // one per band
+  FileTable short_table_;                   // deletion neighbourhood of the short values
   BuildTimings timings_;
 };
 
