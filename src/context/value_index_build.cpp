@@ -309,6 +309,10 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
   }
   sort_entries(short_table);
   section(short_table.data(), short_table.size() * 8);
+  // Released before the file is opened (which reads the values back into memory).
+  std::vector<uint64_t>().swap(short_table);
+  std::string().swap(norm);
+  std::vector<uint64_t>().swap(norm_off);
   if (write_failed) return io_error("write failed for " + tmp.string());
   NL2SQL_RETURN_IF_ERROR(out.finish());
   fs::rename(tmp, file, ec);
