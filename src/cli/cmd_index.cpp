@@ -126,6 +126,7 @@ RunFn setup(CLI::App& app) {
                                     {"--num-perm", "context.index.num_perm"},
                                     {"--bands", "context.index.bands"},
                                     {"--rows", "context.index.rows"},
+                                    {"--short-length", "context.index.short_length"},
                                     {"--max-distinct", "context.index.skip.max_distinct"},
                                     {"--max-avg-length", "context.index.skip.max_avg_length"},
                                     {"--max-value-length", "context.index.skip.max_value_length"},

@@ -6,7 +6,9 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
+#include <optional>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -22,6 +24,7 @@
 #include "nl2sql/llm/client.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/files.h"
+#include "nl2sql/core/hash.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/sim/simulator.h"
 
@@ -47,6 +50,8 @@ struct RetrieveArgs {
   std::string json_out;
   size_t max_questions = 0;
   bool show_misses = false;
+  bool typos = false;
+  bool no_exhaustive = false;
   size_t threads = 0;
   context::RetrievalOptions ropts;
 };
@@ -100,6 +105,77 @@ std::vector<GoldPair> gold_pairs(const std::string& sql) {
   return out;
 }
 
+// ASCII-case-insensitive replacement of every occurrence of `from` in `text`; the count replaced.
+size_t replace_all_icase(std::string& text, const std::string& from, const std::string& to) {
+  if (from.empty()) return 0;
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const std::string lf = lower(from);
+  std::string lt = lower(text);
+  size_t n = 0;
+  for (size_t p = lt.find(lf); p != std::string::npos; p = lt.find(lf, p + to.size())) {
+    text.replace(p, from.size(), to);
+    lt.replace(p, from.size(), lower(to));
+    ++n;
+  }
+  return n;
+}
+
+std::string ascii_lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  return s;
+}
+
+constexpr const char* kTypoKinds[] = {"deletion", "substitution", "insertion", "transposition"};
+
+// One one-letter typo of `literal` of the given kind (0 deletion, 1 substitution, 2 insertion,
+// 3 adjacent transposition) at a letter drawn from `seed`; nothing when the literal has fewer
+// than three code points or two letters, or when the typo normalizes to the literal itself.
+std::optional<std::string> make_typo(const std::string& literal, int kind, uint64_t seed) {
+  std::u32string u = context::decode_utf8(literal);
+  auto is_letter = [](char32_t c) { return (c >= U'a' && c <= U'z') || (c >= U'A' && c <= U'Z'); };
+  std::vector<size_t> letters, swaps;
+  for (size_t i = 0; i < u.size(); ++i) {
+    if (is_letter(u[i])) letters.push_back(i);
+    if (i + 1 < u.size() && is_letter(u[i]) && is_letter(u[i + 1]) &&
+        context::fold_code_point(u[i]) != context::fold_code_point(u[i + 1]))
+      swaps.push_back(i);
+  }
+  if (u.size() < 3 || letters.size() < 2) return std::nullopt;
+  core::SplitMix64 r(seed);
+  const size_t pos = letters[r.next_u64() % letters.size()];
+  const char32_t other = U'a' + static_cast<char32_t>(r.next_u64() % 26);
+  switch (kind) {
+    case 0: u.erase(pos, 1); break;
+    case 1: {
+      const char32_t base = u[pos] >= U'a' ? U'a' : U'A';
+      u[pos] = base + (u[pos] - base + 1 + static_cast<char32_t>(r.next_u64() % 25)) % 26;
+      break;
+    }
+    case 2: u.insert(pos + 1, 1, other); break;
+    default:
+      if (swaps.empty()) return std::nullopt;
+      {
+        const size_t i = swaps[r.next_u64() % swaps.size()];
+        std::swap(u[i], u[i + 1]);
+      }
+  }
+  std::string out = context::encode_utf8(u);
+  if (context::normalize_text(out) == context::normalize_text(literal)) return std::nullopt;
+  return out;
+}
+
+// The recall benchmark (scripts/bench/context_recall.sh). Every (question, column, literal) where
+// the gold SQL compares the column to a literal stored in it is a pair; a hit is that value in
+// that column among the top k values. Three ways of finding candidates are compared on the same
+// keywords: the index as retrieval uses it (LSH bands + short values), the LSH bands alone, and
+// the exhaustive scan. With --typos, every pair whose literal is written in the question or the
+// evidence is asked again with the literal replaced by a one-letter typo of each kind (deletion,
+// substitution, insertion, transposition), once as written, once with the whole text lowercased
+// and once as the typo alone (one keyword). Times are the thread CPU time of each retrieve() call.
 int run_recall(const RetrieveArgs& a, const data::Dataset& ds) {
   db::Executor executor;
   context::IndexOptions iopts;
@@ -124,13 +200,25 @@ int run_recall(const RetrieveArgs& a, const data::Dataset& ds) {
     indexes.emplace(r.db_id, std::move(*idx));
   }
   const std::vector<size_t> ks = {5, 10, 20};
+  struct Mode {
+    const char* name;
+    bool exhaustive, short_values;
+  };
+  std::vector<Mode> modes = {{"index", false, true}, {"lsh_only", false, false}, {"exhaustive", true, true}};
+  if (a.no_exhaustive) modes.pop_back();  // timing runs at scale: the baseline costs seconds a question
   struct Tally {
+    size_t cases = 0;
     std::vector<size_t> hits = std::vector<size_t>(3, 0);
-    double seconds = 0;  // wall
-    double cpu = 0;      // thread CPU
+    double seconds = 0;      // wall
+    double cpu = 0;          // thread CPU
+    std::vector<double> ms;  // thread CPU per retrieve() call
     size_t scored = 0;
-  } lsh, exh;
-  size_t pairs = 0, questions = 0, unindexed = 0;
+  };
+  // [set][mode]: set 0 the literals as asked, 1 typos as written, 2 typos lowercased, 3 the typo
+  // alone as the whole question (one keyword: the time of one lookup).
+  std::vector<std::vector<Tally>> tallies(4, std::vector<Tally>(modes.size()));
+  size_t pairs = 0, questions = 0, unindexed = 0, typo_pairs = 0, not_in_text = 0;
+  std::map<std::string, size_t> typo_kinds;
   db::QueryLimits limits;
   limits.row_cap = 0;
   for (const auto& q : ds.questions) {
@@ -158,52 +246,130 @@ int run_recall(const RetrieveArgs& a, const data::Dataset& ds) {
     context::RetrievalOptions ro = a.ropts;
     ro.max_values = ks.back();
     ro.match_columns = false;
-    auto measure = [&](bool exhaustive, Tally& tally) {
-      ro.exhaustive = exhaustive;
-      auto t0 = std::chrono::steady_clock::now();
-      double c0 = thread_cpu_seconds();
-      auto res = context::retrieve(index, schema, q.question, q.evidence, ro);
-      tally.cpu += thread_cpu_seconds() - c0;
-      tally.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      tally.scored += res.candidates_scored;
-      return res;
+    auto rank = [&](const context::Retrieval& r, const Target& t) {
+      for (size_t i = 0; i < r.values.size(); ++i)
+        if (r.values[i].value == t.literal && iequals(r.values[i].table, t.table) &&
+            iequals(r.values[i].column, t.column))
+          return i;
+      return r.values.size() + ks.back();
     };
-    auto rl = measure(false, lsh);
-    auto re = measure(true, exh);
+    // Runs every mode on one text and scores the given targets.
+    auto measure = [&](const std::string& question, const std::string& evidence,
+                       const std::vector<const Target*>& want, std::vector<Tally>& set,
+                       std::vector<size_t>* ranks) {
+      for (size_t m = 0; m < modes.size(); ++m) {
+        ro.exhaustive = modes[m].exhaustive;
+        ro.short_values = modes[m].short_values;
+        auto t0 = std::chrono::steady_clock::now();
+        double c0 = thread_cpu_seconds();
+        auto res = context::retrieve(index, schema, question, evidence, ro);
+        const double cpu = thread_cpu_seconds() - c0;
+        Tally& tally = set[m];
+        tally.cpu += cpu;
+        tally.ms.push_back(1000 * cpu);
+        tally.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        tally.scored += res.candidates_scored;
+        for (const Target* t : want) {
+          const size_t r = rank(res, *t);
+          if (ranks) ranks->push_back(r);
+          ++tally.cases;
+          for (size_t k = 0; k < ks.size(); ++k) tally.hits[k] += r < ks[k];
+        }
+      }
+    };
+    std::vector<const Target*> all;
     for (const auto& t : targets) {
+      all.push_back(&t);
       ++pairs;
       if (index.find_exact(t.table, t.column, t.literal) < 0) ++unindexed;
-      auto rank = [&](const context::Retrieval& r) {
-        for (size_t i = 0; i < r.values.size(); ++i)
-          if (r.values[i].value == t.literal && iequals(r.values[i].table, t.table) &&
-              iequals(r.values[i].column, t.column))
-            return i;
-        return r.values.size() + ks.back();
-      };
-      size_t r1 = rank(rl), r2 = rank(re);
-      if (a.show_misses && r1 >= ks.back())
-        std::cout << fmt::format("miss {} ({}): {}.{} = '{}'{}  | {}\n", q.question_id, q.db_id, t.table, t.column,
-                                 t.literal, r2 < ks.back() ? " [exhaustive hit]" : "", q.question);
-      for (size_t k = 0; k < ks.size(); ++k) {
-        lsh.hits[k] += r1 < ks[k];
-        exh.hits[k] += r2 < ks[k];
+    }
+    std::vector<size_t> ranks;  // mode-major: modes x targets
+    measure(q.question, q.evidence, all, tallies[0], &ranks);
+    if (a.show_misses)
+      for (size_t i = 0; i < targets.size(); ++i) {
+        const size_t r_index = ranks[i], r_exh = a.no_exhaustive ? ks.back() : ranks[2 * targets.size() + i];
+        if (r_index >= ks.back())
+          std::cout << fmt::format("miss {} ({}): {}.{} = '{}'{}  | {}\n", q.question_id, q.db_id, targets[i].table,
+                                   targets[i].column, targets[i].literal,
+                                   r_exh < ks.back() ? " [exhaustive hit]" : "", q.question);
+      }
+    if (!a.typos) continue;
+    for (const auto& t : targets) {
+      std::string probe_q = q.question, probe_e = q.evidence;
+      if (replace_all_icase(probe_q, t.literal, "\x01") + replace_all_icase(probe_e, t.literal, "\x01") == 0) {
+        ++not_in_text;
+        continue;
+      }
+      ++typo_pairs;
+      for (int kind = 0; kind < 4; ++kind) {
+        auto typo = make_typo(t.literal, kind,
+                              core::xxh64(q.question_id + '\x1f' + t.literal + '\x1f' + std::to_string(kind)));
+        if (!typo) continue;
+        ++typo_kinds[kTypoKinds[kind]];
+        std::string tq = q.question, te = q.evidence;
+        replace_all_icase(tq, t.literal, *typo);
+        replace_all_icase(te, t.literal, *typo);
+        std::vector<size_t> typo_ranks;
+        measure(tq, te, {&t}, tallies[1], &typo_ranks);
+        if (a.show_misses && typo_ranks[0] >= ks[1])
+          std::cout << fmt::format("typo miss {} ({}): {}.{} = '{}' asked as '{}' ({}){}\n", q.question_id, q.db_id,
+                                   t.table, t.column, t.literal, *typo, kTypoKinds[kind],
+                                   !a.no_exhaustive && typo_ranks[2] < ks[1] ? " [exhaustive hit]" : "");
+        measure(ascii_lower(tq), ascii_lower(te), {&t}, tallies[2], nullptr);
+        measure(*typo, "", {&t}, tallies[3], nullptr);
       }
     }
   }
-  auto pct = [&](size_t n) { return pairs ? 100.0 * static_cast<double>(n) / static_cast<double>(pairs) : 0.0; };
+  auto pct = [](size_t n, size_t of) { return of ? 100.0 * static_cast<double>(n) / static_cast<double>(of) : 0.0; };
+  auto quantile = [](std::vector<double> v, double p) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+    return v[std::min(v.size(), std::max<size_t>(i, 1)) - 1];
+  };
+  auto mode_json = [&](const Tally& t) {
+    return json{{"recall@5", pct(t.hits[0], t.cases)},  {"recall@10", pct(t.hits[1], t.cases)},
+                {"recall@20", pct(t.hits[2], t.cases)}, {"cases", t.cases},
+                {"cpu_seconds", t.cpu},                 {"wall_seconds", t.seconds},
+                {"calls", t.ms.size()},                 {"p50_ms", quantile(t.ms, 0.5)},
+                {"p95_ms", quantile(t.ms, 0.95)},       {"edit_distances", t.scored}};
+  };
+  auto print_set = [&](const std::vector<Tally>& set) {
+    for (size_t m = 0; m < modes.size(); ++m) {
+      const Tally& t = set[m];
+      std::cout << fmt::format(
+          "  {:<10} recall@5 {:6.2f}%  @10 {:6.2f}%  @20 {:6.2f}%  query CPU p50 {:.3f} ms  p95 {:.3f} ms "
+          "(total {:.3f} s over {} calls; wall {:.3f} s), {} edit distances\n",
+          modes[m].name, pct(t.hits[0], t.cases), pct(t.hits[1], t.cases), pct(t.hits[2], t.cases),
+          quantile(t.ms, 0.5), quantile(t.ms, 0.95), t.cpu, t.ms.size(), t.seconds, t.scored);
+    }
+  };
   std::cout << fmt::format("{} questions, {} (question, column, literal) pairs; {} pairs in columns the index skips or values dropped\n",
                            questions, pairs, unindexed);
+  print_set(tallies[0]);
   json j = {{"questions", questions}, {"pairs", pairs}, {"unindexed_pairs", unindexed}};
-  for (auto [name, t] : {std::pair<const char*, Tally*>{"lsh", &lsh}, {"exhaustive", &exh}}) {
-    std::cout << fmt::format("  {:<10} recall@5 {:6.2f}%  @10 {:6.2f}%  @20 {:6.2f}%  query CPU {:.3f} s ({:.3f} ms/question; wall {:.3f} s), {} edit distances\n",
-                             name, pct(t->hits[0]), pct(t->hits[1]), pct(t->hits[2]), t->cpu,
-                             questions ? 1000 * t->cpu / static_cast<double>(questions) : 0.0, t->seconds, t->scored);
-    j[name] = {{"recall@5", pct(t->hits[0])}, {"recall@10", pct(t->hits[1])}, {"recall@20", pct(t->hits[2])},
-               {"cpu_seconds", t->cpu}, {"wall_seconds", t->seconds}, {"edit_distances", t->scored}};
-  }
-  double ratio = lsh.cpu > 0 ? exh.cpu / lsh.cpu : 0;
-  std::cout << fmt::format("  exhaustive / LSH query CPU time: {:.1f}x\n", ratio);
+  for (size_t m = 0; m < modes.size(); ++m) j[modes[m].name] = mode_json(tallies[0][m]);
+  double ratio = tallies[0][0].cpu > 0 && !a.no_exhaustive ? tallies[0][2].cpu / tallies[0][0].cpu : 0;
+  std::cout << fmt::format("  exhaustive / index query CPU time: {:.1f}x\n", ratio);
   j["time_ratio"] = ratio;
+  if (a.typos) {
+    std::string kinds;
+    for (const auto& [k, n] : typo_kinds) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, k);
+    std::cout << fmt::format("one-letter typos: {} pairs written in the question or evidence ({} not written there), "
+                             "{} typos ({})\n",
+                             typo_pairs, not_in_text, tallies[1][0].cases, kinds);
+    j["typos"] = {{"pairs", typo_pairs}, {"pairs_not_in_text", not_in_text}, {"kinds", typo_kinds}};
+    const char* names[] = {"", "as_written", "lowercased", "keyword_alone"};
+    const char* titles[] = {"", "in the question as written", "in the question lowercased",
+                            "alone (the typo as the whole question: one keyword lookup)"};
+    for (size_t set = 1; set <= 3; ++set) {
+      std::cout << fmt::format(" typos {}:\n", titles[set]);
+      print_set(tallies[set]);
+      json sj;
+      for (size_t m = 0; m < modes.size(); ++m) sj[modes[m].name] = mode_json(tallies[set][m]);
+      j["typos"][names[set]] = sj;
+    }
+  }
   if (!a.json_out.empty()) {
     Status s = core::write_file_atomic(a.json_out, j.dump(2));
     if (!s) {
@@ -261,15 +427,15 @@ int run_retrieve(const RetrieveArgs& a) {
     return kExitBadInput;
   }
   const auto& schema = ds->schemas.at(q->db_id);
+  // The index is opened (loaded, or built when missing or stale) and timed on its own; the
+  // builder keeps it, so the context below is timed without any index loading.
   context::IndexStatus status;
-  {
-    // Opened here first only to report whether the index was fresh; the builder reuses the file.
-    auto idx = context::open_index(q->db_id, ds->db_paths.at(q->db_id), schema, (*builder)->settings().index,
-                                   executor, &status);
-    if (!idx) {
-      spdlog::error("{}", idx.status().message());
-      return kExitFailure;
-    }
+  auto t_load = std::chrono::steady_clock::now();
+  auto idx = (*builder)->index(q->db_id, ds->db_paths.at(q->db_id), schema, &status);
+  const double load_ms = 1000 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+  if (!idx) {
+    spdlog::error("{}", idx.status().message());
+    return kExitFailure;
   }
   auto t0 = std::chrono::steady_clock::now();
   auto ctx = (*builder)->build(*q, schema, ds->db_paths.at(q->db_id), 0);
@@ -279,13 +445,17 @@ int run_retrieve(const RetrieveArgs& a) {
     return kExitFailure;
   }
   if (a.json) {
-    std::cout << ctx->to_json().dump(2) << "\n";
+    json j = ctx->to_json();
+    j["timings_ms"] = {{"index_load", load_ms}, {"context", ms}};
+    j["index"] = {{"action", status.action}, {"file", status.file.string()}, {"values", (*idx)->size()}};
+    std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
   const auto& r = ctx->retrieval;
   std::cout << fmt::format("question {} ({}): {}\n", q->question_id, q->db_id, q->question);
   if (!q->evidence.empty()) std::cout << "evidence: " << q->evidence << "\n";
-  std::cout << fmt::format("index: {} values, {} ({})\n", ctx->index->size(), status.action, status.file.string());
+  std::cout << fmt::format("index: {} values, {} ({}), opened in {:.2f} ms\n", ctx->index->size(), status.action,
+                           status.file.string(), load_ms);
   std::cout << fmt::format("keywords ({}):", r.keywords.size());
   for (const auto& k : r.keywords) std::cout << fmt::format(" \"{}\"[{}]", k.text, k.source);
   std::cout << "\n";
@@ -299,8 +469,8 @@ int run_retrieve(const RetrieveArgs& a) {
                              ctx->llm_keywords.size(), ctx->llm_keywords.size() - also.size(), also.size(),
                              also.empty() ? "" : ": ", fmt::join(also, ", "));
   }
-  std::cout << fmt::format("matched values ({}, {} edit distances, {:.2f} ms{}):\n", r.values.size(),
-                           r.candidates_scored, ms,
+  std::cout << fmt::format("matched values ({}, {} edit distances, context {:.2f} ms without the index opening{}):\n",
+                           r.values.size(), r.candidates_scored, ms,
                            (*builder)->settings().embeddings.profile.empty() ? "" : ", re-ranked by embeddings");
   for (const auto& v : r.values)
     std::cout << fmt::format("  {}.{} = {} ({:.3f}, keyword \"{}\")\n", v.table, v.column,
@@ -343,10 +513,12 @@ RunFn setup(CLI::App& app) {
   args->top_opt = cmd->add_option("--top", ro.max_values, "Most values shown")->capture_default_str();
   cmd->add_option("--keyword", ro.extra_keywords, "Extra keyword (repeatable), merged after the heuristic ones");
   // Benchmark mode for scripts/bench/context_recall.sh (not part of the user interface).
-  cmd->add_flag("--recall", args->recall, "Recall@5/10/20 of LSH vs exhaustive over all questions")->group("");
+  cmd->add_flag("--recall", args->recall, "Recall@5/10/20 of the index (LSH + short values), LSH alone and exhaustive over all questions")->group("");
   cmd->add_option("--db", args->dbs, "--recall: only these databases")->group("");
   cmd->add_option("--recall-json", args->json_out, "--recall: write the numbers as JSON")->group("");
-  cmd->add_flag("--show-misses", args->show_misses, "--recall: print each pair LSH misses")->group("");
+  cmd->add_flag("--show-misses", args->show_misses, "--recall: print each pair the index misses")->group("");
+  cmd->add_flag("--no-exhaustive", args->no_exhaustive, "--recall: leave out the exhaustive baseline (timing runs)")->group("");
+  cmd->add_flag("--typos", args->typos, "--recall: also ask each literal with one-letter typos (as written and lowercased)")->group("");
   cmd->add_option("--max-questions", args->max_questions, "--recall: stop after this many measured questions")->group("");
   return [args] { return run_retrieve(*args); };
 }

@@ -36,6 +36,7 @@ Result<ContextSettings> load_context_settings(const core::Config& config) {
   NL2SQL_CTX_READ(get_int, "context.index.num_perm", ip.num_perm, int);
   NL2SQL_CTX_READ(get_int, "context.index.bands", ip.bands, int);
   NL2SQL_CTX_READ(get_int, "context.index.rows", ip.rows, int);
+  NL2SQL_CTX_READ(get_int, "context.index.short_length", ip.short_length, int);
   NL2SQL_CTX_READ(get_number, "context.index.scan_timeout_s", ip.scan_timeout_s, double);
   int64_t threads = static_cast<int64_t>(s.index.threads);
   NL2SQL_CTX_READ(get_int, "context.index.threads", threads, int64_t);
@@ -172,12 +173,14 @@ std::shared_ptr<ContextBuilder::Database> ContextBuilder::database(const std::st
 }
 
 Result<std::shared_ptr<const ValueIndex>> ContextBuilder::index(const std::string& db_id, const fs::path& db_path,
-                                                                const data::Schema& schema) const {
+                                                                const data::Schema& schema,
+                                                                IndexStatus* status) const {
   auto d = database(db_id);
   std::lock_guard lock(d->mu);
+  if (status) status->action = "cached";
   if (d->index) return d->index;
   if (d->index_error) return *d->index_error;
-  auto idx = open_index(db_id, db_path, schema, settings_.index, executor_);
+  auto idx = open_index(db_id, db_path, schema, settings_.index, executor_, status);
   if (!idx) {
     d->index_error = idx.status();
     return idx.status();

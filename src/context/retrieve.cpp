@@ -209,7 +209,9 @@ Retrieval retrieve(const ValueIndex& index, const data::Schema& schema, const st
   }
   for (size_t k = 0; k < kn.size(); ++k) {
     if (kn[k].empty()) continue;
-    std::vector<uint32_t> cands = options.exhaustive ? std::vector<uint32_t>{} : index.candidates(kn[k]);
+    std::vector<uint32_t> cands = options.exhaustive     ? std::vector<uint32_t>{}
+                                  : options.short_values ? index.candidates(kn[k])
+                                                         : index.lsh_candidates(kn[k]);
     const auto& ids = options.exhaustive ? all : cands;
     for (uint32_t id : ids) {
       ++out.candidates_scored;

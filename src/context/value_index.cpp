@@ -14,6 +14,8 @@
 
 #include "nl2sql/context/text_match.h"
 #include "band_keys.h"
+#include "index_file.h"
+#include "short_keys.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/text.h"
 #include "nl2sql/core/hash.h"
@@ -55,15 +57,24 @@ Status IndexParams::validate() const {
   if (bands < 1 || rows < 1 || bands * rows > num_perm)
     return invalid_input(fmt::format("index.bands x index.rows ({} x {}) must be at most num_perm ({})",
                                      bands, rows, num_perm));
+  if (short_length < 0 || short_length > 32)
+    return invalid_input(fmt::format("index.short_length must be 0..32 (got {})", short_length));
   return Status::ok();
 }
 
 std::string_view ValueIndex::value(uint32_t id) const {
-  return std::string_view(raw_).substr(raw_offsets_[id], raw_offsets_[id + 1] - raw_offsets_[id]);
+  return raw_.substr(raw_offsets_[id], raw_offsets_[id + 1] - raw_offsets_[id]);
 }
 
 std::u32string_view ValueIndex::normalized(uint32_t id) const {
-  return std::u32string_view(norm_).substr(norm_offsets_[id], norm_offsets_[id + 1] - norm_offsets_[id]);
+  return norm_.substr(norm_offsets_[id], norm_offsets_[id + 1] - norm_offsets_[id]);
+}
+
+const IndexedColumn& ValueIndex::column_of(uint32_t id) const {
+  // Columns hold consecutive id ranges in order: the last column starting at or before id.
+  auto it = std::upper_bound(columns_.begin(), columns_.end(), id,
+                             [](uint32_t v, const IndexedColumn& c) { return v < c.first; });
+  return *(it - 1);
 }
 
 int64_t ValueIndex::find_exact(std::string_view table, std::string_view column,
@@ -84,70 +95,66 @@ std::vector<uint32_t> ValueIndex::band_keys_of(std::u32string_view normalized) c
   return keys;
 }
 
-std::vector<uint32_t> ValueIndex::candidates(std::u32string_view normalized_query) const {
+namespace {
+
+void sort_unique(std::vector<uint32_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+void ValueIndex::append_matches(const FileTable& t, uint32_t key, std::vector<uint32_t>& out) const {
+  if (t.entries == 0) return;
+  // Entries with `key` start in the last block whose first key is below it (or in the first
+  // block) and may run on into the following blocks.
+  auto it = std::lower_bound(t.first_keys.begin(), t.first_keys.end(), key);
+  size_t block = it == t.first_keys.begin() ? 0 : static_cast<size_t>(it - t.first_keys.begin()) - 1;
+  uint64_t entries[kBlock];
+  for (; block * kBlock < t.entries; ++block) {
+    const size_t first = block * kBlock, count = std::min(kBlock, t.entries - first);
+    if (!detail::read_block(storage_->fd, entries, count * 8, t.offset + first * 8)) return;
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t k = static_cast<uint32_t>(entries[i] >> 32);
+      if (k > key) return;
+      if (k == key) out.push_back(static_cast<uint32_t>(entries[i]));
+    }
+  }
+}
+
+size_t ValueIndex::memory_bytes() const {
+  size_t n = raw_.size() + raw_offsets_.size_bytes() + norm_.size() * sizeof(char32_t) + norm_offsets_.size_bytes();
+  for (const auto& t : band_tables_) n += t.first_keys.size() * 4;
+  return n + short_table_.first_keys.size() * 4;
+}
+
+std::vector<uint32_t> ValueIndex::lsh_candidates(std::u32string_view normalized_query) const {
   std::vector<uint32_t> out;
   if (normalized_query.empty() || band_tables_.empty()) return out;
   auto keys = band_keys_of(normalized_query);
-  for (size_t b = 0; b < band_tables_.size(); ++b) {
-    const auto& t = band_tables_[b];
-    uint64_t lo = static_cast<uint64_t>(keys[b]) << 32;
-    for (auto it = std::lower_bound(t.begin(), t.end(), lo); it != t.end() && (*it >> 32) == keys[b]; ++it)
-      out.push_back(static_cast<uint32_t>(*it));
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  for (size_t b = 0; b < band_tables_.size(); ++b) append_matches(band_tables_[b], keys[b], out);
+  sort_unique(out);
   return out;
 }
 
-void ValueIndex::set_contents(std::vector<IndexedColumn> columns, std::vector<SkippedColumn> skipped,
-                              std::string raw, std::vector<uint64_t> raw_offsets, std::u32string norm,
-                              std::vector<uint64_t> norm_offsets, const std::vector<uint32_t>& keys,
-                              size_t threads) {
-  columns_ = std::move(columns);
-  skipped_ = std::move(skipped);
-  raw_ = std::move(raw);
-  raw_offsets_ = std::move(raw_offsets);
-  norm_ = std::move(norm);
-  norm_offsets_ = std::move(norm_offsets);
-  const size_t n = raw_offsets_.empty() ? 0 : raw_offsets_.size() - 1;
-  value_column_.assign(n, 0);
-  for (uint32_t c = 0; c < columns_.size(); ++c)
-    for (uint32_t id = columns_[c].first; id < columns_[c].first + columns_[c].count; ++id) value_column_[id] = c;
-  const size_t bands = static_cast<size_t>(params_.bands);
-  band_tables_.assign(bands, {});
-  // Counting sort on the key's top `bits` bits (one histogram pass, one scatter pass), then
-  // insertion sort inside each bucket (about one to four entries with bits ~ log2(n)). Ids go in
-  // ascending and both steps are stable, so each table ends sorted by (key, id). This replaced a
-  // 4-pass LSD radix sort that took a quarter of a BIRD-scale build.
-  int bits = 8;
-  while (bits < 18 && (size_t{1} << bits) < n) ++bits;
-  const size_t buckets = size_t{1} << bits;
-  const int shift = 32 - bits;
-  // Bands are independent: sorted in parallel, each worker with its own bucket array.
-  core::parallel_for(bands, std::max<size_t>(1, threads), [&](size_t b) {
-    std::vector<uint32_t> start(buckets + 1);
-    auto& t = band_tables_[b];
-    t.resize(n);
-    const uint32_t* band_keys = keys.data() + b * n;
-    for (size_t id = 0; id < n; ++id) ++start[(band_keys[id] >> shift) + 1];
-    for (size_t i = 1; i <= buckets; ++i) start[i] += start[i - 1];
-    for (size_t id = 0; id < n; ++id) {
-      const uint32_t k = band_keys[id];
-      t[start[k >> shift]++] = (static_cast<uint64_t>(k) << 32) | id;
-    }
-    // start[i] is now the end of bucket i; sort each bucket (equal top bits) by the full entry.
-    size_t from = 0;
-    for (size_t i = 0; i < buckets; ++i) {
-      const size_t to = start[i];
-      for (size_t j = from + 1; j < to; ++j) {
-        const uint64_t e = t[j];
-        size_t k = j;
-        for (; k > from && t[k - 1] > e; --k) t[k] = t[k - 1];
-        t[k] = e;
-      }
-      from = to;
-    }
-  });
+std::vector<uint32_t> ValueIndex::short_candidates(std::u32string_view normalized_query) const {
+  std::vector<uint32_t> out;
+  const size_t limit = static_cast<size_t>(std::max(0, params_.short_length));
+  if (normalized_query.empty() || short_table_.entries == 0 || normalized_query.size() > limit + 1) return out;
+  std::vector<uint32_t> keys;
+  detail::short_keys(normalized_query, keys);
+  for (uint32_t k : keys) append_matches(short_table_, k, out);
+  sort_unique(out);
+  return out;
+}
+
+std::vector<uint32_t> ValueIndex::candidates(std::u32string_view normalized_query) const {
+  std::vector<uint32_t> out = lsh_candidates(normalized_query);
+  std::vector<uint32_t> more = short_candidates(normalized_query);
+  if (more.empty()) return out;
+  out.insert(out.end(), more.begin(), more.end());
+  sort_unique(out);
+  return out;
 }
 
 fs::path default_index_dir() { return db::default_cache_dir() / "index"; }
@@ -188,9 +195,8 @@ Result<ValueIndex> open_index(const std::string& db_id, const fs::path& db_path,
     }
   }
   if (why != "missing" && why != "forced") spdlog::info("{}: rebuilding value index ({})", db_id, why);
-  auto built = ValueIndex::build(db_id, db_path, schema, options.params, executor, options.threads);
-  if (!built) return built.status();
-  NL2SQL_RETURN_IF_ERROR(built->save(file).with_context(db_id));
+  auto built = ValueIndex::build(db_id, db_path, schema, options.params, executor, options.threads, file);
+  if (!built) return built.status().with_context(db_id);
   st.action = "built: " + why;
   st.values = built->size();
   st.columns = built->columns().size();

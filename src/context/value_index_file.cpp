@@ -1,14 +1,24 @@
 // The value index file: a JSON header (db_id, fingerprint, parameters, counts) and binary
-// sections written from and read into the index's own buffers, with a checksum over all of
-// them; a file that does not read back exactly is refused, never half-used.
+// sections (layout in index_file.h), with a checksum over all of them. IndexFileWriter writes
+// them (the build streams into it; save() copies an index); opening reads the values into
+// memory and the tables through a small buffer (keeping each table's block directory), checks
+// the checksum, and keeps the file open for the lookups' preads. A file that does not check out
+// exactly is refused, never half-used.
 #include "nl2sql/context/value_index.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
 #include <cstring>
-#include <fstream>
+#include <span>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "index_file.h"
 #include "nl2sql/context/text_match.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/hash.h"
@@ -19,71 +29,43 @@ using nlohmann::json;
 
 namespace {
 
-constexpr char kMagic[8] = {'N', 'L', '2', 'V', 'I', 'D', 'X', '\0'};
-constexpr uint32_t kFormatVersion = 1;
+// Reads exactly n bytes at `offset` (pread, retried on short reads).
+bool read_at(int fd, void* p, size_t n, uint64_t offset) {
+  auto* out = static_cast<char*>(p);
+  while (n > 0) {
+    ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
+    if (got <= 0) {
+      if (got < 0 && errno == EINTR) continue;
+      return false;
+    }
+    out += got;
+    n -= static_cast<size_t>(got);
+    offset += static_cast<uint64_t>(got);
+  }
+  return true;
+}
 
-// Sections are written and read straight from/to the index's own buffers (no whole-file copy:
-// a BIRD-scale index is hundreds of MB). Each section is (u64 byte length, bytes); the file ends
-// with XXH64 over the XXH64 of every section, header included.
-class SectionWriter {
- public:
-  explicit SectionWriter(std::ofstream& out) : out_(out) {}
-  void raw(const void* p, size_t n) { out_.write(static_cast<const char*>(p), static_cast<std::streamsize>(n)); }
-  void section(const void* p, size_t n) {
-    uint64_t len = n;
-    raw(&len, 8);
-    raw(p, n);
-    sums_.push_back(core::xxh64({static_cast<const char*>(p), n}));
+bool write_all_at(int fd, const void* p, size_t n, uint64_t offset) {
+  const auto* in = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t put = ::pwrite(fd, in, n, static_cast<off_t>(offset));
+    if (put <= 0) {
+      if (put < 0 && errno == EINTR) continue;
+      return false;
+    }
+    in += put;
+    n -= static_cast<size_t>(put);
+    offset += static_cast<uint64_t>(put);
   }
-  template <typename T>
-  void section(const std::vector<T>& v) { section(v.data(), v.size() * sizeof(T)); }
-  void finish() {
-    uint64_t sum = core::xxh64({reinterpret_cast<const char*>(sums_.data()), sums_.size() * 8});
-    raw(&sum, 8);
-  }
-
- private:
-  std::ofstream& out_;
-  std::vector<uint64_t> sums_;
-};
-
-class SectionReader {
- public:
-  SectionReader(std::ifstream& in, uint64_t file_size) : in_(in), left_(file_size) {}
-  bool raw(void* p, size_t n) {
-    if (n > left_) return false;
-    in_.read(static_cast<char*>(p), static_cast<std::streamsize>(n));
-    left_ -= n;
-    return static_cast<bool>(in_);
-  }
-  template <typename Container>  // std::string, std::u32string or std::vector<T>
-  bool section(Container& c) {
-    using T = typename Container::value_type;
-    uint64_t len = 0;
-    if (!raw(&len, 8) || len > left_ || len % sizeof(T) != 0) return false;
-    c.resize(len / sizeof(T));
-    if (!raw(c.data(), len)) return false;
-    sums_.push_back(core::xxh64({reinterpret_cast<const char*>(c.data()), len}));
-    return true;
-  }
-  uint64_t left() const { return left_; }
-  bool checksum_ok() {
-    uint64_t stored = 0;
-    if (!raw(&stored, 8) || left_ != 0) return false;
-    return stored == core::xxh64({reinterpret_cast<const char*>(sums_.data()), sums_.size() * 8});
-  }
-
- private:
-  std::ifstream& in_;
-  uint64_t left_;
-  std::vector<uint64_t> sums_;
-};
+  return true;
+}
 
 json params_json(const IndexParams& p) {
   return json{{"ngram", p.ngram},
               {"num_perm", p.num_perm},
               {"bands", p.bands},
               {"rows", p.rows},
+              {"short_length", p.short_length},
               {"seed", p.seed},
               {"normalization_version", kNormalizationVersion},
               {"skip",
@@ -102,6 +84,7 @@ IndexParams params_from_json(const json& j) {
   p.num_perm = j.at("num_perm").get<int>();
   p.bands = j.at("bands").get<int>();
   p.rows = j.at("rows").get<int>();
+  p.short_length = j.at("short_length").get<int>();
   p.seed = j.at("seed").get<uint64_t>();
   const auto& s = j.at("skip");
   p.skip.skip_id_columns = s.at("skip_id_columns").get<bool>();
@@ -116,48 +99,176 @@ IndexParams params_from_json(const json& j) {
 
 }  // namespace
 
-// The parameters as the file records them: two builds with the same key build the same index.
-std::string IndexParams::key() const { return params_json(*this).dump(); }
+namespace detail {
 
-Status ValueIndex::save(const fs::path& file) const {
+std::string index_header(const std::string& db_id, const std::string& fingerprint, const IndexParams& params,
+                         size_t values, const std::vector<IndexedColumn>& columns,
+                         const std::vector<SkippedColumn>& skipped) {
   json header;
-  header["db_id"] = db_id_;
-  header["fingerprint"] = fingerprint_;
-  header["params"] = params_json(params_);
-  header["values"] = size();
+  header["db_id"] = db_id;
+  header["fingerprint"] = fingerprint;
+  header["params"] = params_json(params);
+  header["values"] = values;
   header["columns"] = json::array();
-  for (const auto& c : columns_)
+  for (const auto& c : columns)
     header["columns"].push_back({{"table", c.table}, {"column", c.column}, {"first", c.first},
                                  {"count", c.count}, {"dropped_long", c.dropped_long}});
   header["skipped"] = json::array();
-  for (const auto& s : skipped_)
+  for (const auto& s : skipped)
     header["skipped"].push_back({{"table", s.table}, {"column", s.column}, {"reason", s.reason}});
-  const std::string h = header.dump();
+  return header.dump();
+}
 
-  std::error_code ec;
-  fs::create_directories(file.parent_path(), ec);
-  // Written to a temporary file and renamed, so a reader never sees half an index.
+IndexFileWriter::~IndexFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (state_) XXH3_freeState(state_);
+}
+
+Status IndexFileWriter::open(const fs::path& file) {
+  file_ = file;
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) return io_error("cannot write " + file.string() + ": " + std::strerror(errno));
+  buf_.reserve(size_t{1} << 20);
+  state_ = XXH3_createState();
+  const uint32_t zero = 0;
+  raw(kIndexMagic, sizeof(kIndexMagic));
+  raw(&kIndexFormatVersion, 4);
+  raw(&zero, 4);
+  return Status::ok();
+}
+
+void IndexFileWriter::raw(const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    const size_t room = buf_.capacity() - buf_.size();
+    const size_t take = std::min(room, n);
+    buf_.insert(buf_.end(), c, c + take);
+    c += take;
+    n -= take;
+    if (buf_.size() == buf_.capacity()) flush();
+  }
+}
+
+void IndexFileWriter::flush() {
+  if (buf_.empty()) return;
+  if (!write_all_at(fd_, buf_.data(), buf_.size(), pos_)) ok_ = false;
+  pos_ += buf_.size();
+  buf_.clear();
+}
+
+void IndexFileWriter::begin_section(uint64_t length) {
+  raw(&length, 8);
+  XXH3_64bits_reset(state_);
+  section_left_ = length;
+  sums_.push_back(0);
+}
+
+void IndexFileWriter::append(const void* p, size_t n) {
+  if (n > section_left_) {
+    ok_ = false;  // more bytes than the section announced
+    return;
+  }
+  section_left_ -= n;
+  XXH3_64bits_update(state_, p, n);
+  raw(p, n);
+}
+
+void IndexFileWriter::end_section() {
+  static constexpr char kZeros[8] = {};
+  if (section_left_ != 0) ok_ = false;
+  sums_.back() = XXH3_64bits_digest(state_);
+  // Padding: the section's length is what was announced, so the file position tells how much.
+  const uint64_t at = pos_ + buf_.size();
+  raw(kZeros, padded8(at) - at);
+}
+
+uint64_t IndexFileWriter::reserve_section(uint64_t length, size_t* index) {
+  raw(&length, 8);
+  flush();
+  const uint64_t offset = pos_;
+  pos_ += padded8(length);
+  *index = sums_.size();
+  sums_.push_back(0);
+  return offset;
+}
+
+bool IndexFileWriter::write_at(const void* p, size_t n, uint64_t offset) const {
+  if (write_all_at(fd_, p, n, offset)) return true;
+  io_failed_ = true;
+  return false;
+}
+
+bool IndexFileWriter::read_at(void* p, size_t n, uint64_t offset) const {
+  return context::read_at(fd_, p, n, offset);
+}
+
+Status IndexFileWriter::finish() {
+  const uint64_t sum = core::xxh64({reinterpret_cast<const char*>(sums_.data()), sums_.size() * 8});
+  raw(&sum, 8);
+  flush();
+  // A reserved section's padding may end in a hole the last write_at did not reach.
+  if (::ftruncate(fd_, static_cast<off_t>(pos_)) != 0) ok_ = false;
+  const bool closed = ::close(fd_) == 0;
+  fd_ = -1;
+  if (!ok_ || io_failed_ || !closed) return io_error("write failed for " + file_.string());
+  return Status::ok();
+}
+
+}  // namespace detail
+
+// The parameters as the file records them: two builds with the same key build the same index.
+std::string IndexParams::key() const { return params_json(*this).dump(); }
+
+namespace detail {
+
+fs::path temporary_index_path(const fs::path& file) {
   fs::path tmp = file;
   tmp += fmt::format(".tmp{}", core::xxh64(file.string() + std::to_string(
                                    std::chrono::steady_clock::now().time_since_epoch().count())));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return io_error("cannot write " + tmp.string());
-    SectionWriter w(out);
-    w.raw(kMagic, sizeof(kMagic));
-    w.raw(&kFormatVersion, 4);
-    w.section(h.data(), h.size());
-    w.section(raw_.data(), raw_.size());
-    w.section(raw_offsets_);
-    w.section(norm_.data(), norm_.size() * sizeof(char32_t));
-    w.section(norm_offsets_);
-    for (const auto& t : band_tables_) w.section(t);
-    w.finish();
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return io_error("write failed for " + tmp.string());
-    }
+  return tmp;
+}
+
+}  // namespace detail
+
+Status ValueIndex::save(const fs::path& file) const {
+  const std::string h = detail::index_header(db_id_, fingerprint_, params_, size(), columns_, skipped_);
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  const fs::path tmp = detail::temporary_index_path(file);
+  Status written = [&]() -> Status {
+    detail::IndexFileWriter w;
+    NL2SQL_RETURN_IF_ERROR(w.open(tmp));
+    auto section = [&](const void* p, size_t n) {
+      w.begin_section(n);
+      w.append(p, n);
+      w.end_section();
+    };
+    section(h.data(), h.size());
+    section(raw_.data(), raw_.size());
+    section(raw_offsets_.data(), raw_offsets_.size_bytes());
+    section(norm_.data(), norm_.size() * sizeof(char32_t));
+    section(norm_offsets_.data(), norm_offsets_.size_bytes());
+    // The tables are copied from this index's file through a buffer.
+    std::vector<char> buf(size_t{1} << 20);
+    auto table = [&](const FileTable& t) {
+      w.begin_section(t.entries * 8);
+      for (uint64_t done = 0; done < t.entries * 8;) {
+        const size_t chunk = static_cast<size_t>(std::min<uint64_t>(t.entries * 8 - done, buf.size()));
+        if (!read_at(storage_->fd, buf.data(), chunk, t.offset + done)) return false;
+        w.append(buf.data(), chunk);
+        done += chunk;
+      }
+      w.end_section();
+      return true;
+    };
+    for (const auto& t : band_tables_)
+      if (!table(t)) return io_error("cannot read the tables of the index being saved");
+    if (!table(short_table_)) return io_error("cannot read the tables of the index being saved");
+    return w.finish();
+  }();
+  if (!written) {
+    fs::remove(tmp, ec);
+    return written;
   }
   fs::rename(tmp, file, ec);
   if (ec) {
@@ -167,33 +278,116 @@ Status ValueIndex::save(const fs::path& file) const {
   return Status::ok();
 }
 
-Result<ValueIndex> ValueIndex::load(const fs::path& file) {
-  std::error_code ec;
-  const uint64_t size = fs::file_size(file, ec);
-  if (ec) return not_found(file.string() + ": " + ec.message());
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return io_error("cannot read " + file.string());
+ValueIndex::Storage::~Storage() {
+  if (fd >= 0) ::close(fd);
+}
+
+namespace detail {
+bool read_block(int fd, void* p, size_t n, uint64_t offset) { return context::read_at(fd, p, n, offset); }
+}  // namespace detail
+
+Result<ValueIndex> ValueIndex::load(const fs::path& file) { return open_file(file, true); }
+
+Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
   auto corrupt = [&](const std::string& what) {
     return Status(ErrorCode::kInvalidInput, file.string() + ": not a usable value index (" + what + ")");
   };
-  SectionReader r(in, size);
-  char magic[sizeof(kMagic)];
-  uint32_t version = 0;
-  if (!r.raw(magic, sizeof(magic)) || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) return corrupt("bad magic");
-  if (!r.raw(&version, 4) || version != kFormatVersion) return corrupt("format version");
-  std::string h;
-  ValueIndex idx;
-  if (!r.section(h) || !r.section(idx.raw_) || !r.section(idx.raw_offsets_) || !r.section(idx.norm_) ||
-      !r.section(idx.norm_offsets_))
-    return corrupt("truncated");
-  while (r.left() > 8) {
-    idx.band_tables_.emplace_back();
-    if (!r.section(idx.band_tables_.back())) return corrupt("truncated");
+  auto storage = std::make_shared<Storage>();
+  storage->fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = storage->fd;
+  if (fd < 0) {
+    if (errno == ENOENT) return not_found(file.string() + ": no such file");
+    return io_error("cannot read " + file.string() + ": " + std::strerror(errno));
   }
-  // The checksum is checked before anything is interpreted.
-  if (!r.checksum_ok()) return corrupt("checksum mismatch");
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0) return io_error("cannot stat " + file.string() + ": " + std::strerror(errno));
+  const uint64_t size = static_cast<uint64_t>(sb.st_size);
+
+  char prologue[detail::kIndexPrologue];
+  if (size < detail::kIndexPrologue + 8 || !read_at(fd, prologue, detail::kIndexPrologue, 0)) return corrupt("truncated");
+  if (std::memcmp(prologue, detail::kIndexMagic, sizeof(detail::kIndexMagic)) != 0) return corrupt("bad magic");
+  uint32_t version = 0;
+  std::memcpy(&version, prologue + 8, 4);
+  if (version != detail::kIndexFormatVersion)
+    return corrupt(fmt::format("format version {}, this binary reads version {}", version, detail::kIndexFormatVersion));
+
+  // Walk the sections: the first five (header, values, offsets, normalized values, offsets) are
+  // read into memory, the tables after them are read through a 1 MB buffer that keeps every
+  // kBlock-th key for the directory. Every section's XXH3 is taken on the way; the checksum is
+  // compared before anything is interpreted.
+  struct Section {
+    uint64_t offset, size;
+  };
+  std::vector<Section> sections;
+  std::vector<uint64_t> sums;
+  std::vector<std::vector<uint32_t>> directories;  // one per table section
+  std::string header;
+  std::vector<char> buf(size_t{1} << 20);
+  uint64_t pos = detail::kIndexPrologue;
+  const uint64_t end = size - 8;
+  while (pos < end) {
+    uint64_t len = 0;
+    if (pos + 8 > end || !read_at(fd, &len, 8, pos)) return corrupt("truncated");
+    if (len > end - pos - 8 || detail::padded8(len) > end - pos - 8) return corrupt("truncated");
+    const uint64_t at = pos + 8;
+    const size_t i = sections.size();
+    sections.push_back({at, len});
+    auto into_memory = [&](void* p) {
+      if (!read_at(fd, p, len, at)) return false;
+      sums.push_back(core::xxh64({static_cast<const char*>(p), len}));
+      return true;
+    };
+    bool ok = true;
+    if (i == 0) {
+      header.resize(len);
+      ok = into_memory(header.data());
+    } else if (i == 1) {
+      storage->raw.resize(len);
+      ok = into_memory(storage->raw.data());
+    } else if (i == 2 || i == 4) {
+      if (len % 8) return corrupt("section sizes");
+      auto& v = i == 2 ? storage->raw_offsets : storage->norm_offsets;
+      v.resize(len / 8);
+      ok = into_memory(v.data());
+    } else if (i == 3) {
+      if (len % 4) return corrupt("section sizes");
+      storage->norm.resize(len / 4);
+      ok = into_memory(storage->norm.data());
+    } else {
+      if (len % 8) return corrupt("section sizes");
+      // A table: streamed, its directory kept (chunks are whole numbers of blocks).
+      auto& dir = directories.emplace_back();
+      dir.reserve((len / 8 + kBlock - 1) / kBlock);
+      XXH3_state_t* st = XXH3_createState();
+      XXH3_64bits_reset(st);
+      uint64_t done = 0;
+      while (ok && done < len) {
+        const size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - done, buf.size()));
+        ok = read_at(fd, buf.data(), chunk, at + done);
+        if (!ok) break;
+        if (verify) XXH3_64bits_update(st, buf.data(), chunk);
+        for (size_t e = 0; e < chunk / 8; e += kBlock) {
+          uint64_t entry = 0;
+          std::memcpy(&entry, buf.data() + e * 8, 8);
+          dir.push_back(static_cast<uint32_t>(entry >> 32));
+        }
+        done += chunk;
+      }
+      sums.push_back(XXH3_64bits_digest(st));
+      XXH3_freeState(st);
+    }
+    if (!ok) return corrupt("truncated");
+    pos = at + detail::padded8(len);
+  }
+  uint64_t stored = 0;
+  if (pos != end || !read_at(fd, &stored, 8, end)) return corrupt("truncated");
+  if (verify && stored != core::xxh64({reinterpret_cast<const char*>(sums.data()), sums.size() * 8}))
+    return corrupt("checksum mismatch");
+  if (sections.size() < 6) return corrupt("truncated");
+
+  ValueIndex idx;
   try {
-    json hj = json::parse(h);
+    json hj = json::parse(header);
     idx.db_id_ = hj.at("db_id").get<std::string>();
     idx.fingerprint_ = hj.at("fingerprint").get<std::string>();
     const json& pj = hj.at("params");
@@ -210,19 +404,38 @@ Result<ValueIndex> ValueIndex::load(const fs::path& file) {
   } catch (const std::exception& e) {
     return corrupt(std::string("header: ") + e.what());
   }
-  if (idx.band_tables_.size() != static_cast<size_t>(idx.params_.bands)) return corrupt("band count");
+  const size_t bands = static_cast<size_t>(idx.params_.bands);
+  if (sections.size() != 6 + bands) return corrupt("section count");
+  idx.raw_ = storage->raw;
+  idx.raw_offsets_ = storage->raw_offsets;
+  idx.norm_ = storage->norm;
+  idx.norm_offsets_ = storage->norm_offsets;
+  for (size_t t = 0; t <= bands; ++t) {
+    FileTable ft;
+    ft.offset = sections[5 + t].offset;
+    ft.entries = sections[5 + t].size / 8;
+    ft.first_keys = std::move(directories[t]);
+    if (t < bands) idx.band_tables_.push_back(std::move(ft));
+    else idx.short_table_ = std::move(ft);
+  }
+  idx.storage_ = std::move(storage);
+
   const size_t n = idx.raw_offsets_.empty() ? 0 : idx.raw_offsets_.size() - 1;
   if (idx.norm_offsets_.size() != n + 1 ||
       (n > 0 && (idx.raw_offsets_.back() != idx.raw_.size() || idx.norm_offsets_.back() != idx.norm_.size())))
     return corrupt("inconsistent sizes");
+  for (size_t id = 0; id < n; ++id)
+    if (idx.raw_offsets_[id] > idx.raw_offsets_[id + 1] || idx.norm_offsets_[id] > idx.norm_offsets_[id + 1])
+      return corrupt("inconsistent sizes");
   for (const auto& t : idx.band_tables_)
-    if (t.size() != n) return corrupt("band tables");
-  idx.value_column_.assign(n, 0);
-  for (uint32_t c = 0; c < idx.columns_.size(); ++c) {
-    const auto& col = idx.columns_[c];
-    if (static_cast<uint64_t>(col.first) + col.count > n) return corrupt("column ranges");
-    for (uint32_t id = col.first; id < col.first + col.count; ++id) idx.value_column_[id] = c;
+    if (t.entries != n) return corrupt("band tables");
+  // Columns must tile the ids in order (column_of searches them).
+  uint64_t next = 0;
+  for (const auto& col : idx.columns_) {
+    if (col.first != next || col.count == 0) return corrupt("column ranges");
+    next += col.count;
   }
+  if (next != n) return corrupt("column ranges");
   return idx;
 }
 

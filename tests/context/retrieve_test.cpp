@@ -155,6 +155,17 @@ TEST_F(MiniRetrieve, CliPrintsKeywordsValuesAndColumns) {
   EXPECT_NE(r.out.find("matched columns"), std::string::npos);
   EXPECT_NE(r.out.find("district.region (1.000, name"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(", fresh ("), std::string::npos) << r.out;
+  // The index opening is timed apart from the question's context (issue 22).
+  EXPECT_NE(r.out.find("), opened in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ms without the index opening"), std::string::npos) << r.out;
+  auto rj = testing::run_nl2sql("retrieve " + common + " --question-id 0 --json");
+  ASSERT_EQ(rj.exit_code, 0) << rj.err;
+  auto timed = nlohmann::json::parse(rj.out);
+  ASSERT_TRUE(timed.contains("timings_ms")) << rj.out;
+  EXPECT_GE(timed["timings_ms"]["index_load"].get<double>(), 0.0);
+  EXPECT_GE(timed["timings_ms"]["context"].get<double>(), 0.0);
+  EXPECT_EQ(timed["index"]["action"], "fresh");
+  EXPECT_GT(timed["index"]["values"].get<size_t>(), 0u);
 
   // With a config naming a (simulated) model: model keywords merged and attributed, column
   // filtering, the calls labelled simulated.

@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "nl2sql/context/retrieve.h"
 #include "nl2sql/context/text_match.h"
 #include "nl2sql/context/value_index.h"
+#include "nl2sql/core/files.h"
 #include "nl2sql/db/executor.h"
 #include "support/test_env.h"
 
@@ -188,6 +190,222 @@ TEST(ValueIndex, PersistenceRoundTripAndStaleDetection) {
   opts.force = true;
   ASSERT_TRUE(open_index("people", db, schema, opts, ex, &st).is_ok());
   EXPECT_EQ(st.action, "built: forced");
+}
+
+// Short values: a table of short words (3 to 8 letters, capitalized) beside longer names.
+std::string short_fixture_sql(std::vector<std::string>* words, size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string sql = "CREATE TABLE hero (hero_id INTEGER PRIMARY KEY, name TEXT, colour TEXT);\n";
+  sql += "INSERT INTO hero VALUES (0, 'Reginald Barclay the Third', 'Blue');\n";
+  if (words) words->push_back("Blue");
+  for (size_t i = 1; i <= n; ++i) {
+    std::string w = random_word(rng, 3 + rng() % 6);
+    w[0] = static_cast<char>(w[0] - 32);
+    if (words) words->push_back(w);
+    std::string name = random_word(rng, 6 + rng() % 5) + " " + random_word(rng, 7 + rng() % 5);
+    sql += fmt::format("INSERT INTO hero VALUES ({}, '{}', '{}');\n", i, name, w);
+  }
+  return sql;
+}
+
+// Every one-edit typo of `w` (lowercase ASCII): each deletion, a substitution at each position,
+// an insertion of 'q' at each position, each adjacent transposition of two different letters.
+std::vector<std::string> one_edit_typos(const std::string& w) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < w.size(); ++i) {
+    out.push_back(w.substr(0, i) + w.substr(i + 1));
+    std::string sub = w;
+    sub[i] = static_cast<char>('a' + (sub[i] - 'a' + 1) % 26);
+    out.push_back(sub);
+    if (i + 1 < w.size() && w[i] != w[i + 1]) {
+      std::string tr = w;
+      std::swap(tr[i], tr[i + 1]);
+      out.push_back(tr);
+    }
+  }
+  for (size_t i = 0; i <= w.size(); ++i) out.push_back(w.substr(0, i) + "q" + w.substr(i));
+  return out;
+}
+
+TEST(ShortValueIndex, EveryOneEditTypoOfAShortValueIsACandidate) {
+  testing::TempDir dir;
+  const fs::path db = dir / "heroes.sqlite";
+  std::vector<std::string> words;
+  testing::build_database(db, short_fixture_sql(&words, 300, 7));
+  db::Executor ex;
+  auto idx = ValueIndex::build("heroes", db, schema_of(db), IndexParams{}, ex, 2);
+  ASSERT_TRUE(idx.is_ok()) << idx.status().message();
+  EXPECT_GT(idx->short_entries(), 300u);
+  size_t typos = 0, short_missed = 0, lsh_found = 0;
+  for (const auto& w : words) {
+    const int64_t id = idx->find_exact("hero", "colour", w);
+    ASSERT_GE(id, 0) << w;
+    const auto target = static_cast<uint32_t>(id);
+    for (const auto& t : one_edit_typos(normalize_text(w))) {
+      ++typos;
+      const auto q = normalize_code_points(t);
+      const auto s = idx->short_candidates(q);
+      const auto all = idx->candidates(q);
+      const auto lsh = idx->lsh_candidates(q);
+      const bool in_short = std::binary_search(s.begin(), s.end(), target);
+      short_missed += !in_short;
+      if (!in_short) ADD_FAILURE() << "'" << t << "' does not find '" << w << "'";
+      EXPECT_TRUE(std::binary_search(all.begin(), all.end(), target)) << t;
+      lsh_found += std::binary_search(lsh.begin(), lsh.end(), target);
+    }
+  }
+  EXPECT_GT(typos, 5000u);
+  EXPECT_EQ(short_missed, 0u);
+  // The LSH bands alone miss a large share of these (what the short-value index is for).
+  EXPECT_LT(static_cast<double>(lsh_found) / static_cast<double>(typos), 0.8);
+
+  // Hand-picked: "Blue" asked as "bcue" (substitution), "Bleu" (transposition), "Blu"
+  // (deletion), "Bluue" (insertion), in any case.
+  const auto blue = static_cast<uint32_t>(idx->find_exact("hero", "colour", "Blue"));
+  for (const char* t : {"bcue", "Bleu", "Blu", "BLUUE", "blue"}) {
+    auto c = idx->candidates(normalize_code_points(t));
+    EXPECT_TRUE(std::binary_search(c.begin(), c.end(), blue)) << t;
+  }
+  // Two edits away is not a one-edit neighbour; a long query is never looked up.
+  const auto two = idx->short_candidates(normalize_code_points("bcuu"));
+  EXPECT_FALSE(std::binary_search(two.begin(), two.end(), blue));
+  EXPECT_TRUE(idx->short_candidates(normalize_code_points("blueeeeeeeee")).empty());
+
+  // short_length 0: no table, nothing from it.
+  IndexParams off;
+  off.short_length = 0;
+  auto none = ValueIndex::build("heroes", db, schema_of(db), off, ex, 1);
+  ASSERT_TRUE(none.is_ok()) << none.status().message();
+  EXPECT_EQ(none->short_entries(), 0u);
+  EXPECT_TRUE(none->short_candidates(normalize_code_points("bcue")).empty());
+  EXPECT_NE(none->params_key(), idx->params_key());
+}
+
+// Retrieval through the index finds every one-edit typo of a short value that the exhaustive
+// scan finds, at the same rank or better, on questions that also carry unrelated keywords.
+TEST(ShortValueIndex, IndexRetrievalFindsWhatExhaustiveFinds) {
+  testing::TempDir dir;
+  const fs::path db = dir / "heroes.sqlite";
+  std::vector<std::string> words;
+  testing::build_database(db, short_fixture_sql(&words, 400, 8));
+  db::Executor ex;
+  auto idx = ValueIndex::build("heroes", db, schema_of(db), IndexParams{}, ex, 2);
+  ASSERT_TRUE(idx.is_ok()) << idx.status().message();
+  const data::Schema schema = schema_of(db);
+  std::mt19937_64 rng(9);
+  size_t exhaustive_hits = 0, index_hits = 0, lsh_only_hits = 0;
+  for (size_t c = 0; c < 300; ++c) {
+    const std::string& w = words[rng() % words.size()];
+    auto typos = one_edit_typos(normalize_text(w));
+    std::string typo = typos[rng() % typos.size()];
+    const std::string question = "Which heroes have the colour " + typo + " in the comics?";
+    RetrievalOptions ro;
+    ro.max_values = 10;
+    ro.match_columns = false;
+    auto rank = [&](const Retrieval& r) {
+      for (size_t i = 0; i < r.values.size(); ++i)
+        if (r.values[i].value == w && r.values[i].column == "colour") return i;
+      return size_t{100};
+    };
+    ro.exhaustive = true;
+    const size_t re = rank(retrieve(*idx, schema, question, "", ro));
+    ro.exhaustive = false;
+    const size_t ri = rank(retrieve(*idx, schema, question, "", ro));
+    ro.short_values = false;
+    const size_t rl = rank(retrieve(*idx, schema, question, "", ro));
+    exhaustive_hits += re < 10;
+    index_hits += ri < 10;
+    lsh_only_hits += rl < 10;
+    if (re < 10) {
+      EXPECT_LE(ri, re) << "'" << typo << "' for '" << w << "'";
+    }
+  }
+  EXPECT_GT(exhaustive_hits, 200u);
+  EXPECT_EQ(index_hits, exhaustive_hits);
+  EXPECT_LT(lsh_only_hits, exhaustive_hits);
+}
+
+// The file: a loaded index keeps its tables in the file and answers exactly as the built one; save()
+// writes the same bytes back; a truncated file or one of the previous format version is refused
+// with a message saying so, and open_index rebuilds it.
+TEST(ValueIndexFile, TablesStayInTheFileSaveAndRefusedFiles) {
+  testing::TempDir dir;
+  const fs::path db = dir / "heroes" / "heroes.sqlite";
+  fs::create_directories(db.parent_path());
+  std::vector<std::string> words;
+  testing::build_database(db, short_fixture_sql(&words, 200, 10));
+  const data::Schema schema = schema_of(db);
+  db::Executor ex;
+  IndexOptions opts;
+  opts.index_dir = dir / "index";
+  opts.threads = 2;
+  IndexStatus st;
+  auto built = open_index("heroes", db, schema, opts, ex, &st);
+  ASSERT_TRUE(built.is_ok()) << built.status().message();
+  const fs::path file = index_file(opts.index_dir, "heroes");
+  auto loaded = ValueIndex::load(file);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  ASSERT_EQ(loaded->size(), built->size());
+  // The tables stay in the file: memory holds the values and a 256th of the tables.
+  const size_t file_bytes = fs::file_size(file);
+  EXPECT_LT(loaded->memory_bytes(), file_bytes / 2) << loaded->memory_bytes() << " of " << file_bytes;
+  EXPECT_GT(loaded->memory_bytes(), built->size() * 2 * 8);  // the two offset arrays at least
+  EXPECT_EQ(loaded->short_entries(), built->short_entries());
+  for (const auto& w : words) {
+    for (const auto& t : {w, one_edit_typos(normalize_text(w))[1]}) {
+      auto q = normalize_code_points(t);
+      ASSERT_EQ(loaded->candidates(q), built->candidates(q)) << t;
+    }
+  }
+  for (uint32_t id = 0; id < built->size(); ++id) {
+    ASSERT_EQ(loaded->value(id), built->value(id));
+    ASSERT_EQ(loaded->normalized(id), normalize_code_points(built->value(id)));
+    ASSERT_EQ(&loaded->column_of(id) - loaded->columns().data(), &built->column_of(id) - built->columns().data());
+  }
+  // A copy shares the open file and outlives the original.
+  ValueIndex copy;
+  {
+    auto again = ValueIndex::load(file);
+    ASSERT_TRUE(again.is_ok());
+    copy = *again;
+  }
+  EXPECT_EQ(copy.value(5), built->value(5));
+
+  const fs::path saved = dir / "saved.vidx";
+  ASSERT_TRUE(loaded->save(saved).is_ok());
+  EXPECT_EQ(*core::read_file(saved), *core::read_file(file));
+
+  auto bytes = *core::read_file(file);
+  // Truncated: refused, then rebuilt.
+  {
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
+  }
+  auto half = ValueIndex::load(file);
+  ASSERT_FALSE(half.is_ok());
+  EXPECT_NE(half.status().message().find("truncated"), std::string::npos) << half.status().message();
+  ASSERT_TRUE(open_index("heroes", db, schema, opts, ex, &st).is_ok());
+  EXPECT_NE(st.action.find("built: "), std::string::npos) << st.action;
+  EXPECT_NE(st.action.find("truncated"), std::string::npos) << st.action;
+
+  // The previous format (version 1) is detected by its version word and rebuilt.
+  bytes = *core::read_file(file);
+  bytes[8] = 1;
+  bytes[9] = bytes[10] = bytes[11] = 0;
+  { std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes; }
+  auto old = ValueIndex::load(file);
+  ASSERT_FALSE(old.is_ok());
+  EXPECT_NE(old.status().message().find("format version 1, this binary reads version 2"), std::string::npos)
+      << old.status().message();
+  ASSERT_TRUE(open_index("heroes", db, schema, opts, ex, &st).is_ok());
+  EXPECT_NE(st.action.find("format version 1"), std::string::npos) << st.action;
+  EXPECT_TRUE(ValueIndex::load(file).is_ok());
+
+  // A file that is not an index at all.
+  { std::ofstream(file, std::ios::binary | std::ios::trunc) << "not an index, not at all"; }
+  auto junk = ValueIndex::load(file);
+  ASSERT_FALSE(junk.is_ok());
+  EXPECT_NE(junk.status().message().find("bad magic"), std::string::npos) << junk.status().message();
+  EXPECT_EQ(ValueIndex::load(dir / "missing.vidx").status().code(), ErrorCode::kNotFound);
 }
 
 TEST(ValueIndex, ParamsValidation) {

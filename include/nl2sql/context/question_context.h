@@ -100,8 +100,10 @@ class ContextBuilder {
   Result<QuestionContext> build(const data::Task& question, const data::Schema& schema,
                                 const std::filesystem::path& db_path, uint64_t seed) const;
 
+  // The database's index, opened once per builder (open_index) and shared. `status`, when given,
+  // receives open_index's status if this call opened it, else action "cached".
   Result<std::shared_ptr<const ValueIndex>> index(const std::string& db_id, const std::filesystem::path& db_path,
-                                                  const data::Schema& schema) const;
+                                                  const data::Schema& schema, IndexStatus* status = nullptr) const;
   Result<std::shared_ptr<const DatabaseMetadata>> metadata(const std::string& db_id,
                                                            const std::filesystem::path& db_path,
                                                            const data::Schema& schema) const;

@@ -6,9 +6,9 @@
 // are not all stop words. An LLM keyword list (prompts/extract_keywords.txt) can be merged in by
 // the caller through RetrievalOptions::extra_keywords.
 //
-// Values: each keyword is normalized, its LSH candidates (ValueIndex::candidates) are re-ranked
-// by normalized edit distance over code points, and a value's score is its best similarity to any
-// keyword. Values at or above min_similarity are kept, at most per_column per column, then ranked
+// Values: each keyword is normalized, its candidates (ValueIndex::candidates: the LSH bands plus
+// the deletion neighbourhood of short values) are re-ranked by normalized edit distance over code
+// points, and a value's score is its best similarity to any keyword. Values at or above min_similarity are kept, at most per_column per column, then ranked
 // over all columns (score, then shorter value, then id) and cut to max_values. The exhaustive
 // variant scores every indexed value against every keyword: the baseline the LSH is measured
 // against, identical otherwise.
@@ -47,6 +47,7 @@ struct RetrievalOptions {
   double min_column_score = 0.8;
   size_t max_columns = 10;
   bool exhaustive = false;      // score every value (baseline), not just LSH candidates
+  bool short_values = true;     // add the short-value index's candidates to the LSH ones
   bool match_columns = true;
   std::vector<std::string> extra_keywords;  // e.g. from the LLM; merged after the heuristic ones
   std::string extra_source = "extra";       // Keyword::source of the extra keywords ("llm", …)

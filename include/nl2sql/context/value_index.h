@@ -19,20 +19,37 @@
 // of 128 permutations) puts the S-curve's threshold at (1/42)^(1/3) ~= 0.29 Jaccard: a pair at
 // Jaccard 0.3 is found with probability 0.68, at 0.4 with 0.94, at 0.5 with 0.996.
 //
+// Short values: LSH over 3-grams cannot see one-letter typos of short values (a substitution
+// inside "blue" leaves one of its four padded 3-grams: Jaccard 1/7). Values of at most
+// `short_length` code points (normalized) are therefore also indexed by their deletion
+// neighbourhood: the value itself and every string one deletion away, hashed. A query of at most
+// short_length + 1 code points looks up itself and its own one-deletion strings; any value one
+// substitution, insertion, deletion or adjacent transposition away shares at least one of them,
+// so it becomes a candidate exactly as the exhaustive scan would score it.
+//
 // Persistence: one file per database, `<index_dir>/<db_id>.vidx`, little-endian binary with a
 // JSON header recording the database fingerprint (XXH3-128 of the file) and every parameter
-// (IndexParams::key()); every section is length-prefixed and the file ends with an XXH64 over the
-// XXH64 of each section (checked before anything is read). Written to a temporary file and
-// renamed, so concurrent builders never expose half a file. open_index() rebuilds when the
-// file is missing, corrupt, built from other bytes or with other parameters: a stale index is
-// never used.
+// (IndexParams::key()); every section is length-prefixed and padded to 8 bytes, and the file
+// ends with a 64-bit XXH3 over the XXH3 of each section (checked, reading the file through a
+// small buffer, before anything is used). An opened index holds the values (stored and
+// normalized) in memory and leaves the band and short-value tables, four fifths of the file, in
+// the file: a lookup reads one 1 KB block per table through pread, found through a directory of
+// each block's first key (a 256th of a table). The blocks come from the page cache, shared by
+// every process using the file; no process's memory carries the tables. (Mapping the file was
+// tried first: on Linux 6 kernels with large page-cache folios a touch maps a whole folio, and a
+// few hundred lookups brought the whole tables into the process's resident memory.) Written to a
+// temporary file and renamed, so concurrent builders never expose half a file. open_index()
+// rebuilds when the file is missing, corrupt, of another format version, built from other bytes
+// or with other parameters: a stale index is never used.
 //
 // Thread-safety: a built or loaded ValueIndex is immutable; every const member may be called
-// from any number of threads.
+// from any number of threads (pread on a shared descriptor). Copies share the same storage.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +78,7 @@ struct IndexParams {
   int num_perm = 128;
   int bands = 42;
   int rows = 3;
+  int short_length = 8;  // values up to this many code points get the deletion index; 0: none
   uint64_t seed = 0x6e6c3273716c0001ull;
   ColumnSkipRules skip;
   double scan_timeout_s = 600;  // per DISTINCT scan
@@ -85,16 +103,24 @@ struct SkippedColumn {
 // Where time went while building one index (seconds, summed over worker threads).
 struct BuildTimings {
   double scan_s = 0;   // SQLite: the sample and DISTINCT queries
-  double index_s = 0;  // normalization, n-grams, MinHash, bands
+  double index_s = 0;  // normalization, n-grams, MinHash, bands, writing the file
 };
 
 class ValueIndex {
  public:
   ValueIndex() = default;
 
-  // Scans `db_path` through `executor` (read-only) and indexes it. Columns are processed on up
-  // to `threads` workers. Fails only when the database cannot be read at all; a column whose
-  // query fails is skipped with the SQLite message as reason.
+  // Scans `db_path` through `executor` (read-only) and writes its index to `file` (through a
+  // temporary file renamed into place), then returns it opened. Columns are scanned on up
+  // to `threads` workers, then values are hashed in chunks whose band keys go straight into the
+  // file, and each band table is sorted on its own: memory holds the values and a band or two,
+  // never the band tables. Fails only when the database cannot be read at all or the file cannot
+  // be written; a column whose query fails is skipped with the SQLite message as reason.
+  static Result<ValueIndex> build(const std::string& db_id, const std::filesystem::path& db_path,
+                                  const data::Schema& schema, const IndexParams& params,
+                                  const db::Executor& executor, size_t threads,
+                                  const std::filesystem::path& file);
+  // The same into a temporary file, removed once opened (the open descriptor keeps it readable).
   static Result<ValueIndex> build(const std::string& db_id, const std::filesystem::path& db_path,
                                   const data::Schema& schema, const IndexParams& params,
                                   const db::Executor& executor, size_t threads);
@@ -102,13 +128,18 @@ class ValueIndex {
   Status save(const std::filesystem::path& file) const;
   static Result<ValueIndex> load(const std::filesystem::path& file);
 
-  // Value ids that share at least one LSH band with the normalized query, ascending.
+  // Value ids that share at least one LSH band with the normalized query, or (for a short
+  // query) a deletion-neighbourhood key, ascending.
   std::vector<uint32_t> candidates(std::u32string_view normalized_query) const;
+  // The two sources apart (ascending each): the LSH bands alone, the short-value index alone
+  // (empty for a query longer than short_length + 1).
+  std::vector<uint32_t> lsh_candidates(std::u32string_view normalized_query) const;
+  std::vector<uint32_t> short_candidates(std::u32string_view normalized_query) const;
 
-  size_t size() const { return value_column_.size(); }
+  size_t size() const { return raw_offsets_.empty() ? 0 : raw_offsets_.size() - 1; }
   std::string_view value(uint32_t id) const;
   std::u32string_view normalized(uint32_t id) const;
-  const IndexedColumn& column_of(uint32_t id) const { return columns_[value_column_[id]]; }
+  const IndexedColumn& column_of(uint32_t id) const;
   // The value id of `value` stored exactly so in table.column (case-insensitive names), or -1.
   int64_t find_exact(std::string_view table, std::string_view column, std::string_view value) const;
 
@@ -119,28 +150,41 @@ class ValueIndex {
   const std::vector<IndexedColumn>& columns() const { return columns_; }
   const std::vector<SkippedColumn>& skipped() const { return skipped_; }
   const BuildTimings& timings() const { return timings_; }
-
-  // Internal (build): takes the contents; builds the band tables from the band keys, band-major
-  // (keys[b * size + id]), bands sorted on up to `threads` threads.
-  void set_contents(std::vector<IndexedColumn> columns, std::vector<SkippedColumn> skipped,
-                    std::string raw, std::vector<uint64_t> raw_offsets, std::u32string norm,
-                    std::vector<uint64_t> norm_offsets, const std::vector<uint32_t>& band_keys,
-                    size_t threads = 1);
+  // Bytes of this index held in memory: the values, their normalized forms and offsets, and the
+  // tables' block directories; the band and short-value tables themselves stay in the file.
+  size_t memory_bytes() const;
+  // Entries of the short-value table (value, deletion string) pairs; for reports and tests.
+  size_t short_entries() const { return short_table_.entries; }
 
  private:
+  // load(), or with verify false the same without comparing the checksum (for the file a build
+  // has just written and closed).
+  static Result<ValueIndex> open_file(const std::filesystem::path& file, bool verify);
   std::vector<uint32_t> band_keys_of(std::u32string_view normalized) const;
+
+  // A sorted table of (key << 32 | value id) entries left in the index file: a lookup reads the
+  // one block (rarely two) that can hold the key, found through the first key of every block.
+  struct FileTable {
+    uint64_t offset = 0;  // file offset of the first entry
+    size_t entries = 0;
+    std::vector<uint32_t> first_keys;  // key of entry i * kBlock
+  };
+  static constexpr size_t kBlock = 128;  // entries per block (1 KB)
+  void append_matches(const FileTable& t, uint32_t key, std::vector<uint32_t>& out) const;
+
+  struct Storage;  // the values in memory and the open index file (value_index_file.cpp)
 
   std::string db_id_, fingerprint_, params_key_;
   IndexParams params_;
   std::vector<IndexedColumn> columns_;
   std::vector<SkippedColumn> skipped_;
-  std::string raw_;                    // every value's stored text, concatenated
-  std::vector<uint64_t> raw_offsets_;  // size()+1
-  std::u32string norm_;                // every value's normalized code points, concatenated
-  std::vector<uint64_t> norm_offsets_;
-  std::vector<uint32_t> value_column_;
-  // Per band: (key << 32 | value id), sorted.
-  std::vector<std::vector<uint64_t>> band_tables_;
+  std::shared_ptr<const Storage> storage_;  // shared by copies; closes the file with the last one
+  std::string_view raw_;                    // every value's stored text, concatenated
+  std::span<const uint64_t> raw_offsets_;   // size()+1
+  std::u32string_view norm_;                // every value's normalized code points, concatenated
+  std::span<const uint64_t> norm_offsets_;
+  std::vector<FileTable> band_tables_;      // one per band
+  FileTable short_table_;                   // deletion neighbourhood of the short values
   BuildTimings timings_;
 };
 
