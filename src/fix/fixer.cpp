@@ -174,7 +174,7 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
     call.prompt = &prompt_;
     call.stage = "fix";
     call.role = options_.role;
-    call.profile = !options_.profile.empty() ? options_.profile : options_.role_mapped ? std::string() : c.profile;
+    call.profile = profile_for(c);
     call.temperature = options_.temperature;
     // Distinct per candidate and round so that repeated rounds are distinct samples.
     call.sample_index = c.sample_index * 64 + round.round;
@@ -215,7 +215,11 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
       // Same query again: its execution is known; do not run it twice.
       round.execution_after = c.execution;
     }
+    // The next round's prompt would be this round's again, word for word (same query, same
+    // failure): the model has nothing new to answer, so this candidate's fixing ends here.
+    const bool unchanged = round.sql_after == round.sql_before;
     c.fix_rounds.push_back(std::move(round));
+    if (unchanged) break;
   }
   c.still_failing = needs_fix(c.execution);
   return Status::ok();

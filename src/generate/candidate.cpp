@@ -85,7 +85,7 @@ json to_json(const Candidate& c) {
   for (const auto& call : c.calls) calls.push_back(to_json(call));
   json rounds = json::array();
   for (const auto& r : c.fix_rounds) rounds.push_back(to_json(r));
-  return {{"id", c.id},
+  json out = {{"id", c.id},
           {"generator", c.generator},
           {"profile", c.profile},
           {"sample_index", c.sample_index},
@@ -102,6 +102,8 @@ json to_json(const Candidate& c) {
           {"fix_rounds", rounds},
           {"still_failing", c.still_failing},
           {"calls", calls}};
+  if (!c.fix_shared_with.empty()) out["fix_shared_with"] = c.fix_shared_with;
+  return out;
 }
 
 Result<Candidate> candidate_from_json(const json& j) {
@@ -134,6 +136,7 @@ Result<Candidate> candidate_from_json(const json& j) {
       c.calls.push_back(std::move(*call));
     }
   }
+  if (auto it = j.find("fix_shared_with"); it != j.end() && it->is_string()) c.fix_shared_with = it->get<std::string>();
   if (auto it = j.find("fix_rounds"); it != j.end() && it->is_array()) {
     for (const auto& rj : *it) {
       if (!rj.is_object()) return invalid_input(where + ": a fix round must be an object");

@@ -17,11 +17,22 @@ using nlohmann::json;
 
 namespace {
 
-// Sums a list of call traces (JSON) into a stage's usage.
-void add_calls(std::map<std::string, run::StageUsage>& usage, const std::string& stage, const json& calls) {
+// Sums a list of call traces (JSON) into a stage's usage; answers from the response cache are
+// counted apart, priced at their profile's rates (`prices`) as the money they saved.
+void add_calls(std::map<std::string, run::StageUsage>& usage, const std::string& stage, const json& calls,
+               const std::map<std::string, llm::ModelProfile>& prices) {
   if (!calls.is_array()) return;
   run::StageUsage& u = usage[stage];
   for (const auto& c : calls) {
+    if (c.value("from_cache", false)) {
+      u.cache_hits += 1;
+      auto p = prices.find(c.value("profile", std::string()));
+      if (p != prices.end())
+        u.saved_usd += (static_cast<double>(c.value("prompt_tokens", int64_t{0})) * p->second.price_in_per_mtok +
+                        static_cast<double>(c.value("completion_tokens", int64_t{0})) * p->second.price_out_per_mtok) /
+                       1e6;
+      continue;
+    }
     u.calls += 1;
     u.prompt_tokens += c.value("prompt_tokens", int64_t{0});
     u.completion_tokens += c.value("completion_tokens", int64_t{0});
@@ -236,12 +247,27 @@ Status QuestionRun::stage_fix() {
   input.memo = &memo();
   exec_before_fix_ = json::object();
   std::vector<Status> statuses(candidates_.size());
+  // Candidates with the same SQL, repaired by the same model, would send the same fix requests:
+  // the first of them is fixed and the others take its outcome (fix_shared_with).
+  const bool fixing = s_.fixer && s_.fixer->options().enabled;
+  std::vector<int> leader(candidates_.size(), -1);
+  if (fixing) {
+    std::map<std::string, size_t> first_of;
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      const auto& c = candidates_[i];
+      if (c.sql.empty()) continue;
+      const std::string key = fix::normalize_sql(c.sql) + '\x1f' + s_.fixer->profile_for(c);
+      auto [it, fresh] = first_of.emplace(key, i);
+      if (!fresh) leader[i] = static_cast<int>(it->second);
+    }
+  }
   // Every candidate's fix loop runs on its own, from the start: one waiting for its model's
   // answer never holds another back (the client bounds the calls in flight, the executor the
   // queries), and identical queries run once through the question's memo.
   std::vector<std::thread> threads;
   threads.reserve(candidates_.size());
   for (size_t i = 0; i < candidates_.size(); ++i) {
+    if (leader[i] >= 0) continue;
     threads.emplace_back([&, i] {
       auto& c = candidates_[i];
       fix::FixInput in = input;
@@ -255,12 +281,22 @@ Status QuestionRun::stage_fix() {
   }
   for (auto& t : threads) t.join();
   for (const auto& st : statuses) NL2SQL_RETURN_IF_ERROR(st);
-  for (const auto& c : candidates_) {
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    if (leader[i] < 0) continue;
+    auto& c = candidates_[i];
+    const auto& l = candidates_[static_cast<size_t>(leader[i])];
+    c.fix_shared_with = l.id;
+    c.sql = l.sql;
+    c.execution = l.execution;
+    c.still_failing = l.still_failing;
+  }
+  for (size_t i = 0; i < candidates_.size(); ++i) {
     // Executable before fixing: the first round's starting point failed only when a round ran.
+    const auto& c = candidates_[leader[i] >= 0 ? static_cast<size_t>(leader[i]) : i];
     bool before = c.fix_rounds.empty() ? c.execution.ok() && !c.rejected
                                        : false;
     if (!c.fix_rounds.empty() && c.fix_rounds.front().failure_class == "empty_result") before = true;
-    exec_before_fix_[c.id] = before;
+    exec_before_fix_[candidates_[i].id] = before;
   }
   latency_["fix"] = seconds_since(t0);
   json payload = {{"candidates", json::array()},
@@ -397,6 +433,7 @@ Status QuestionRun::stage_select() {
   // Curves vs number of candidates: bounds and self-consistency on the first k candidates of
   // the interleaved order; the primary selector re-run on that prefix when run.curve_selector.
   curves_.clear();
+  curve_calls_ = json::array();
   auto curves_before = usage_now();
   auto order = interleaved_order(candidates_, s_.generator_names);
   const auto* primary = s_.selectors.at(s_.settings.primary_selector).get();
@@ -425,6 +462,8 @@ Status QuestionRun::stage_select() {
       point.selector = it->second.correct.value_or(false);
     } else if (s_.settings.curve_selector && !uses_weights(s_.settings.primary_selector)) {
       auto sel = primary->select(sub);
+      if (sel)
+        for (const auto& t : sel->calls) curve_calls_.push_back(llm::to_json(t));
       if (sel && sel->chosen >= 0) point.selector = static_cast<bool>(sub_correct[sel->chosen]);
       else if (sel) point.selector = false;
     }
@@ -508,16 +547,19 @@ run::QuestionRecord QuestionRun::final_record() {
   rec.bounds = run::Bounds{select::oracle_bound(matches), select::adversarial_bound(matches)};
   rec.curves = curves_;
 
-  add_calls(rec.usage, "context", context_json_.value("calls", json::array()));
+  const auto& prices = s_.client->settings().profiles;
+  add_calls(rec.usage, "context", context_json_.value("calls", json::array()), prices);
   for (const auto& c : candidates_) {
     json cj = generate::to_json(c);
-    add_calls(rec.usage, "generate", cj.value("calls", json::array()));
+    add_calls(rec.usage, "generate", cj.value("calls", json::array()), prices);
     json fix_calls = json::array();
     for (const auto& r : cj.value("fix_rounds", json::array()))
       if (r.contains("call")) fix_calls.push_back(r["call"]);
-    add_calls(rec.usage, "fix", fix_calls);
+    add_calls(rec.usage, "fix", fix_calls, prices);
   }
-  for (const auto& [name, sel] : rec.selections) add_calls(rec.usage, "select", sel.calls);
+  for (const auto& [name, sel] : rec.selections) add_calls(rec.usage, "select", sel.calls, prices);
+  // The primary selector re-run on the curves' candidate prefixes (run.curve_selector).
+  add_calls(rec.usage, "curves", curve_calls_, prices);
   double total = 0;
   for (const char* st : {"context", "generate", "fix", "select", "eval"}) {
     rec.latency_s[st] = latency_[st];

@@ -99,6 +99,7 @@ class QuestionRun {
   std::vector<ExecutionMemo::Shared> results_;
   std::map<std::string, run::SelectionRecord> selections_;
   std::map<int64_t, run::CurvePoint> curves_;
+  nlohmann::json curve_calls_ = nlohmann::json::array();  // traces of the curves' selector re-runs
   std::map<std::string, double> latency_;
   std::optional<eval::ItemResult> verdict_;
   bool turn_taken_ = false;

@@ -377,6 +377,13 @@ void add_usage(json& rep, ReportContext& ctx) {
         acc["degraded_prompts"] = acc.value("degraded_prompts", 0.0) + d;
         total["degraded_prompts"] = total.value("degraded_prompts", 0.0) + d;
       }
+      // Answers from the response cache: no request, no spend; shown apart with what they saved.
+      if (v.cache_hits > 0) {
+        for (json* j : {&acc, &total}) {
+          (*j)["cache_hits"] = j->value("cache_hits", 0.0) + static_cast<double>(v.cache_hits);
+          (*j)["saved_usd"] = j->value("saved_usd", 0.0) + v.saved_usd;
+        }
+      }
     }
   }
   json uj = json::object();
@@ -561,6 +568,10 @@ std::string render_markdown(const json& rep) {
   md += fmt::format("| **total** | {} | {} | {} | {} |\n\n", fmt_num(t["calls"].get<double>(), 0),
                     fmt_num(t["prompt_tokens"].get<double>(), 0), fmt_num(t["completion_tokens"].get<double>(), 0),
                     fmt_num(t["cost_usd"].get<double>(), 4));
+  if (t.value("cache_hits", 0.0) > 0)
+    md += fmt::format("Answers served from the response cache (not calls, nothing spent): {}, which would have cost "
+                      "${} at the profiles' prices.\n\n",
+                      fmt_num(t["cache_hits"].get<double>(), 0), fmt_num(t["saved_usd"].get<double>(), 4));
   if (t.value("degraded_prompts", 0.0) > 0) {
     md += "Prompts whose schema was lightened to fit the model's context (llm.models.*.context_tokens): ";
     std::string parts;

@@ -43,6 +43,10 @@ json usage_json(const StageUsage& u) {
               {"completion_tokens", u.completion_tokens}, {"cost_usd", u.cost_usd},
               {"latency_s", u.latency_s}};
   if (u.degraded_prompts > 0) out["degraded_prompts"] = u.degraded_prompts;
+  if (u.cache_hits > 0) {
+    out["cache_hits"] = u.cache_hits;
+    out["saved_usd"] = u.saved_usd;
+  }
   return out;
 }
 
@@ -55,6 +59,8 @@ Result<StageUsage> usage_from_json(const json& j, const std::string& where) {
   NL2SQL_RETURN_IF_ERROR(read_key(j, "cost_usd", u.cost_usd, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "latency_s", u.latency_s, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "degraded_prompts", u.degraded_prompts, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "cache_hits", u.cache_hits, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "saved_usd", u.saved_usd, where));
   return u;
 }
 

@@ -121,10 +121,12 @@ TEST_F(FixerTest, SyntaxErrorFixedInRoundTwo) {
 }
 
 TEST_F(FixerTest, PersistentFailureKeptAfterThreeRoundsAndMarked) {
+  // Three different answers, each still failing.
   std::atomic<int> calls{0};
-  FakeOpenAiServer server([&](const httplib::Request&, int64_t) {
+  FakeOpenAiServer server([&](const httplib::Request&, int64_t seq) {
     ++calls;
-    return FakeReply(200, completion_body("Still this:\n```sql\nSELECT name FROM schol\n```"));
+    const char* table = seq == 0 ? "schoo" : seq == 1 ? "scholl" : "schol";
+    return FakeReply(200, completion_body(std::string("Still this:\n```sql\nSELECT name FROM ") + table + "\n```"));
   });
   auto client = client_for(server.base_url());
   auto f = fixer(client.get());
@@ -141,6 +143,24 @@ TEST_F(FixerTest, PersistentFailureKeptAfterThreeRoundsAndMarked) {
   EXPECT_TRUE(c.still_failing);
   EXPECT_EQ(c.sql, "SELECT name FROM schol");
   EXPECT_EQ(c.execution.status, db::ExecStatus::kError);
+}
+
+TEST_F(FixerTest, AnUnchangedAnswerEndsTheCandidatesFixing) {
+  // The model answers the query it was asked to repair: the next round would send the same
+  // request again, word for word, so fixing ends after one round.
+  std::atomic<int> calls{0};
+  FakeOpenAiServer server([&](const httplib::Request&, int64_t) {
+    ++calls;
+    return FakeReply(200, completion_body("Looks right to me:\n```sql\nSELECT name FROM schol\n```"));
+  });
+  auto client = client_for(server.base_url());
+  auto f = fixer(client.get());
+  auto c = candidate("SELECT name FROM schol");
+  ASSERT_TRUE(f.fix(c, input()).is_ok());
+  EXPECT_EQ(calls.load(), 1);
+  ASSERT_EQ(c.fix_rounds.size(), 1u);
+  EXPECT_EQ(c.fix_rounds[0].sql_after, c.fix_rounds[0].sql_before);
+  EXPECT_TRUE(c.still_failing);
 }
 
 TEST_F(FixerTest, MaxRoundsFromConfig) {

@@ -4,6 +4,8 @@
 // run side by side, none waiting for another's rounds.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -77,9 +79,13 @@ TEST_F(ExecutionSharing, EachDistinctQueryRunsOncePerQuestionAndEveryStageSeesIt
   // laid out differently twice, and a broken query twice, which the fixer turns into kFixed.
   std::mutex mu;
   int generated = 0;
+  std::atomic<int> fix_requests{0};
   FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
     const std::string content = content_of(req);
-    if (is_fix(content)) return sql_reply(kFixed);
+    if (is_fix(content)) {
+      ++fix_requests;
+      return sql_reply(kFixed);
+    }
     std::lock_guard lock(mu);
     const int k = generated++ % 3;
     return sql_reply(k == 0 ? kCount : k == 1 ? kCountRelaid : kBroken);
@@ -89,6 +95,8 @@ TEST_F(ExecutionSharing, EachDistinctQueryRunsOncePerQuestionAndEveryStageSeesIt
   auto warm = run(options(sharing_config(server.base_url()), dir_ / "warm"));
   ASSERT_TRUE(warm.is_ok()) << warm.status().message();
   ASSERT_EQ(generated, 24);
+  // The two broken candidates of a question are fixed once: one fix request per question.
+  EXPECT_EQ(fix_requests.load(), 4);
   std::atomic<uint64_t> executions{0};
   auto o = options(sharing_config(server.base_url()), dir_ / "run");
   o.db_fault_injector = [&](uint64_t) {
@@ -113,7 +121,7 @@ TEST_F(ExecutionSharing, EachDistinctQueryRunsOncePerQuestionAndEveryStageSeesIt
     const auto& cands = r["candidates"];
     ASSERT_EQ(cands.size(), 6u) << qid;
     std::set<int> count_clusters, fixed_clusters;
-    size_t fixed = 0;
+    size_t fixed = 0, shared = 0;
     for (const auto& c : cands) {
       const std::string sql = fix::normalize_sql(c.value("sql", ""));
       EXPECT_TRUE(c.value("executable_after_fix", false)) << qid << " " << sql;
@@ -125,6 +133,11 @@ TEST_F(ExecutionSharing, EachDistinctQueryRunsOncePerQuestionAndEveryStageSeesIt
         ++fixed;
         fixed_clusters.insert(c.value("cluster", -2));
         const auto& rounds = c["fix_rounds"];
+        if (c.contains("fix_shared_with")) {  // fixed once with the other broken candidate
+          ++shared;
+          EXPECT_TRUE(rounds.empty()) << qid;
+          continue;
+        }
         ASSERT_EQ(rounds.size(), 1u) << qid;
         EXPECT_EQ(rounds[0].value("failure_class", ""), "no_such_table") << qid;
         // The fixer saw the fixed query's rows (the mini set has schools).
@@ -132,6 +145,7 @@ TEST_F(ExecutionSharing, EachDistinctQueryRunsOncePerQuestionAndEveryStageSeesIt
       }
     }
     EXPECT_EQ(fixed, 2u) << qid;
+    EXPECT_EQ(shared, 1u) << qid;
     // Judging and clustering saw one result per query: the four count candidates form one
     // cluster, the two fixed ones another.
     ASSERT_EQ(count_clusters.size(), 1u) << qid;
@@ -149,11 +163,12 @@ TEST_F(ExecutionSharing, ACandidatesFixRoundsDoNotWaitForOtherCandidates) {
   // up after 10 s and the count below shows it.
   std::mutex mu;
   std::condition_variable cv;
-  int fixing = 0, most = 0;
+  int fixing = 0, most = 0, generated = 0;
   FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
     const std::string content = content_of(req);
-    if (!is_fix(content)) return sql_reply(kBroken);
     std::unique_lock lock(mu);
+    // Six different broken queries (the same one would be fixed once for all six).
+    if (!is_fix(content)) return sql_reply(std::string(kBroken) + " -- sample " + std::to_string(generated++));
     ++fixing;
     most = std::max(most, fixing);
     cv.notify_all();

@@ -378,7 +378,7 @@ TEST_F(SeparatingInstanceTest, VotesAreSampledWithDistinctSeedsOrAskedOnceAtTemp
       c.id = "c" + std::to_string(in.candidates.size());
       c.generator = in.candidates.empty() ? "dc" : "qp";
       c.sql = sql;
-      c.result = executor_.run(db_, sql);
+      c.result = std::make_shared<const db::ExecutionResult>(executor_.run(db_, sql));
       in.candidates.push_back(std::move(c));
     }
     return in;

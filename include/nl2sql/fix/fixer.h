@@ -91,6 +91,10 @@ class Fixer {
   Status fix(generate::Candidate& candidate, const FixInput& input) const;
 
   const FixOptions& options() const { return options_; }
+  // Who repairs `c` (see FixOptions): a profile name, or "" when llm.roles resolves options().role.
+  std::string profile_for(const generate::Candidate& c) const {
+    return !options_.profile.empty() ? options_.profile : options_.role_mapped ? std::string() : c.profile;
+  }
 
  private:
   bool needs_fix(const feedback::ExecutionSummary& e) const;

@@ -49,6 +49,9 @@ struct Candidate {
   std::string rejection;
   ExecutionSummary execution;   // of `sql` (after fixing, when fixed)
   std::vector<FixRound> fix_rounds;
+  // Fixed once with an earlier candidate of the same SQL (its id): that candidate's rounds and
+  // calls are the repair of both, so none are repeated here; sql and execution are its result.
+  std::string fix_shared_with;
   bool still_failing = false;   // the fixer gave up; the candidate stays in the pool, marked
   std::vector<LlmCallTrace> calls;  // generation calls (fixer calls live in fix_rounds)
   // Totals over calls and fix rounds.

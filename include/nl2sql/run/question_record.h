@@ -50,10 +50,15 @@ namespace nl2sql::run {
 inline constexpr int kRecordVersion = 1;
 
 // Model use of one stage of one question, summed over its calls.
+// A stage's model calls. Answers served from the response cache are not calls (no request
+// reached a server, nothing was spent): they are counted apart, with what they would have cost
+// at the profile's prices.
 struct StageUsage {
   int64_t calls = 0, prompt_tokens = 0, completion_tokens = 0;
   double cost_usd = 0, latency_s = 0;
   int64_t degraded_prompts = 0;  // prompts lightened to fit the model's context
+  int64_t cache_hits = 0;
+  double saved_usd = 0;          // the cache hits' tokens at their profile's prices
   bool operator==(const StageUsage&) const = default;
 };
 

@@ -1,0 +1,108 @@
+// Accounting that matches the server (issue 21, item 4): with the curves' selector re-runs on,
+// every request a logging endpoint answers is counted once in report.json, in the stage that
+// made it, with the server's tokens and the profile's prices, and the run's own total (the CLI
+// line) agrees; answers served from the response cache are not calls: they are counted apart
+// with the money they saved.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <sstream>
+
+#include "nl2sql/core/config.h"
+#include "nl2sql/pipeline/pipeline.h"
+#include "support/fake_openai_server.h"
+#include "support/mini_run.h"
+#include "support/test_env.h"
+
+namespace nl2sql::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using llm::testing::FakeOpenAiServer;
+using llm::testing::FakeReply;
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return json::parse(ss.str());
+}
+
+// Counts what it answered: requests and the tokens its usage blocks reported.
+struct LoggingEndpoint {
+  std::atomic<int64_t> prompt_tokens{0}, completion_tokens{0};
+  FakeOpenAiServer server{[this](const httplib::Request& req, int64_t seq) {
+    const int in = static_cast<int>(req.body.size() % 997) + 50, out = static_cast<int>(seq % 7) + 3;
+    prompt_tokens += in;
+    completion_tokens += out;
+    const std::string sql = seq % 3 == 0 ? "SELECT count(*) FROM school" : seq % 3 == 1 ? "SELECT name FROM district"
+                                                                                          : "SELECT name FROM school";
+    return FakeReply(200, llm::testing::completion_body(
+                              "Answer: A\n```json\n[\"school\"]\n```\n```sql\n" + sql + "\n```", "stop", in, out));
+  }};
+};
+
+core::Config config_for(const std::string& base_url, const std::string& cache_mode, const fs::path& cache) {
+  core::Config config(json::parse(R"({
+    "llm": {"models": {"fake": {"base_url": "", "model": "fake-coder", "api_key_env": "",
+                                "price_in_per_mtok": 3.0, "price_out_per_mtok": 15.0}},
+            "default_profile": "fake", "preflight": false,
+            "retry": {"max_attempts": 1, "base_delay_s": 0.01, "max_delay_s": 0.01}},
+    "context": {"keywords": {"llm": true}},
+    "generate": {"generators": [{"name": "baseline", "samples": 2}, {"name": "dc", "samples": 2}]},
+    "fix": {"enabled": true, "max_rounds": 1},
+    "select": {"method": "tournament"},
+    "run": {"selectors": ["tournament", "self_consistency"], "threads": 3, "curve_selector": true,
+            "curve_points": [1, 2, 3, 4]}
+  })"));
+  config.set("llm.models.fake.base_url", base_url);
+  config.set("llm.cache.mode", cache_mode);
+  config.set("llm.cache.path", cache.string());
+  return config;
+}
+
+TEST(Accounting, ReportCountsEveryRequestTheServerAnsweredAndCacheHitsApart) {
+  testing::TempDir dir;
+  const fs::path data = testing::build_mini_bird(dir.path() / "mini");
+  LoggingEndpoint endpoint;
+  const fs::path cache = dir.path() / "cache.sqlite";
+
+  RunOptions o = testing::mini_run_options(config_for(endpoint.server.base_url(), "read-write", cache), data,
+                                           dir.path() / "run", dir.path() / "index");
+  o.filter.ranges = "0-5";
+  auto summary = testing::run_and_report(o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  const json usage = read_json(dir.path() / "run" / "report.json").at("usage");
+  const json& total = usage.at("total");
+  ASSERT_GT(endpoint.server.requests(), 0);
+  EXPECT_EQ(total.at("calls").get<double>(), static_cast<double>(endpoint.server.requests()));
+  EXPECT_EQ(total.at("prompt_tokens").get<double>(), static_cast<double>(endpoint.prompt_tokens.load()));
+  EXPECT_EQ(total.at("completion_tokens").get<double>(), static_cast<double>(endpoint.completion_tokens.load()));
+  const double server_cost = (static_cast<double>(endpoint.prompt_tokens.load()) * 3.0 +
+                              static_cast<double>(endpoint.completion_tokens.load()) * 15.0) / 1e6;
+  EXPECT_NEAR(total.at("cost_usd").get<double>(), server_cost, 1e-9);
+  EXPECT_NEAR(summary->cost_usd, server_cost, 1e-9);  // the CLI line's figure
+  // The curves' re-runs of the tournament are a stage of their own.
+  ASSERT_TRUE(usage.at("stages").contains("curves"));
+  EXPECT_GT(usage.at("stages").at("curves").at("calls").get<double>(), 0);
+  EXPECT_FALSE(total.contains("cache_hits"));
+
+  // The same questions again in a new folder: every answer comes from the cache.
+  const int64_t requests_before = endpoint.server.requests();
+  RunOptions again = o;
+  again.out_dir = dir.path() / "again";
+  auto cached = testing::run_and_report(again);
+  ASSERT_TRUE(cached.is_ok()) << cached.status().message();
+  EXPECT_EQ(endpoint.server.requests(), requests_before);
+  const json t2 = read_json(dir.path() / "again" / "report.json").at("usage").at("total");
+  EXPECT_EQ(t2.at("calls").get<double>(), 0);
+  EXPECT_EQ(t2.at("cost_usd").get<double>(), 0);
+  EXPECT_EQ(t2.at("cache_hits").get<double>(), static_cast<double>(requests_before));
+  EXPECT_NEAR(t2.at("saved_usd").get<double>(), server_cost, 1e-9);
+  EXPECT_EQ(cached->cost_usd, 0);
+}
+
+}  // namespace
+}  // namespace nl2sql::pipeline
