@@ -26,6 +26,8 @@ void add_calls(std::map<std::string, run::StageUsage>& usage, const std::string&
   for (const auto& c : calls) {
     if (c.value("from_cache", false)) {
       u.cache_hits += 1;
+      u.cache_prompt_tokens += c.value("prompt_tokens", int64_t{0});
+      u.cache_completion_tokens += c.value("completion_tokens", int64_t{0});
       auto p = prices.find(c.value("profile", std::string()));
       if (p != prices.end())
         u.saved_usd += (static_cast<double>(c.value("prompt_tokens", int64_t{0})) * p->second.price_in_per_mtok +

@@ -381,6 +381,9 @@ void add_usage(json& rep, ReportContext& ctx) {
       if (v.cache_hits > 0) {
         for (json* j : {&acc, &total}) {
           (*j)["cache_hits"] = j->value("cache_hits", 0.0) + static_cast<double>(v.cache_hits);
+          (*j)["cache_prompt_tokens"] = j->value("cache_prompt_tokens", 0.0) + static_cast<double>(v.cache_prompt_tokens);
+          (*j)["cache_completion_tokens"] =
+              j->value("cache_completion_tokens", 0.0) + static_cast<double>(v.cache_completion_tokens);
           (*j)["saved_usd"] = j->value("saved_usd", 0.0) + v.saved_usd;
         }
       }

@@ -45,6 +45,8 @@ json usage_json(const StageUsage& u) {
   if (u.degraded_prompts > 0) out["degraded_prompts"] = u.degraded_prompts;
   if (u.cache_hits > 0) {
     out["cache_hits"] = u.cache_hits;
+    out["cache_prompt_tokens"] = u.cache_prompt_tokens;
+    out["cache_completion_tokens"] = u.cache_completion_tokens;
     out["saved_usd"] = u.saved_usd;
   }
   return out;
@@ -60,6 +62,8 @@ Result<StageUsage> usage_from_json(const json& j, const std::string& where) {
   NL2SQL_RETURN_IF_ERROR(read_key(j, "latency_s", u.latency_s, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "degraded_prompts", u.degraded_prompts, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "cache_hits", u.cache_hits, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "cache_prompt_tokens", u.cache_prompt_tokens, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "cache_completion_tokens", u.cache_completion_tokens, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "saved_usd", u.saved_usd, where));
   return u;
 }

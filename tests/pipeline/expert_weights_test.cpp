@@ -26,13 +26,6 @@ using nlohmann::json;
 using llm::testing::FakeOpenAiServer;
 using llm::testing::FakeReply;
 
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
-
 core::Config ssev_config(const std::string& base_url) {
   core::Config config(json::parse(R"({
     "llm": {"models": {"expert_a": {"base_url": "", "model": "model-a"},
@@ -56,7 +49,7 @@ core::Config ssev_config(const std::string& base_url) {
 class ScriptedExperts {
  public:
   explicit ScriptedExperts(const fs::path& dev_json) {
-    for (const auto& q : read_json(dev_json)) gold_.emplace_back(q.at("question").get<std::string>(), q.at("SQL").get<std::string>());
+    for (const auto& q : testing::read_json_file(dev_json)) gold_.emplace_back(q.at("question").get<std::string>(), q.at("SQL").get<std::string>());
   }
   FakeReply answer(const httplib::Request& req) {
     json body = json::parse(req.body);
@@ -110,17 +103,17 @@ TEST(ExpertWeights, AnAlwaysWrongExpertLosesWeightByTheRuleAndRepairsItsOwnSql) 
   auto first = run(o);
   ASSERT_TRUE(first.is_ok()) << first.status().message();
   ASSERT_EQ(first->finished, static_cast<size_t>(questions));
-  const json after_run = read_json(dir.path() / "run" / "weights.json");
+  const json after_run = testing::read_json_file(dir.path() / "run" / "weights.json");
   // Rerun: every question is resumed, and the weights are rebuilt by replaying the stored verdicts.
   fs::remove(dir.path() / "run" / "weights.json");
   auto again = run(o);
   ASSERT_TRUE(again.is_ok()) << again.status().message();
   EXPECT_EQ(again->resumed, static_cast<size_t>(questions));
-  EXPECT_EQ(read_json(dir.path() / "run" / "weights.json"), after_run);
+  EXPECT_EQ(testing::read_json_file(dir.path() / "run" / "weights.json"), after_run);
 
   // ε from n = 3 experts (the profiles), m = horizon × best_expert_error = 1000 × 0.3.
   const double eps = std::sqrt(std::log(3.0) / 300.0);
-  json w = read_json(dir.path() / "run" / "weights.json");
+  json w = testing::read_json_file(dir.path() / "run" / "weights.json");
   EXPECT_NEAR(w.at("epsilon").get<double>(), eps, 1e-12);
   ASSERT_EQ(w.at("trajectory").size(), static_cast<size_t>(questions));
   for (int t = 0; t < questions; ++t) {

@@ -32,11 +32,6 @@ core::Config sim_config(const std::string& model = "sim") {
   return c;
 }
 
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
-
 void write_json(const fs::path& p, const json& j) { std::ofstream(p) << j.dump(1); }
 
 class RunFolder : public ::testing::Test {
@@ -80,7 +75,7 @@ TEST_F(RunFolder, AResumeWithAnotherModelIsRefused) {
   RunOptions first = options(sim_config("model-a"), out);
   first.filter.ranges = "0-2";
   ASSERT_TRUE(run(first).is_ok());
-  json manifest = read_json(out / "manifest.json");
+  json manifest = testing::read_json_file(out / "manifest.json");
   EXPECT_EQ(manifest["models"]["sim"]["model"], "model-a") << manifest.dump();
   RunOptions second = options(sim_config("model-b"), out);
   second.filter.ranges = "0-2";
@@ -91,7 +86,7 @@ TEST_F(RunFolder, AResumeWithAnotherModelIsRefused) {
 }
 
 TEST_F(RunFolder, QuestionRangesAreFilePositionsAndSetAsideQuestionsAreListed) {
-  json dev = read_json(data_ / "dev.json");
+  json dev = testing::read_json_file(data_ / "dev.json");
   dev[1]["db_id"] = "not_here";  // question 1's database is missing
   write_json(data_ / "dev.json", dev);
   const fs::path out = dir_ / "run";
@@ -100,12 +95,12 @@ TEST_F(RunFolder, QuestionRangesAreFilePositionsAndSetAsideQuestionsAreListed) {
   auto summary = testing::run_and_report(o);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->questions, 4u);  // 0, 2, 3, 4 — not 5
-  json manifest = read_json(out / "manifest.json");
+  json manifest = testing::read_json_file(out / "manifest.json");
   std::vector<std::string> ids;
   for (const auto& id : manifest["question_ids"]) ids.push_back(id.get<std::string>());
   EXPECT_EQ(ids, (std::vector<std::string>{dev[0]["question_id"].dump(), dev[2]["question_id"].dump(),
                                            dev[3]["question_id"].dump(), dev[4]["question_id"].dump()}));
-  json report = read_json(out / "report.json");
+  json report = testing::read_json_file(out / "report.json");
   ASSERT_EQ(report["skipped"].size(), 1u) << report["skipped"].dump();
   EXPECT_EQ(report["skipped"][0]["index"], 1);
   EXPECT_EQ(report["skipped"][0]["db_id"], "not_here");
@@ -119,7 +114,7 @@ TEST_F(RunFolder, QuestionRangesAreFilePositionsAndSetAsideQuestionsAreListed) {
 TEST_F(RunFolder, DuplicateIdsAndEscapingDbIdsAreRefusedNamingTheQuestion) {
   data::DatasetSpec spec;
   spec.data_dir = data_;
-  json dev = read_json(data_ / "dev.json");
+  json dev = testing::read_json_file(data_ / "dev.json");
   // A repeated id in a BIRD file (the official mini-dev repeats two): both questions kept, the
   // later one renamed, a warning naming both positions.
   json dup = dev;
@@ -176,7 +171,7 @@ TEST_F(RunFolder, APasswordInAProfilesBaseUrlNeverReachesTheRunFolder) {
     EXPECT_EQ(ss.str().find("pa55-w0rd-x9"), std::string::npos) << entry.path();
   }
   EXPECT_GE(files, 4u);
-  EXPECT_NE(read_json(out / "config.resolved.json")["llm"]["models"]["m"]["base_url"].get<std::string>().find("***@"),
+  EXPECT_NE(testing::read_json_file(out / "config.resolved.json")["llm"]["models"]["m"]["base_url"].get<std::string>().find("***@"),
             std::string::npos);
 }
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 namespace nl2sql::testing {
 
@@ -68,6 +69,12 @@ std::filesystem::path build_mini_bird(const std::filesystem::path& root) {
     }
   }
   return root;
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  return nlohmann::json::parse(in);
 }
 
 CommandResult run_nl2sql(const std::string& args) {

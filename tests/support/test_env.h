@@ -8,6 +8,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace nl2sql::testing {
 
@@ -40,6 +41,9 @@ void build_database(const std::filesystem::path& db_path, const std::string& sql
 // Builds the bundled mini BIRD-format dataset (tests/fixtures/mini_bird) under `root`:
 // root/dev.json, root/dev_tables.json, root/dev_databases/<db>/<db>.sqlite + descriptions.
 std::filesystem::path build_mini_bird(const std::filesystem::path& root);
+
+// The JSON document in `path` (throws on a missing file or bad JSON: the test fails there).
+nlohmann::json read_json_file(const std::filesystem::path& path);
 
 struct CommandResult {
   int exit_code = -1;

@@ -57,7 +57,7 @@ struct StageUsage {
   int64_t calls = 0, prompt_tokens = 0, completion_tokens = 0;
   double cost_usd = 0, latency_s = 0;
   int64_t degraded_prompts = 0;  // prompts lightened to fit the model's context
-  int64_t cache_hits = 0;
+  int64_t cache_hits = 0, cache_prompt_tokens = 0, cache_completion_tokens = 0;
   double saved_usd = 0;          // the cache hits' tokens at their profile's prices
   bool operator==(const StageUsage&) const = default;
 };
