@@ -377,6 +377,8 @@ Status QuestionRun::stage_select() {
   input.db_path = db_path_;
   input.generator_order = s_.generator_names;
   input.seed = core::stage_seed(s_.settings.seed, q_.question_id, "select");
+  // The tournament's verdicts serve the curves' re-runs on the pool's prefixes too.
+  input.pair_verdicts = std::make_shared<select::PairVerdicts>();
   for (size_t i = 0; i < candidates_.size(); ++i) {
     const auto& c = candidates_[i];
     select::PoolCandidate pc;
@@ -397,6 +399,17 @@ Status QuestionRun::stage_select() {
       auto rec = run::selection_from_json(sel, "question " + q_.question_id + ", stored selection \"" + name + "\"");
       if (!rec) return rec.status();
       selections_[name] = std::move(*rec);
+    }
+    // The stored tournament's verdicts serve the curves' re-runs below, as in an uninterrupted run.
+    if (auto t = selections_.find("tournament"); t != selections_.end() && t->second.explanation.is_object()) {
+      std::map<std::string, std::string> sql_of;
+      for (const auto& c : input.candidates) sql_of[c.id] = c.sql;
+      for (const auto& d : t->second.explanation.value("decisions", json::array())) {
+        if (d.value("by", "") != "model") continue;
+        const std::string a = d.value("a", ""), b = d.value("b", ""), w = d.value("winner", "");
+        if (!sql_of.count(a) || !sql_of.count(b)) continue;
+        input.pair_verdicts->put(sql_of[a], sql_of[b], w.empty() ? "" : w == a ? "A" : "B");
+      }
     }
   } else {
     auto t0 = Clock::now();

@@ -40,9 +40,10 @@ class Tournament : public Selector {
     int64_t model_pairs = 0, skipped = 0, reused = 0;
     const ModelAsk ask{client_, &tpl_, "select"};
     // Candidates with the same SQL make the same prompt: each ordered pair of SQL texts is asked
-    // once and its verdict ("A", "B", or "" when the answer was unusable) serves every pair of
-    // candidates that repeats it, so no identical request is sent twice.
-    std::map<std::pair<std::string, std::string>, std::string> asked;
+    // once and its verdict serves every pair of candidates that repeats it (and, through
+    // in.pair_verdicts, the question's other selections), so no identical request is sent twice.
+    const std::shared_ptr<PairVerdicts> asked =
+        in.pair_verdicts ? in.pair_verdicts : std::make_shared<PairVerdicts>();
     for (size_t x = 0; x < players.size(); ++x) {
       for (size_t y = x + 1; y < players.size(); ++y) {
         const int i = players[x], j = players[y];
@@ -57,14 +58,14 @@ class Tournament : public Selector {
           ++skipped;
           continue;
         }
-        const bool known = asked.count({ci.sql, cj.sql}) && (!o_.both_orders || asked.count({cj.sql, ci.sql}));
+        const bool known = asked->find(ci.sql, cj.sql) && (!o_.both_orders || asked->find(cj.sql, ci.sql));
         if (known) {
           ++reused;
           for (int order = 0; order < (o_.both_orders ? 2 : 1); ++order) {
             const int a = order == 0 ? i : j, b = order == 0 ? j : i;
             const auto& ca = in.candidates[static_cast<size_t>(a)];
             const auto& cb = in.candidates[static_cast<size_t>(b)];
-            const std::string& side = asked.at({ca.sql, cb.sql});
+            const std::string side = *asked->find(ca.sql, cb.sql);
             json d = {{"a", ca.id}, {"b", cb.id}, {"by", "same_sql_pair_asked"}};
             if (!side.empty()) {
               const int winner = side == "A" ? a : b;
@@ -81,7 +82,7 @@ class Tournament : public Selector {
           const int a = order == 0 ? i : j, b = order == 0 ? j : i;
           const auto& ca = in.candidates[static_cast<size_t>(a)];
           const auto& cb = in.candidates[static_cast<size_t>(b)];
-          std::string& side = asked[{ca.sql, cb.sql}];
+          std::string side;
           auto req = base_request(in, llm::CallTask::kSelectPair, pair_index * 2 + order);
           req.tag.generator = "tournament";
           req.tag.candidates = {ca.sql, cb.sql};
@@ -102,6 +103,7 @@ class Tournament : public Selector {
             d["error"] = w.status().message();
             client_->accounting().record_parse_failure("select", qid(in), "pairwise");
           }
+          asked->put(ca.sql, cb.sql, side);
           decisions.push_back(std::move(d));
         }
       }

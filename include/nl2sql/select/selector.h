@@ -14,6 +14,10 @@
 // from several threads at once for different questions.
 #pragma once
 
+#include <map>
+
+#include <mutex>
+
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -47,6 +51,27 @@ struct PoolCandidate {
   std::shared_ptr<const db::ExecutionResult> result;
 };
 
+// Verdicts of the pairwise selector by ordered pair of SQL texts ("A", "B", or "" when the
+// answer was unusable). A pair's prompt depends only on the question and the two queries, so
+// one question's selections (the pool, and the curves' re-runs on its prefixes) share them and no
+// pair is asked twice. Thread-safe.
+struct PairVerdicts {
+  std::optional<std::string> find(const std::string& a, const std::string& b) const {
+    std::lock_guard lock(mu);
+    auto it = side.find({a, b});
+    if (it == side.end()) return std::nullopt;
+    return it->second;
+  }
+  void put(const std::string& a, const std::string& b, const std::string& verdict) {
+    std::lock_guard lock(mu);
+    side[{a, b}] = verdict;
+  }
+
+ private:
+  mutable std::mutex mu;
+  std::map<std::pair<std::string, std::string>, std::string> side;  // guarded by mu
+};
+
 struct SelectionInput {
   const data::Task* question = nullptr;
   const data::Schema* schema = nullptr;
@@ -54,6 +79,8 @@ struct SelectionInput {
   std::vector<PoolCandidate> candidates;
   std::vector<std::string> generator_order;  // config order, for deterministic tie-breaks
   uint64_t seed = 0;                         // derived from (run seed, question id, "select")
+  // Shared by one question's selections (see PairVerdicts); null: the selection keeps its own.
+  std::shared_ptr<PairVerdicts> pair_verdicts;
 };
 
 struct Selection {
