@@ -243,62 +243,6 @@ std::string csv_escape(const std::string& field) {
   return out + "\"";
 }
 
-Result<std::vector<std::vector<std::string>>> parse_csv(const std::string& text, const std::string& where) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string field;
-  bool quoted = false, in_quotes = false, any = false;
-  size_t line = 1, quote_line = 0;
-  auto end_field = [&] {
-    row.push_back(std::move(field));
-    field.clear();
-    quoted = false;
-  };
-  size_t i = 0;
-  if (text.rfind("\xEF\xBB\xBF", 0) == 0) i = 3;  // a spreadsheet's byte-order mark
-  for (; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_quotes) {
-      if (c == '"') {
-        if (i + 1 < text.size() && text[i + 1] == '"') {
-          field.push_back('"');
-          ++i;
-        } else {
-          in_quotes = false;
-        }
-      } else {
-        if (c == '\n') ++line;
-        field.push_back(c);
-      }
-      continue;
-    }
-    any = true;
-    if (c == '"') {
-      if (!field.empty() || quoted)
-        return invalid_input(where + ":" + std::to_string(line) + ": a quote inside an unquoted field");
-      in_quotes = quoted = true;
-      quote_line = line;
-    } else if (c == ',') {
-      end_field();
-    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
-      continue;
-    } else if (c == '\n') {
-      end_field();
-      rows.push_back(std::move(row));
-      row.clear();
-      any = false;
-      ++line;
-    } else {
-      field.push_back(c);
-    }
-  }
-  if (in_quotes) return invalid_input(where + ":" + std::to_string(quote_line) + ": a quoted field is never closed");
-  if (any || !field.empty() || !row.empty()) {
-    end_field();
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
 
 std::vector<size_t> stratified_sample(const std::vector<std::string>& codes, size_t n, uint64_t seed) {
   std::map<std::string, std::vector<size_t>> strata;
@@ -374,7 +318,9 @@ Result<std::string> judge_sample_csv(const nlohmann::json& eval_report, size_t n
 }
 
 Result<LabelImport> read_labels(const std::string& csv, const std::string& where) {
-  auto table = parse_csv(csv, where);
+  // A spreadsheet may save the labels with a byte-order mark.
+  const std::string_view text = std::string_view(csv).substr(csv.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0);
+  auto table = data::parse_csv(text, where);
   if (!table) return table.status();
   if (table->empty()) return invalid_input(where + ": empty file");
   const auto& header = table->front();

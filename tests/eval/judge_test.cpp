@@ -226,7 +226,7 @@ TEST(JudgeAlignment, ExportThenImportGivesHandComputedPrecisionAndRecall) {
   auto csv = judge_sample_csv(report, 100, 3, &rows);
   ASSERT_TRUE(csv.is_ok()) << csv.status().message();
   EXPECT_EQ(rows, 8u);
-  auto table = parse_csv(*csv, "export");
+  auto table = data::parse_csv(*csv, "export");
   ASSERT_TRUE(table.is_ok()) << table.status().message();
   ASSERT_EQ(table->size(), 9u);
   EXPECT_EQ((*table)[0].back(), "label");
@@ -262,7 +262,7 @@ TEST(JudgeAlignment, ExportThenImportGivesHandComputedPrecisionAndRecall) {
   auto bad = read_labels("question_id,judge_code,label\nq9,RES3,maybe\n", "bad.csv");
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("q9"), std::string::npos);
-  EXPECT_FALSE(parse_csv("a,\"open\n", "x").is_ok());
+  EXPECT_FALSE(data::parse_csv("a,\"open\n", "x").is_ok());
 }
 
 }  // namespace

@@ -97,9 +97,9 @@ struct Alignment {
 // the RES code when the label is one.
 int parse_label(const std::string& label, std::string* code);
 
-// RFC 4180 CSV (quoted fields, doubled quotes, newlines inside quotes), for the labelling files.
+// A field quoted for RFC 4180 CSV (doubled quotes; newlines kept inside the quotes), for the
+// labelling files; they are read back with data::parse_csv.
 std::string csv_escape(const std::string& field);
-Result<std::vector<std::vector<std::string>>> parse_csv(const std::string& text, const std::string& where);
 
 // A seeded sample of judged items stratified by judge code: every code present gets
 // round(n × share) items, at least one, trimmed or topped up to n by largest remainder.
