@@ -1,4 +1,5 @@
 #include "nl2sql/core/config_schema.h"
+#include "nl2sql/core/text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -229,16 +230,6 @@ class Validator {
   std::vector<Pattern> patterns_;
 };
 
-std::string md_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
-  }
-  return out;
-}
-
 }  // namespace
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -390,9 +381,9 @@ std::string ConfigSchema::markdown_table() const {
       allowed = fmt::format("≤ {}", *k.max);
     }
     if (k.nullable) allowed += allowed.empty() ? "null" : ", null";
-    std::string def = k.default_value.is_null() ? "" : "`" + md_escape(k.default_value.dump()) + "`";
-    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", md_escape(k.pattern), join_list(k.types, " \\| "),
-                       def, md_escape(allowed), md_escape(k.doc));
+    std::string def = k.default_value.is_null() ? "" : "`" + markdown_cell(k.default_value.dump()) + "`";
+    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", markdown_cell(k.pattern), join_list(k.types, " \\| "),
+                       def, markdown_cell(allowed), markdown_cell(k.doc));
   }
   return out;
 }

@@ -59,4 +59,15 @@ std::string quote_sql_identifier(std::string_view name) {
   return out + '"';
 }
 
+std::string markdown_cell(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n' || c == '\r' || c == '\t') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
 }  // namespace nl2sql::core

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "nl2sql/core/files.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::eval {
 using nlohmann::json;
@@ -166,16 +167,6 @@ std::string efficiency_markdown(const json& e) {
   return md;
 }
 
-// A table cell: pipes and line breaks would break the row.
-std::string md_cell(std::string text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n' || c == '\r') out += ' ';
-    else out.push_back(c);
-  }
-  return out;
-}
 
 std::string judge_markdown(const json& j) {
   std::string md = fmt::format(
@@ -203,10 +194,10 @@ std::string judge_markdown(const json& j) {
   if (!d.empty()) {
     md += "\n| question | judge | rule | EX | gold table | predicted table | judge's reasoning |\n|---|---|---|---|---|---|---|\n";
     for (const auto& q : d)
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", md_cell(q["question_id"].get<std::string>()),
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", core::markdown_cell(q["question_id"].get<std::string>()),
                         q["judge_code"].get<std::string>(), q["rule_code"].get<std::string>(), q["ex"].get<bool>() ? "1" : "0",
-                        md_cell(q["gold_table"].get<std::string>()), md_cell(q["pred_table"].get<std::string>()),
-                        md_cell(q["reasoning"].get<std::string>().empty() ? q["error"].get<std::string>() : q["reasoning"].get<std::string>()));
+                        core::markdown_cell(q["gold_table"].get<std::string>()), core::markdown_cell(q["pred_table"].get<std::string>()),
+                        core::markdown_cell(q["reasoning"].get<std::string>().empty() ? q["error"].get<std::string>() : q["reasoning"].get<std::string>()));
   }
   return md;
 }

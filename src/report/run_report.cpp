@@ -12,6 +12,7 @@
 
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/hash.h"
+#include "nl2sql/core/text.h"
 #include "nl2sql/eval/evaluator.h"
 #include "nl2sql/eval/report.h"
 #include "nl2sql/run/run_lock.h"
@@ -42,15 +43,6 @@ json grouped(const std::map<std::string, std::vector<int>>& groups, const Report
 
 std::string fmt_num(double v, int digits = 2) { return fmt::format("{:.{}f}", v, digits); }
 
-std::string md_cell(std::string s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n' || c == '\r' || c == '\t') out += ' ';
-    else out += c;
-  }
-  return out;
-}
 
 std::string ci_text(const json& g) {
   return fmt::format("{:.2f} [{:.2f}, {:.2f}]", g["ex"].get<double>(), g["ci95"][0].get<double>(),
@@ -485,18 +477,18 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
 std::string render_markdown(const json& rep) {
   std::string md;
   const json& run = rep["run"];
-  md += fmt::format("# nl2sql run report: {}\n\n", md_cell(run["title"].get<std::string>()));
+  md += fmt::format("# nl2sql run report: {}\n\n", core::markdown_cell(run["title"].get<std::string>()));
   if (rep["simulated"].get<bool>())
     md += "> **SIMULATED — not a model's accuracy.** The answers come from the offline `sim` provider, "
           "which derives them from the gold SQL.\n\n";
   const json& man = run["manifest"];
   md += fmt::format("Benchmark `{}` split `{}`, {} of {} questions recorded, primary metric `{}`, primary selector `{}`.\n",
-                    md_cell(run::string_field(man, "benchmark", "?")), md_cell(run::string_field(man, "split", "?")),
+                    core::markdown_cell(run::string_field(man, "benchmark", "?")), core::markdown_cell(run::string_field(man, "split", "?")),
                     rep["n_questions"].get<size_t>(), rep["n_expected"].get<size_t>(),
-                    rep["primary_metric"].get<std::string>(), md_cell(rep["primary_selector"].get<std::string>()));
+                    rep["primary_metric"].get<std::string>(), core::markdown_cell(rep["primary_selector"].get<std::string>()));
   md += fmt::format("Dataset fingerprint `{}`, config hash `{}`, seed {}, tool {}.\n\n",
-                    md_cell(run::string_field(man, "dataset_fingerprint")), md_cell(run::string_field(man, "config_hash")),
-                    md_cell(run::string_field(man, "seed")), md_cell(run::string_field(man, "tool_version")));
+                    core::markdown_cell(run::string_field(man, "dataset_fingerprint")), core::markdown_cell(run::string_field(man, "config_hash")),
+                    core::markdown_cell(run::string_field(man, "seed")), core::markdown_cell(run::string_field(man, "tool_version")));
   const json& ov = rep["ex"]["overall"];
   md += fmt::format("**EX {:.2f}%** (95% CI [{:.2f}, {:.2f}]), {} / {} correct; {} failed questions.\n\n",
                     ov["ex"].get<double>(), ov["ci95"][0].get<double>(), ov["ci95"][1].get<double>(),
@@ -506,7 +498,7 @@ std::string render_markdown(const json& rep) {
     if (g.empty()) return;
     md += fmt::format("## EX by {}\n\n| {} | n | correct | EX % [95% CI] |\n|---|---:|---:|---|\n", title, title);
     for (const auto& [k, v] : g.items())
-      md += fmt::format("| {} | {} | {} | {} |\n", md_cell(k), v["n"].get<size_t>(), v["correct"].get<size_t>(), ci_text(v));
+      md += fmt::format("| {} | {} | {} | {} |\n", core::markdown_cell(k), v["n"].get<size_t>(), v["correct"].get<size_t>(), ci_text(v));
     md += "\n";
   };
   group_table("difficulty", rep["ex"]["by_difficulty"]);
@@ -515,15 +507,15 @@ std::string render_markdown(const json& rep) {
   if (!rep["metrics"].empty()) {
     md += "## Evaluator metrics\n\n| metric | EX % [95% CI] | EX % excluding unusable gold |\n|---|---|---:|\n";
     for (const auto& [k, v] : rep["metrics"].items())
-      md += fmt::format("| {} | {} | {} |\n", md_cell(k), ci_text(v), fmt_num(v["ex_usable_gold"].get<double>()));
+      md += fmt::format("| {} | {} | {} |\n", core::markdown_cell(k), ci_text(v), fmt_num(v["ex_usable_gold"].get<double>()));
     md += fmt::format("\nSoft-F1 {}; outcomes:", fmt_num(rep["soft_f1"].get<double>() * 100));
-    for (const auto& [k, v] : rep["outcomes"].items()) md += fmt::format(" {} {}", md_cell(k), v.get<size_t>());
+    for (const auto& [k, v] : rep["outcomes"].items()) md += fmt::format(" {} {}", core::markdown_cell(k), v.get<size_t>());
     md += fmt::format("; gold unusable {}; tie-dependent gold {}.\n\n", rep["gold_unusable"].size(), rep["tie_dependent"].size());
   }
   if (rep.contains("test_suite")) md += eval::test_suite_markdown(rep["test_suite"]).substr(1) + "\n";
   md += "## Selectors\n\n| selector | EX % [95% CI] | LLM calls | cost USD |\n|---|---|---:|---:|\n";
   for (const auto& [k, v] : rep["selectors"].items())
-    md += fmt::format("| {}{} | {} | {} | {} |\n", md_cell(k), v["primary"].get<bool>() ? " (primary)" : "", ci_text(v),
+    md += fmt::format("| {}{} | {} | {} | {} |\n", core::markdown_cell(k), v["primary"].get<bool>() ? " (primary)" : "", ci_text(v),
                       fmt_num(v["llm_calls"].get<double>(), 0), fmt_num(v["cost_usd"].get<double>(), 4));
   md += fmt::format("| oracle (upper bound) | {} | | |\n| adversarial (lower bound) | {} | | |\n\n",
                     ci_text(rep["bounds"]["oracle"]), ci_text(rep["bounds"]["adversarial"]));
@@ -532,12 +524,12 @@ std::string render_markdown(const json& rep) {
     for (const auto& g : rep["gold_disputes"]) ids += (ids.empty() ? "" : ", ") + g["question_id"].get<std::string>();
     md += fmt::format("Separating-instance duels where the model's answer on D′ disagrees with gold's (evidence "
                       "against the gold SQL): {} question(s): {}.\n\n",
-                      rep["gold_disputes"].size(), md_cell(ids));
+                      rep["gold_disputes"].size(), core::markdown_cell(ids));
   }
   if (!rep["generators"].empty()) {
     md += "## Generators\n\n| generator | candidates | executable before fix % | after fix % | correct candidates | questions with a correct one | unique correct | upper bound % |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const auto& [k, v] : rep["generators"].items())
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", md_cell(k), v["candidates"].get<size_t>(),
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", core::markdown_cell(k), v["candidates"].get<size_t>(),
                         fmt_num(v["executable_before_fix_pct"].get<double>()), fmt_num(v["executable_after_fix_pct"].get<double>()),
                         v["correct_candidates"].get<size_t>(), v["questions_with_correct"].get<size_t>(),
                         v["unique_correct"].get<size_t>(), fmt_num(v["upper_bound_pct"].get<double>()));
@@ -545,7 +537,7 @@ std::string render_markdown(const json& rep) {
     for (const auto& e : rep["overlap"]) {
       std::string names;
       for (const auto& g : e["generators"]) names += (names.empty() ? "" : " + ") + g.get<std::string>();
-      md += fmt::format("| {} | {} |\n", names.empty() ? "(none)" : md_cell(names), e["questions"].get<size_t>());
+      md += fmt::format("| {} | {} |\n", names.empty() ? "(none)" : core::markdown_cell(names), e["questions"].get<size_t>());
     }
     md += "\n";
   }
@@ -564,7 +556,7 @@ std::string render_markdown(const json& rep) {
   }
   md += "\n## Tokens, cost and latency\n\n| stage | calls | prompt tokens | completion tokens | cost USD |\n|---|---:|---:|---:|---:|\n";
   for (const auto& [k, v] : rep["usage"]["stages"].items())
-    md += fmt::format("| {} | {} | {} | {} | {} |\n", md_cell(k), fmt_num(v["calls"].get<double>(), 0),
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", core::markdown_cell(k), fmt_num(v["calls"].get<double>(), 0),
                       fmt_num(v["prompt_tokens"].get<double>(), 0), fmt_num(v["completion_tokens"].get<double>(), 0),
                       fmt_num(v["cost_usd"].get<double>(), 4));
   const json& t = rep["usage"]["total"];
@@ -580,7 +572,7 @@ std::string render_markdown(const json& rep) {
     std::string parts;
     for (const auto& [k, v] : rep["usage"]["stages"].items())
       if (v.value("degraded_prompts", 0.0) > 0)
-        parts += (parts.empty() ? "" : ", ") + md_cell(k) + " " + fmt_num(v["degraded_prompts"].get<double>(), 0);
+        parts += (parts.empty() ? "" : ", ") + core::markdown_cell(k) + " " + fmt_num(v["degraded_prompts"].get<double>(), 0);
     md += parts + ".\n\n";
   }
   if (rep.contains("llm_faults")) {
@@ -590,13 +582,13 @@ std::string render_markdown(const json& rep) {
                       f["questions_affected"].get<int64_t>());
     std::string kinds;
     for (const auto& [k, v] : f["failed_by_kind"].items())
-      kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", md_cell(k), v.get<int64_t>());
+      kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", core::markdown_cell(k), v.get<int64_t>());
     md += kinds.empty() ? ".\n\n" : " (" + kinds + ").\n\n";
     if (f.value("parse_failures", int64_t{0}) > 0) {
       std::string stages;
       const json by_stage = f.value("parse_failures_by_stage", json::object());
       for (const auto& [k, v] : by_stage.items())
-        stages += fmt::format("{}{} {}", stages.empty() ? "" : ", ", md_cell(k), v.get<int64_t>());
+        stages += fmt::format("{}{} {}", stages.empty() ? "" : ", ", core::markdown_cell(k), v.get<int64_t>());
       md += fmt::format("Answers that could not be read (parse failures): {} in {} question(s) ({}).\n\n",
                         f["parse_failures"].get<int64_t>(), f.value("questions_with_parse_failures", int64_t{0}),
                         stages);
@@ -604,23 +596,23 @@ std::string render_markdown(const json& rep) {
   }
   md += "| stage | latency p50 s | p90 s | p95 s | max s |\n|---|---:|---:|---:|---:|\n";
   for (const auto& [k, v] : rep["latency_s"].items())
-    md += fmt::format("| {} | {} | {} | {} | {} |\n", md_cell(k), fmt_num(v["p50"].get<double>(), 3),
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", core::markdown_cell(k), fmt_num(v["p50"].get<double>(), 3),
                       fmt_num(v["p90"].get<double>(), 3), fmt_num(v["p95"].get<double>(), 3), fmt_num(v["max"].get<double>(), 3));
   if (rep.contains("weights")) {
     md += "\n## WMA weights (last value)\n\n| expert | weight |\n|---|---:|\n";
     for (const auto& [k, v] : rep["weights"].items())
-      md += fmt::format("| {} | {} |\n", md_cell(k), fmt_num(v.back()[1].get<double>(), 4));
+      md += fmt::format("| {} | {} |\n", core::markdown_cell(k), fmt_num(v.back()[1].get<double>(), 4));
   }
   if (!rep["skipped"].empty()) {
     md += "\n## Skipped questions (database missing)\n\n| question | db_id | reason |\n|---|---|---|\n";
     for (const auto& e : rep["skipped"])
-      md += fmt::format("| {} | {} | {} |\n", md_cell(e.value("question_id", "")), md_cell(e.value("db_id", "")),
-                        md_cell(e.value("reason", "")));
+      md += fmt::format("| {} | {} | {} |\n", core::markdown_cell(e.value("question_id", "")), core::markdown_cell(e.value("db_id", "")),
+                        core::markdown_cell(e.value("reason", "")));
   }
   if (!rep["errors"].empty()) {
     md += "\n## Failed questions\n\n| question | error |\n|---|---|\n";
     for (const auto& e : rep["errors"])
-      md += fmt::format("| {} | {} |\n", md_cell(e["question_id"].get<std::string>()), md_cell(e["error"].get<std::string>()));
+      md += fmt::format("| {} | {} |\n", core::markdown_cell(e["question_id"].get<std::string>()), core::markdown_cell(e["error"].get<std::string>()));
   }
   return md;
 }

@@ -16,6 +16,8 @@ bool mentions_identifier(std::string_view text, std::string_view word);
 std::string squash_spaces(std::string_view s);
 // Leading and trailing whitespace removed.
 std::string trim(std::string_view s);
+// `s` as one Markdown table cell: '|' escaped, line breaks and tabs become spaces.
+std::string markdown_cell(std::string_view s);
 // `name` as a double-quoted SQL identifier, inner quotes doubled: any table or column name,
 // keywords and spaces included, reads back as itself in SQLite ("my ""odd"" col").
 std::string quote_sql_identifier(std::string_view name);
