@@ -2,9 +2,10 @@
 # Benchmark of `nl2sql eval --metric ves,rves` (issue 23) against a Python reimplementation of
 # the official timing loops (scripts/bench/ves_reference.py: the same repeats, fresh connection
 # per query, prediction then gold, one pair at a time), on BIRD superhero and on superhero x300
-# (made now by shared/tools/scale_db.py, never committed). Predictions are the gold queries
-# themselves (every pair correct, every pair timed; ratios near 1, the hardest case for R-VES's
-# boundary at 1). Prints, per database: whole-command seconds of each tool and their ratio, the
+# (made now by shared/tools/scale_db.py, never committed). Predictions (VES_PRED): `varied`
+# (default) keeps gold for a third of the questions and wraps the rest in a costlier query with
+# the same answer, so ratios spread over R-VES's bins; `gold` uses gold throughout (every ratio
+# near 1, the hardest case for the boundary at 1). Every pair is correct. Prints, per database: whole-command seconds of each tool and their ratio, the
 # scores, how many per-question R-VES rewards agree (and how many of the others nl2sql flagged
 # as near a boundary), and the steps variants' time and their equality across two runs.
 #   NL2SQL_DATA=/path/to/shared/data scripts/bench/ves_bench.sh [REPEATS] [REPEATS_X300]
@@ -22,11 +23,24 @@ trap 'rm -rf "$WORK"' EXIT
 SCALE_TOOL="$NL2SQL_DATA/../tools/scale_db.py"
 REF=scripts/bench/ves_reference.py
 
-python3 - "$NL2SQL_DATA/bird/dev.json" "$WORK/pred.json" <<'PY'
+# make_preds DEV_JSON OUT: VES_PRED=gold (every ratio near 1) or varied (default): a third of
+# the questions keep gold, the others wrap it in a query that also counts one table once
+# (hero_power or superhero), so the same answer costs more and ratios spread over R-VES's bins.
+make_preds() {
+  python3 - "$1" "$2" "${VES_PRED:-varied}" <<'PY'
 import json, sys
 qs = json.load(open(sys.argv[1]))
-json.dump({str(i): q["SQL"] + "\t----- bird -----\t" + q["db_id"] for i, q in enumerate(qs)}, open(sys.argv[2], "w"))
+mode = sys.argv[3]
+def pred(i, sql):
+    sql = sql.strip().rstrip(";")
+    if mode == "gold" or i % 3 == 0:
+        return sql
+    table = "hero_power" if i % 3 == 1 else "superhero"
+    return f"SELECT * FROM ({sql}) WHERE (SELECT COUNT(*) FROM {table}) >= 0"
+json.dump({str(i): pred(i, q["SQL"]) + "\t----- bird -----\t" + q["db_id"] for i, q in enumerate(qs)}, open(sys.argv[2], "w"))
 PY
+}
+make_preds "$NL2SQL_DATA/bird/dev.json" "$WORK/pred.json"
 
 now() { date +%s.%N; }
 
@@ -47,6 +61,9 @@ bench() {
   python3 "$REF" --questions "$data/dev.json" --db-root "$data/dev_databases" --pred "$WORK/pred.json" \
     --metric rves --repeats "$repeats" --out "$WORK/$label-ref-rves.json" 2>/dev/null
   e=$(now); t_ref_rves=$(python3 -c "print($e-$s)")
+  # The reference against itself: how often does the official rule disagree with its own rerun?
+  python3 "$REF" --questions "$data/dev.json" --db-root "$data/dev_databases" --pred "$WORK/pred.json" \
+    --metric rves --repeats "$repeats" --out "$WORK/$label-ref-rves2.json" 2>/dev/null
   s=$(now)
   "$BIN" --log-level error eval --benchmark bird --data "$data" --pred "$WORK/pred.json" --metric ves-steps,rves-steps \
     --threads 2 --cache-dir "$WORK/$label-cache" --timeout 600 --out "$WORK/$label-steps1" >/dev/null
@@ -82,7 +99,46 @@ for it in nl["items"]:
         flagged += ours["near_boundary"]
 print(f"  per-question R-VES rewards: {same} equal, {differ} differ, of which {flagged} flagged near a boundary by nl2sql "
       f"({eff['rves']['near_boundary']} flagged in all)")
+rr2 = json.load(open(f"{work}/{label}-ref-rves2.json"))
+ours = {it["question_id"]: it["efficiency"]["scores"]["rves"] for it in nl["items"]}
+self_same = self_differ = self_flagged = 0
+for q, a in rr["questions"].items():
+    b = rr2["questions"].get(q)
+    if b is None:
+        continue
+    if abs(a["reward"] - b["reward"]) < 1e-9:
+        self_same += 1
+    else:
+        self_differ += 1
+        self_flagged += bool(ours.get(q, {}).get("near_boundary"))
+print(f"  reference against its own rerun: {self_same} equal, {self_differ} differ, of which {self_flagged} flagged by nl2sql")
 s1 = json.load(open(f"{work}/{label}-steps1/eval.json"))
+def ranks(v):
+    order = sorted(range(len(v)), key=lambda i: v[i])
+    r = [0.0] * len(v)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+def rho(a, b):
+    ra, rb = ranks(a), ranks(b)
+    n = len(a); ma = sum(ra) / n; mb = sum(rb) / n
+    sab = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    saa = sum((x - ma) ** 2 for x in ra); sbb = sum((y - mb) ** 2 for y in rb)
+    return sab / (saa * sbb) ** 0.5 if saa and sbb else float("nan")
+steps_by_q = {it["question_id"]: it["efficiency"]["scores"] for it in s1["items"]}
+for timed, counted in (("ves", "ves_steps"), ("rves", "rves_steps")):
+    pairs = [(it["efficiency"]["scores"][timed]["ratio"], steps_by_q[it["question_id"]][counted]["ratio"])
+             for it in nl["items"] if it["efficiency"]["scores"][timed]["ratio"] > 0
+             and steps_by_q.get(it["question_id"], {}).get(counted, {}).get("ratio", 0) > 0]
+    if len(pairs) >= 2:
+        print(f"  Spearman of per-question ratios, {timed} against {counted}: "
+              f"{rho([p[0] for p in pairs], [p[1] for p in pairs]):.3f} over {len(pairs)} pairs")
 s2 = json.load(open(f"{work}/{label}-steps2/eval.json"))
 e1, e2 = s1["summary"]["efficiency"]["metrics"], s2["summary"]["efficiency"]["metrics"]
 r1 = [it["efficiency"]["scores"] for it in s1["items"]]
@@ -111,9 +167,8 @@ items = json.load(open(sys.argv[1]))["items"]
 fast = {it["question_id"] for it in items if it["gold_status"] == "ok" and it["timings_ms"]["gold"] <= float(sys.argv[4])}
 qs = [q for q in json.load(open(sys.argv[2])) if str(q["question_id"]) in fast]
 json.dump(qs, open(sys.argv[2], "w"))
-json.dump({str(i): q["SQL"] + "\t----- bird -----\t" + q["db_id"] for i, q in enumerate(qs)}, open(sys.argv[3] + ".x300", "w"))
 print(f"superhero x300: {len(qs)} of {len(items)} questions have gold within {sys.argv[4]} ms; both tools time those")
 PY
-  cp "$WORK/pred.json.x300" "$WORK/pred.json"
+  make_preds "$WORK/scaled/dev.json" "$WORK/pred.json"
   bench superhero_x300 "$WORK/scaled" "$REPEATS_X300"
 fi

@@ -37,6 +37,7 @@ nlohmann::json report_to_json(const EvalReport& r) {
       json scores = json::object();
       for (const auto& [name, sc] : e.scores)
         scores[name] = {{"ratio", sc.ratio}, {"ratio_sd", sc.ratio_sd}, {"ratio_interval", {sc.ratio_low, sc.ratio_high}},
+                        {"rerun_interval", {sc.rerun_low, sc.rerun_high}},
                         {"rounds", sc.rounds}, {"kept", sc.kept}, {"reward", sc.reward}, {"near_boundary", sc.near_boundary}};
       json ej = {{"status", e.status}, {"scores", scores}};
       if (!e.error.empty()) ej["error"] = e.error;
@@ -147,14 +148,14 @@ std::string efficiency_markdown(const json& e) {
   for (auto& [name, m] : e["metrics"].items()) {
     md += fmt::format("\n### {}\n\n```\n{}```\n", name, efficiency_table(e, name));
     if (m.contains("near_boundary")) {
-      md += fmt::format("\n{} pair(s) have a ratio whose 95% interval crosses a reward boundary (0.25, 0.5, 1, 2): "
-                        "their reward could flip on another run.\n",
+      md += fmt::format("\n{} pair(s) have a rerun interval (where another run's ratio would fall, 95%) that crosses a "
+                        "reward boundary (0.25, 0.5, 1, 2): their reward could flip on another run.\n",
                         m["near_boundary"].get<size_t>());
       if (!m["near_boundary_list"].empty()) {
-        md += "\n| question | ratio | interval |\n|---|---:|---|\n";
+        md += "\n| question | ratio | rerun interval |\n|---|---:|---|\n";
         for (const auto& q : m["near_boundary_list"])
           md += fmt::format("| {} | {:.4f} | [{:.4f}, {:.4f}] |\n", q["question_id"].get<std::string>(), q["ratio"].get<double>(),
-                            q["interval"][0].get<double>(), q["interval"][1].get<double>());
+                            q["rerun_interval"][0].get<double>(), q["rerun_interval"][1].get<double>());
       }
     }
   }

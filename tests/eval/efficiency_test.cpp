@@ -71,6 +71,31 @@ TEST(VesOutliers, IntervalOfTheKeptMean) {
   EXPECT_NEAR(f.high, 2.0 + half, 1e-12);
 }
 
+TEST(VesOutliers, RerunIntervalWidensWhenConsecutiveRoundsDrift) {
+  // Ten rounds at 1 then ten at 2 (the machine changed half-way): mean 1.5, σ 0.5, all kept.
+  // Four batches of five: means 1, 1, 2, 2; their sample variance 1/3, SE sqrt(1/3)/2; t(3 df)
+  // 3.182 gives 0.9186, above the independent-rounds 1.96·0.5/√20 = 0.2191; ×√2 for the rerun.
+  std::vector<double> drift(10, 1.0);
+  drift.insert(drift.end(), 10, 2.0);
+  auto f = drop_outliers(drift);
+  ASSERT_EQ(f.kept, 20u);
+  const double half = 3.182 * std::sqrt(1.0 / 3.0) / 2.0 * std::sqrt(2.0);
+  EXPECT_NEAR(f.rerun_low, 1.5 - half, 1e-12);
+  EXPECT_NEAR(f.rerun_high, 1.5 + half, 1e-12);
+  EXPECT_NEAR(f.high - f.low, 2 * 1.96 * 0.5 / std::sqrt(20.0), 1e-12);  // the mean's CI is unchanged
+  // The same values alternating: batch means 1.4, 1.6, 1.4, 1.6 vary less than independent
+  // rounds would, so the rerun interval is the independent one ×√2.
+  std::vector<double> alternating;
+  for (int i = 0; i < 20; ++i) alternating.push_back(i % 2 == 0 ? 1.0 : 2.0);
+  auto g = drop_outliers(alternating);
+  const double iid = 1.96 * 0.5 / std::sqrt(20.0) * std::sqrt(2.0);
+  EXPECT_NEAR(g.rerun_high - g.mean, iid, 1e-12);
+  EXPECT_NEAR(g.mean - g.rerun_low, iid, 1e-12);
+  // Fewer than ten kept rounds: no batches, only the independent half-width ×√2.
+  auto h = drop_outliers({1, 2, 3});
+  EXPECT_NEAR(h.rerun_high - h.mean, 1.96 * std::sqrt(2.0 / 3.0) / std::sqrt(3.0) * std::sqrt(2.0), 1e-12);
+}
+
 TEST(VesStatistics, SpearmanWithTiesAndBootstrap) {
   EXPECT_NEAR(spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0, 1e-12);
   EXPECT_NEAR(spearman({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0, 1e-12);

@@ -55,6 +55,10 @@ struct FilteredRatios {
   double sd = 0;        // population σ of the kept ratios
   size_t kept = 0;
   double low = 0, high = 0;  // 95% interval of the kept ratios' mean (mean ± 1.96 σ/√kept)
+  // Where an independent rerun's mean would fall (95%) under the same conditions: half-width
+  // √2 × the larger of 1.96 σ/√kept and t·SE of consecutive batch means (rounds timed close
+  // together share the machine's state, so they are not independent; batches see that).
+  double rerun_low = 0, rerun_high = 0;
 };
 FilteredRatios drop_outliers(const std::vector<double>& ratios);
 
@@ -63,9 +67,10 @@ struct EfficiencyScore {
   double ratio = 0;          // 0: incorrect / error / timeout
   double ratio_sd = 0;
   double ratio_low = 0, ratio_high = 0;
+  double rerun_low = 0, rerun_high = 0;  // a rerun's 95% interval (FilteredRatios)
   size_t rounds = 0, kept = 0;
   double reward = 0;         // the question's term of the mean (sqrt(…) × 100)
-  bool near_boundary = false;  // rves: the ratio's interval crosses a reward boundary
+  bool near_boundary = false;  // rves: the rerun interval crosses a reward boundary
 };
 
 struct EfficiencyItem {
