@@ -209,13 +209,14 @@ Retrieval retrieve(const ValueIndex& index, const data::Schema& schema, const st
   }
   for (size_t k = 0; k < kn.size(); ++k) {
     if (kn[k].empty()) continue;
+    const EditMatcher matcher(kn[k]);
     std::vector<uint32_t> cands = options.exhaustive     ? std::vector<uint32_t>{}
                                   : options.short_values ? index.candidates(kn[k])
                                                          : index.lsh_candidates(kn[k]);
     const auto& ids = options.exhaustive ? all : cands;
     for (uint32_t id : ids) {
       ++out.candidates_scored;
-      double s = edit_similarity_at_least(kn[k], index.normalized(id), options.min_similarity);
+      double s = matcher.similarity_at_least(index.normalized(id), options.min_similarity);
       if (s < options.min_similarity) continue;
       auto [it, inserted] = best.try_emplace(id, s, k);
       if (!inserted && s > it->second.first) it->second = {s, k};

@@ -250,4 +250,60 @@ double edit_similarity_at_least(std::u32string_view a, std::u32string_view b,
   return edit_similarity(a, b);
 }
 
+EditMatcher::EditMatcher(std::u32string_view pattern) : pattern_(pattern) {
+  if (pattern_.size() > 64) return;
+  for (size_t i = 0; i < pattern_.size(); ++i) {
+    const char32_t c = pattern_[i];
+    const uint64_t bit = uint64_t{1} << i;
+    if (c < 128) {
+      ascii_[c] |= bit;
+      continue;
+    }
+    auto it = std::lower_bound(other_.begin(), other_.end(), c,
+                               [](const auto& e, char32_t v) { return e.first < v; });
+    if (it != other_.end() && it->first == c) it->second |= bit;
+    else other_.insert(it, {c, bit});
+  }
+}
+
+uint64_t EditMatcher::mask_of(char32_t c) const {
+  if (c < 128) return ascii_[c];
+  auto it = std::lower_bound(other_.begin(), other_.end(), c,
+                             [](const auto& e, char32_t v) { return e.first < v; });
+  return it != other_.end() && it->first == c ? it->second : 0;
+}
+
+size_t EditMatcher::distance(std::u32string_view text) const {
+  const size_t m = pattern_.size();
+  if (m > 64) return edit_distance(pattern_, text);
+  if (m == 0) return text.size();
+  // Vertical deltas of the current column as bit vectors (+1 in pv, -1 in mv); the score is the
+  // last row's value, moved by the horizontal delta that leaves the top bit.
+  uint64_t pv = ~uint64_t{0}, mv = 0;
+  const uint64_t top = uint64_t{1} << (m - 1);
+  size_t score = m;
+  for (char32_t c : text) {
+    const uint64_t eq = mask_of(c);
+    const uint64_t xv = eq | mv;
+    const uint64_t xh = (((eq & pv) + pv) ^ pv) | eq;
+    uint64_t ph = mv | ~(xh | pv);
+    uint64_t mh = pv & xh;
+    if (ph & top) ++score;
+    else if (mh & top) --score;
+    ph = (ph << 1) | 1;  // row 0 grows by one per column: a global distance, not a search
+    mh <<= 1;
+    pv = mh | ~(xv | ph);
+    mv = ph & xv;
+  }
+  return score;
+}
+
+double EditMatcher::similarity_at_least(std::u32string_view text, double min_similarity) const {
+  const size_t m = std::max(pattern_.size(), text.size());
+  if (m == 0) return 1.0;
+  const size_t diff = m - std::min(pattern_.size(), text.size());
+  if (1.0 - static_cast<double>(diff) / static_cast<double>(m) < min_similarity) return 0.0;
+  return 1.0 - static_cast<double>(distance(text)) / static_cast<double>(m);
+}
+
 }  // namespace nl2sql::context

@@ -9,6 +9,31 @@
 namespace nl2sql::context {
 namespace {
 
+TEST(EditMatcher, EqualsTheDynamicProgrammeOnRandomStrings) {
+  // Small alphabets (so strings share characters), non-ASCII code points, lengths 0..70 (past
+  // the 64-bit word: the fallback), both argument orders.
+  std::mt19937 rng(11);
+  const std::u32string alphabet = U"abcx\u00e9\u4e2d\U0001F600";
+  auto random_string = [&](size_t max_len) {
+    std::u32string s(std::uniform_int_distribution<size_t>(0, max_len)(rng), U'a');
+    for (auto& c : s) c = alphabet[std::uniform_int_distribution<size_t>(0, alphabet.size() - 1)(rng)];
+    return s;
+  };
+  for (int i = 0; i < 3000; ++i) {
+    const std::u32string p = random_string(i % 10 == 0 ? 70 : 12), t = random_string(i % 7 == 0 ? 70 : 14);
+    const EditMatcher m(p);
+    ASSERT_EQ(m.distance(t), edit_distance(p, t)) << i;
+    ASSERT_DOUBLE_EQ(m.similarity_at_least(t, 0.5), edit_similarity_at_least(p, t, 0.5)) << i;
+  }
+  EXPECT_EQ(EditMatcher(U"kitten").distance(U"sitting"), 3u);
+  EXPECT_EQ(EditMatcher(U"").distance(U"abc"), 3u);
+  EXPECT_EQ(EditMatcher(U"abc").distance(U""), 3u);
+  // 64 code points: the top bit of the word is the last row.
+  const std::u32string full(64, U'q');
+  EXPECT_EQ(EditMatcher(full).distance(full), 0u);
+  EXPECT_EQ(EditMatcher(full).distance(std::u32string(63, U'q') + U"r"), 1u);
+}
+
 TEST(Normalize, FoldsCaseAccentsAndWhitespace) {
   EXPECT_EQ(normalize_text("  East\t\tBohemia \n"), "east bohemia");
   EXPECT_EQ(normalize_text("EAST BOHEMIA"), normalize_text("east Bohemia"));

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <utility>
 
 namespace nl2sql::context {
 
@@ -71,5 +72,24 @@ double edit_similarity(std::u32string_view a, std::u32string_view b);
 // `min_similarity` (the distance is at least the length difference).
 double edit_similarity_at_least(std::u32string_view a, std::u32string_view b,
                                 double min_similarity);
+
+// One string's edit distance to many others: the pattern is compiled once (a bit mask per code
+// point) and each distance takes one pass over the other string with Hyyrö's bit-parallel form
+// of Myers' algorithm, O(length) word operations, no allocation. Patterns longer than 64 code
+// points fall back to the dynamic programme. Equal to edit_distance on every pair (tested
+// against it on random strings). Thread-safe once built.
+class EditMatcher {
+ public:
+  explicit EditMatcher(std::u32string_view pattern);
+  size_t distance(std::u32string_view text) const;
+  // edit_similarity_at_least(pattern, text, min_similarity), faster.
+  double similarity_at_least(std::u32string_view text, double min_similarity) const;
+
+ private:
+  uint64_t mask_of(char32_t c) const;
+  std::u32string pattern_;
+  uint64_t ascii_[128] = {};
+  std::vector<std::pair<char32_t, uint64_t>> other_;  // sorted by code point
+};
 
 }  // namespace nl2sql::context
