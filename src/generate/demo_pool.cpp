@@ -212,8 +212,16 @@ std::vector<ScoredDemo> DemoPool::rank(const data::Task& question, const data::S
   return out;
 }
 
+std::vector<ScoredDemo> DemoPool::diverse(std::vector<ScoredDemo> ranked) const {
+  std::vector<ScoredDemo> out, rest;
+  std::set<std::string> dbs;
+  for (const auto& d : ranked) (dbs.insert(pairs_[d.index].db_id).second ? out : rest).push_back(d);
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
 std::vector<ScoredDemo> DemoPool::choose(const data::Task& question, const data::Schema& schema) const {
-  auto ranked = rank(question, schema);
+  auto ranked = diverse(rank(question, schema));
   if (ranked.size() > options_.count) ranked.resize(options_.count);
   return ranked;
 }
@@ -221,7 +229,7 @@ std::vector<ScoredDemo> DemoPool::choose(const data::Task& question, const data:
 std::vector<QpDemo> DemoPool::qp_demos(const data::Task& question, const data::Schema& schema,
                                        const db::Executor& executor, std::vector<ScoredDemo>* chosen) const {
   std::vector<QpDemo> out;
-  for (const auto& d : rank(question, schema)) {
+  for (const auto& d : diverse(rank(question, schema))) {
     if (out.size() >= options_.count) break;
     std::optional<QpDemo> planned;
     {
@@ -262,7 +270,7 @@ std::string demo_note(const DemoPool& pool, const std::vector<ScoredDemo>& chose
 std::string format_similar_demos(const DemoPool& pool, const std::vector<ScoredDemo>& chosen) {
   if (chosen.empty()) return "";
   std::string s =
-      "=== Solved questions that resemble yours (from the train split, chosen for this question) ===\n";
+      "=== Solved questions that resemble yours (chosen for this question from a train split) ===\n";
   for (size_t i = 0; i < chosen.size(); ++i) {
     const DemoPair& p = pool.pairs()[chosen[i].index];
     s += "Example " + std::to_string(i + 1) + " (database " + p.db_id + ")\n";

@@ -12,7 +12,7 @@
 // 1990?" share the shape words. The schema words of the question under evaluation are the
 // schema words it mentions; those of a pair are the words of the tables and columns its SQL
 // reads (schema linking, as SSEV's pruning). Pairs are ranked by score, ties by file order —
-// deterministic. The pair with the same question text is never chosen, and with
+// deterministic — and chosen one per database first (see choose()). The pair with the same question text is never chosen, and with
 // exclude_same_db (the default) no pair of the question's own database is, so a pool that is
 // the evaluated split itself cannot show a question's neighbours' gold.
 //
@@ -69,15 +69,18 @@ class DemoPool {
 
   // Every eligible pair for the question, best first (eligibility: see the header paragraph).
   std::vector<ScoredDemo> rank(const data::Task& question, const data::Schema& schema) const;
-  // The best `count` pairs as (question, hint, SQL) demonstrations.
+  // The best `count` pairs as (question, hint, SQL) demonstrations, one per database first:
+  // the best pair of each database in rank order, then the others in rank order (so three
+  // near-copies from one database do not crowd out the next-best schema).
   std::vector<ScoredDemo> choose(const data::Task& question, const data::Schema& schema) const;
-  // The best `count` pairs that plan, as QP demonstrations (plans memoized); `chosen`, when
+  // The best `count` pairs that plan, in the same order as choose(), as QP demonstrations (plans memoized); `chosen`, when
   // given, receives their scores.
   std::vector<QpDemo> qp_demos(const data::Task& question, const data::Schema& schema, const db::Executor& executor,
                                std::vector<ScoredDemo>* chosen = nullptr) const;
 
  private:
   DemoPool() = default;
+  std::vector<ScoredDemo> diverse(std::vector<ScoredDemo> ranked) const;
   std::vector<DemoPair> pairs_;
   std::vector<std::vector<std::string>> masked_;     // per pair, sorted unique
   std::vector<std::vector<std::string>> sql_words_;  // per pair, sorted unique

@@ -104,6 +104,21 @@ TEST_F(DemoPoolTest, RanksByHandComputedScoresAndNeverTheSameQuestion) {
   EXPECT_EQ(ids(**pool, (*pool)->choose(task("How many singers are from France?"), music_schema())),
             (std::vector<std::string>{"p0", "p3", "p1"}));
 
+  // A near-copy of p0 on p0's database ties with it: choose() takes the next database's best
+  // first, and the near-copy only when no other database is left.
+  auto with_copy = pairs();
+  with_copy.push_back(pair("p5", "sport", "How many teams are from Paris?", "SELECT count(*) FROM team WHERE city = 'Paris'"));
+  auto copies = DemoPool::from_pairs(with_copy, DemoPoolOptions{2, 0.3, true});
+  ASSERT_TRUE(copies.is_ok());
+  EXPECT_EQ(ids(**copies, (*copies)->rank(task("How many singers are from France?"), music_schema())),
+            (std::vector<std::string>{"p0", "p5", "p3", "p1"}));
+  EXPECT_EQ(ids(**copies, (*copies)->choose(task("How many singers are from France?"), music_schema())),
+            (std::vector<std::string>{"p0", "p3"}));
+  auto all_four = DemoPool::from_pairs(with_copy, DemoPoolOptions{4, 0.3, true});
+  ASSERT_TRUE(all_four.is_ok());
+  EXPECT_EQ(ids(**all_four, (*all_four)->choose(task("How many singers are from France?"), music_schema())),
+            (std::vector<std::string>{"p0", "p3", "p5", "p1"}));
+
   // The same database allowed: p4 joins, the same question (p2) still does not.
   auto open = DemoPool::from_pairs(pairs(), DemoPoolOptions{5, 0.3, false});
   ASSERT_TRUE(open.is_ok());
