@@ -97,7 +97,8 @@ std::optional<Stage> build_stage(const GenerateArgs& a, const core::Config& conf
                                  const db::Executor& executor) {
   const std::filesystem::path prompts = a.prompts_dir.empty() ? llm::bundled_prompts_dir() : std::filesystem::path(a.prompts_dir);
   Stage stage;
-  auto generators = generate::make_generators(config, client, &executor, prompts);
+  auto spec = a.dataset.spec();  // dc and qp take their demonstrations from its train split
+  auto generators = generate::make_generators(config, client, &executor, prompts, spec ? &*spec : nullptr);
   if (!generators) {
     spdlog::error("{}", generators.status().message());
     return std::nullopt;

@@ -12,6 +12,7 @@
 #include "agent_steps.h"
 #include "nl2sql/generate/call_tags.h"
 #include "nl2sql/llm/model_call.h"
+#include "demo_pool.h"
 #include "qp_demos.h"
 #include "recap.h"
 #include "schema_linking.h"
@@ -138,8 +139,8 @@ class GeneratorBase : public Generator {
   llm::Client* client_;
 };
 
-// baseline and dc: one call per sample with question, evidence and schema (dc's few-shot
-// demonstrations live in its prompt file).
+// baseline and dc: one call per sample with question, evidence and schema (dc's worked
+// demonstrations live in its prompt file; its per-question demonstrations come from the pool).
 class SingleCallGenerator : public GeneratorBase {
  public:
   SingleCallGenerator(CommonOptions o, llm::Client* client, llm::PromptTemplate t)
@@ -148,33 +149,83 @@ class SingleCallGenerator : public GeneratorBase {
   Result<std::vector<Candidate>> generate(const GenerationInput& in) const override {
     NL2SQL_RETURN_IF_ERROR(check_input(in, "generator " + o_.label));
     std::vector<Candidate> out;
+    std::string note;
+    // Shared by the samples: the same question gets the same demonstrations.
+    const std::map<std::string, std::string> extra = question_values(in, note);
     for (int64_t s = 0; s < o_.samples; ++s) {
       llm::ModelCall call = base_call(in, template_, "generate", s);
       call.schema_at = schema_ladder(in, render_options(in, s));
       call.values = {{"question", in.question->question},
                      {"evidence", evidence_text(*in.question)}};
-      add_values(call.values);
+      for (const auto& [k, v] : extra) call.values[k] = v;
       auto a = llm::call_model(*client_, call);
       if (!a) return a.status().with_context("generator " + o_.label + ", question " + in.question->question_id);
       out.push_back(make_candidate(*client_, in.question->question_id, o_.label, o_.kind, s, *a));
+      if (!note.empty()) out.back().reasoning = "[" + note + "]\n" + out.back().reasoning;
     }
     return out;
   }
 
  protected:
-  virtual void add_values(std::map<std::string, std::string>&) const {}
+  // Prompt values of this question beyond question/evidence/schema; `note` goes in front of
+  // every candidate's reasoning.
+  virtual std::map<std::string, std::string> question_values(const GenerationInput&, std::string&) const {
+    return {};
+  }
   llm::PromptTemplate template_;
 };
 
-// qp: the same shape with self-built query-plan demonstrations.
-class QueryPlanGenerator : public SingleCallGenerator {
+// Where a dc or qp generator's demonstrations come from.
+struct DemoChoice {
+  std::shared_ptr<const DemoPool> pool;  // per question by similarity; null: fixed text
+  std::string fixed;                     // qp: the demonstrations used for every question
+  std::string fixed_note;                // why there is no pool (empty when none was wanted)
+};
+
+// dc: the prompt's worked demonstrations plus the pool's most similar (question, SQL) pairs.
+class DivideConquerGenerator : public SingleCallGenerator {
  public:
-  QueryPlanGenerator(CommonOptions o, llm::Client* client, llm::PromptTemplate t, std::string demos)
+  DivideConquerGenerator(CommonOptions o, llm::Client* client, llm::PromptTemplate t, DemoChoice demos)
       : SingleCallGenerator(std::move(o), client, std::move(t)), demos_(std::move(demos)) {}
 
  protected:
-  void add_values(std::map<std::string, std::string>& v) const override { v["demos"] = demos_; }
-  std::string demos_;
+  std::map<std::string, std::string> question_values(const GenerationInput& in, std::string& note) const override {
+    if (!demos_.pool) {
+      note = demos_.fixed_note;
+      return {{"similar", ""}};
+    }
+    auto chosen = demos_.pool->choose(*in.question, *in.schema);
+    note = demo_note(*demos_.pool, chosen);
+    return {{"similar", format_similar_demos(*demos_.pool, chosen)}};
+  }
+  DemoChoice demos_;
+};
+
+// qp: the same shape with query-plan demonstrations — the pool's most similar pairs that plan,
+// or the fixed ones.
+class QueryPlanGenerator : public SingleCallGenerator {
+ public:
+  QueryPlanGenerator(CommonOptions o, llm::Client* client, llm::PromptTemplate t, DemoChoice demos,
+                     const db::Executor* executor)
+      : SingleCallGenerator(std::move(o), client, std::move(t)), demos_(std::move(demos)), executor_(executor) {}
+
+ protected:
+  std::map<std::string, std::string> question_values(const GenerationInput& in, std::string& note) const override {
+    if (!demos_.pool) {
+      note = demos_.fixed_note;
+      return {{"demos", demos_.fixed}};
+    }
+    std::vector<ScoredDemo> chosen;
+    auto planned = demos_.pool->qp_demos(*in.question, *in.schema, *executor_, &chosen);
+    if (planned.empty()) {
+      note = "demos: hand-written (no pair of the pool could be planned for this question)";
+      return {{"demos", demos_.fixed}};
+    }
+    note = demo_note(*demos_.pool, chosen);
+    return {{"demos", format_qp_demos(planned)}};
+  }
+  DemoChoice demos_;
+  const db::Executor* executor_;
 };
 
 using llm::SyntheticExample;
@@ -409,19 +460,31 @@ Result<CommonOptions> read_common(const ItemReader& r, const json& item) {
   return o;
 }
 
-Result<QpDemoSource> read_demo_source(const ItemReader& r) {
-  QpDemoSource src;
+// generate.generators[i].demos of a dc or qp generator.
+struct DemoConfig {
+  bool enabled = true;
+  bool similar = true;  // choose = "similar"; false: "fixed"
+  QpDemoSource source;  // empty: the run's train split
+  DemoPoolOptions pool;
+};
+
+Result<DemoConfig> read_demo_config(const ItemReader& r) {
+  DemoConfig out;
   const json* d = r.find("demos");
-  if (!d || d->is_null()) return src;
+  if (!d || d->is_null()) return out;
   const std::string key = r.key() + ".demos";
   if (!d->is_object()) return invalid_input("config key \"" + key + "\" must be an object");
   ItemReader dr(*d, key);
-  static const std::set<std::string> kKeys = {"benchmark", "data", "split", "questions", "db_root", "jsonl", "count",
-                                              "scan_limit"};
+  static const std::set<std::string> kKeys = {"enabled", "choose", "benchmark", "data", "split",
+                                              "questions", "db_root", "jsonl", "count", "scan_limit",
+                                              "schema_weight", "exclude_same_db"};
   for (const auto& [k, v] : d->items())
     if (!kKeys.count(k)) return invalid_input("config key \"" + key + "." + k + "\" is not known");
-  std::string jsonl, benchmark, data_dir, split = "train", questions, db_root;
-  int64_t count = 3, scan = 400;
+  std::string jsonl, benchmark, data_dir, split = "train", questions, db_root, choose = "similar";
+  int64_t count = 3, scan = 10000;
+  double weight = 0.3;
+  NL2SQL_RETURN_IF_ERROR(dr.get("enabled", out.enabled, "a boolean"));
+  NL2SQL_RETURN_IF_ERROR(dr.get("choose", choose, "a string"));
   NL2SQL_RETURN_IF_ERROR(dr.get("jsonl", jsonl, "a string"));
   NL2SQL_RETURN_IF_ERROR(dr.get("benchmark", benchmark, "a string"));
   NL2SQL_RETURN_IF_ERROR(dr.get("data", data_dir, "a string"));
@@ -430,12 +493,20 @@ Result<QpDemoSource> read_demo_source(const ItemReader& r) {
   NL2SQL_RETURN_IF_ERROR(dr.get("db_root", db_root, "a string"));
   NL2SQL_RETURN_IF_ERROR(dr.get("count", count, "an integer"));
   NL2SQL_RETURN_IF_ERROR(dr.get("scan_limit", scan, "an integer"));
+  NL2SQL_RETURN_IF_ERROR(dr.get("schema_weight", weight, "a number"));
+  NL2SQL_RETURN_IF_ERROR(dr.get("exclude_same_db", out.pool.exclude_same_db, "a boolean"));
+  if (choose != "similar" && choose != "fixed")
+    return invalid_input("config key \"" + key + ".choose\" must be \"similar\" or \"fixed\" (got \"" + choose + "\")");
   if (count < 1) return invalid_input("config key \"" + key + ".count\" must be >= 1");
   if (scan < 1) return invalid_input("config key \"" + key + ".scan_limit\" must be >= 1");
-  src.count = static_cast<size_t>(count);
-  src.scan_limit = static_cast<size_t>(scan);
+  if (weight < 0 || weight > 1) return invalid_input("config key \"" + key + ".schema_weight\" must be in [0, 1]");
+  out.similar = choose == "similar";
+  out.pool.count = static_cast<size_t>(count);
+  out.pool.schema_weight = weight;
+  out.source.count = static_cast<size_t>(count);
+  out.source.scan_limit = static_cast<size_t>(scan);
   if (!jsonl.empty()) {
-    src.jsonl = jsonl;
+    out.source.jsonl = jsonl;
   } else if (!benchmark.empty()) {
     auto b = data::parse_benchmark(benchmark);
     if (!b) return b.status().with_context("config key \"" + key + ".benchmark\"");
@@ -446,11 +517,79 @@ Result<QpDemoSource> read_demo_source(const ItemReader& r) {
     spec.questions = questions;
     spec.db_root = db_root;
     spec.load_descriptions = false;
-    src.dataset = spec;
-  } else {
-    return invalid_input("config key \"" + key + "\" needs \"jsonl\" or \"benchmark\" (+ \"data\", \"split\")");
+    out.source.dataset = spec;
+  } else if (!data_dir.empty() || !questions.empty() || !db_root.empty()) {
+    return invalid_input("config key \"" + key + "\": \"data\", \"questions\" and \"db_root\" need \"benchmark\"");
   }
-  return src;
+  return out;
+}
+
+// The run's train split, where one exists: Spider's train_spider.json beside the dev files.
+// BIRD's train split is not among the splits this tool loads, nor is a JSONL set's.
+Result<data::DatasetSpec> train_split_of(const data::DatasetSpec& run) {
+  if (run.benchmark != data::Benchmark::kSpider)
+    return not_found(std::string("the ") + data::benchmark_name(run.benchmark) +
+                     " benchmark has no train split to take demonstrations from");
+  data::DatasetSpec spec;
+  spec.benchmark = run.benchmark;
+  spec.data_dir = run.data_dir;
+  spec.split = "train";
+  spec.load_descriptions = false;
+  return spec;
+}
+
+// The demonstrations of one dc or qp generator. A pool that cannot be built (no train split, no
+// readable pair) falls back to the fixed demonstrations with a warning and a note on every
+// candidate; a configured source that fails to load is an error naming the key.
+Result<DemoChoice> make_demo_choice(const DemoConfig& config, const std::string& key, const std::string& label,
+                                    const data::DatasetSpec* run_dataset, const db::Executor* executor,
+                                    std::map<std::string, std::shared_ptr<const DemoPool>>& pools) {
+  DemoChoice out;
+  if (!config.enabled) return out;
+  QpDemoSource source = config.source;
+  const bool explicit_source = !source.empty();
+  if (!explicit_source) {
+    if (run_dataset == nullptr) return out;  // the caller has no dataset (a single question, tests)
+    auto train = train_split_of(*run_dataset);
+    if (!train) {
+      out.fixed_note = "demos: hand-written (" + train.status().message() + ")";
+      spdlog::warn("generator {}: {}; using the hand-written demonstrations", label, train.status().message());
+      return out;
+    }
+    source.dataset = *train;
+  }
+  if (!config.similar) {
+    if (executor == nullptr) return invalid_input(key + ": demonstrations need an executor");
+    auto built = build_qp_demos(source, *executor);
+    if (!built) {
+      if (explicit_source) return built.status().with_context(key);
+      out.fixed_note = "demos: hand-written (" + built.status().message() + ")";
+      spdlog::warn("generator {}: {}; using the hand-written demonstrations", label, built.status().message());
+      return out;
+    }
+    out.fixed = format_qp_demos(*built);
+    spdlog::info("generator {}: {} fixed query-plan demonstrations from {}", label, built->size(), source.describe());
+    return out;
+  }
+  const std::string pool_key = source.describe() + "|" + std::to_string(source.scan_limit) + "|" +
+                               std::to_string(config.pool.count) + "|" + std::to_string(config.pool.schema_weight) +
+                               "|" + (config.pool.exclude_same_db ? "x" : "-");
+  auto it = pools.find(pool_key);
+  if (it == pools.end()) {
+    auto pool = DemoPool::build(source, config.pool);
+    if (!pool) {
+      if (explicit_source) return pool.status().with_context(key);
+      out.fixed_note = "demos: hand-written (" + pool.status().message() + ")";
+      spdlog::warn("generator {}: {}; using the hand-written demonstrations", label, pool.status().message());
+      return out;
+    }
+    spdlog::info("generator {}: demonstration pool of {} (question, SQL) pairs from {}, {} per question by "
+                 "similarity",
+                 label, (*pool)->pairs().size(), source.describe(), config.pool.count);
+    it = pools.emplace(pool_key, std::move(*pool)).first;
+  }
+  out.pool = it->second;
+  return out;
 }
 
 Result<llm::PromptTemplate> load_prompt(const std::filesystem::path& dir, const std::string& name) {
@@ -463,8 +602,10 @@ Result<llm::PromptTemplate> load_prompt(const std::filesystem::path& dir, const 
 
 Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Config& config, llm::Client* client,
                                                                 const db::Executor* executor,
-                                                                const std::filesystem::path& prompts_dir) {
+                                                                const std::filesystem::path& prompts_dir,
+                                                                const data::DatasetSpec* run_dataset) {
   if (client == nullptr) return invalid_input("make_generators: no LLM client");
+  std::map<std::string, std::shared_ptr<const DemoPool>> pools;  // shared by dc and qp
   json items = json::array({json{{"name", "baseline"}}});
   if (const json* g = config.find("generate.generators")) {
     if (!g->is_array() || g->empty())
@@ -483,33 +624,33 @@ Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Conf
     if (!labels.insert(o->label).second)
       return invalid_input("config key \"" + key + ".label\": two generators are labelled \"" + o->label +
                            "\" (set distinct labels)");
-    if (o->kind == "baseline" || o->kind == "dc") {
-      auto t = load_prompt(prompts_dir, o->kind == "dc" ? "generate_divide_conquer" : "generate_baseline");
+    if (o->kind == "baseline") {
+      auto t = load_prompt(prompts_dir, "generate_baseline");
       if (!t) return t.status();
       out.push_back(std::make_unique<SingleCallGenerator>(std::move(*o), client, std::move(*t)));
-    } else if (o->kind == "qp") {
-      auto t = load_prompt(prompts_dir, "generate_query_plan");
+    } else if (o->kind == "dc" || o->kind == "qp") {
+      const bool qp = o->kind == "qp";
+      auto t = load_prompt(prompts_dir, qp ? "generate_query_plan" : "generate_divide_conquer");
       if (!t) return t.status();
-      auto src = read_demo_source(r);
-      if (!src) return src.status();
-      std::string demos;
-      if (src->empty()) {
+      auto dc = read_demo_config(r);
+      if (!dc) return dc.status();
+      if (qp && dc->similar && executor == nullptr && dc->enabled)
+        return invalid_input(key + ": query-plan demonstrations need an executor");
+      if (!qp && !dc->similar)
+        return invalid_input("config key \"" + key + ".demos.choose\": dc takes \"similar\" only (its fixed "
+                             "demonstrations are the worked ones of its prompt)");
+      auto choice = make_demo_choice(*dc, key, o->label, run_dataset, executor, pools);
+      if (!choice) return choice.status();
+      if (qp && choice->fixed.empty()) {
         auto fallback = load_prompt(prompts_dir, "generate_query_plan_demos");
         if (!fallback) return fallback.status();
-        demos = fallback->text();
-        spdlog::info("generator {}: no demonstration source ({}.demos); using the hand-written demonstrations of "
-                     "prompts/generate_query_plan_demos.txt",
-                     o->label, key);
-      } else {
-        if (executor == nullptr) return invalid_input(key + ": QP demonstrations need an executor");
-        auto built = build_qp_demos(*src, *executor);
-        if (!built) return built.status().with_context(key);
-        demos = format_qp_demos(*built);
-        spdlog::info("generator {}: {} query-plan demonstrations built from {}", o->label, built->size(),
-                     src->dataset ? src->dataset->data_dir.string() + " (" + src->dataset->split + ")"
-                                  : src->jsonl.string());
+        choice->fixed = fallback->text();
       }
-      out.push_back(std::make_unique<QueryPlanGenerator>(std::move(*o), client, std::move(*t), std::move(demos)));
+      if (qp)
+        out.push_back(std::make_unique<QueryPlanGenerator>(std::move(*o), client, std::move(*t), std::move(*choice),
+                                                           executor));
+      else
+        out.push_back(std::make_unique<DivideConquerGenerator>(std::move(*o), client, std::move(*t), std::move(*choice)));
     } else if (o->kind == "os") {
       int64_t general = 4, filtered = 4;
       bool validate = true;

@@ -13,11 +13,6 @@
 namespace nl2sql::generate {
 namespace {
 
-struct Pair {
-  std::string question, evidence, sql, db_id;
-  std::filesystem::path db_path;
-};
-
 // A coarse shape of the query, so the few demonstrations show different plans.
 std::string shape_of(const std::string& sql_text) {
   auto st = sql::parse_query(sql_text);
@@ -36,8 +31,14 @@ std::string shape_of(const std::string& sql_text) {
   return k;
 }
 
-Result<std::vector<Pair>> read_pairs(const QpDemoSource& source) {
-  std::vector<Pair> pairs;
+}  // namespace
+
+std::string QpDemoSource::describe() const {
+  return dataset ? dataset->data_dir.string() + " (" + dataset->split + ")" : jsonl.string();
+}
+
+Result<std::vector<DemoPair>> read_demo_pairs(const QpDemoSource& source) {
+  std::vector<DemoPair> pairs;
   if (source.dataset) {
     auto ds = data::load_dataset(*source.dataset);
     if (!ds) return ds.status().with_context("QP demonstrations");
@@ -45,7 +46,7 @@ Result<std::vector<Pair>> read_pairs(const QpDemoSource& source) {
       if (pairs.size() >= source.scan_limit) break;
       auto it = ds->db_paths.find(q.db_id);
       if (it == ds->db_paths.end()) continue;
-      pairs.push_back({q.question, q.evidence, q.gold_sql, q.db_id, it->second});
+      pairs.push_back({q.question_id, q.question, q.evidence, q.gold_sql, q.db_id, it->second});
     }
     return pairs;
   }
@@ -62,7 +63,8 @@ Result<std::vector<Pair>> read_pairs(const QpDemoSource& source) {
     if (!j.contains("question") || !j.contains("sql") || !j.contains("db_path") || !j["question"].is_string() ||
         !j["sql"].is_string() || !j["db_path"].is_string())
       return invalid_input(where + ": needs string fields question, sql and db_path");
-    Pair p;
+    DemoPair p;
+    p.question_id = "line " + std::to_string(lineno);
     p.question = j["question"];
     p.sql = j["sql"];
     p.db_path = j["db_path"].get<std::string>();
@@ -74,11 +76,16 @@ Result<std::vector<Pair>> read_pairs(const QpDemoSource& source) {
   return pairs;
 }
 
-}  // namespace
+Result<QpDemo> plan_demo(const DemoPair& p, const db::Executor& executor) {
+  auto plan = explain_query(executor, p.db_path, p.sql);
+  if (!plan) return plan.status();
+  return QpDemo{p.question, p.evidence, p.sql, p.db_id, plan->text()};
+}
+
 
 Result<std::vector<QpDemo>> build_qp_demos(const QpDemoSource& source, const db::Executor& executor) {
   if (source.empty()) return invalid_input("QP demonstrations: no source configured");
-  auto pairs = read_pairs(source);
+  auto pairs = read_demo_pairs(source);
   if (!pairs) return pairs.status();
   std::vector<QpDemo> chosen, spare;
   std::set<std::string> shapes;
@@ -88,9 +95,9 @@ Result<std::vector<QpDemo>> build_qp_demos(const QpDemoSource& source, const db:
     if (shape.empty()) continue;
     const bool new_shape = !shapes.count(shape);
     if (!new_shape && spare.size() >= source.count) continue;
-    auto plan = explain_query(executor, p.db_path, p.sql);
-    if (!plan) continue;  // a pair whose query does not plan teaches nothing
-    QpDemo d{p.question, p.evidence, p.sql, p.db_id, plan->text()};
+    auto planned = plan_demo(p, executor);
+    if (!planned) continue;  // a pair whose query does not plan teaches nothing
+    QpDemo d = std::move(*planned);
     if (new_shape) {
       shapes.insert(shape);
       chosen.push_back(std::move(d));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 
 #include "nl2sql/feedback/feedback.h"
@@ -11,6 +12,7 @@
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
 #include "nl2sql/core/text.h"
+#include "recap_retrievers.h"
 
 namespace nl2sql::generate {
 namespace {
@@ -63,6 +65,9 @@ Critique read_critique(const std::string& answer) {
   return c;
 }
 
+// Columns documented in one prompt at most.
+constexpr size_t kKnowledgeColumns = 12;
+
 bool schema_error(const std::string& cls) {
   return cls == "no_such_column" || cls == "no_such_table" || cls == "ambiguous_column";
 }
@@ -73,8 +78,9 @@ class RecapGenerator : public Generator {
     llm::PromptTemplate plan, plan_critique, act, sql_critique, refine, validate;
   };
   RecapGenerator(AgenticSpec spec, RecapOptions options, llm::Client* client, const db::Executor* executor,
-                 Prompts prompts)
-      : spec_(std::move(spec)), o_(std::move(options)), client_(client), executor_(executor), p_(std::move(prompts)) {}
+                 Prompts prompts, std::optional<SyntaxReference> syntax)
+      : spec_(std::move(spec)), o_(std::move(options)), client_(client), executor_(executor), p_(std::move(prompts)),
+        syntax_(std::move(syntax)) {}
 
   std::string name() const override { return spec_.label; }
 
@@ -105,6 +111,26 @@ class RecapGenerator : public Generator {
   }
 
  private:
+  // The external-knowledge retriever's text for the planner (the question) or for the writer
+  // and refiner (the plan).
+  std::string knowledge(const GenerationInput& in, const std::string& text, bool question) const {
+    if (!o_.knowledge) return "(not retrieved: recap.knowledge is off)";
+    std::string k = column_knowledge(*in.schema, text, question ? in.retrieval : nullptr, kKnowledgeColumns);
+    if (!k.empty()) return k;
+    return question ? "(no documented column matches the question)" : "(no documented column is named in the plan)";
+  }
+  // The syntax retriever's entries for the functions `text` names.
+  std::string syntax(const std::string& text) const {
+    if (!syntax_) return "(not retrieved: recap.syntax is off)";
+    std::string s = syntax_->render_for(text);
+    return s.empty() ? "(no SQLite function the reference covers is named)" : s;
+  }
+  static std::string titles(const SyntaxReference& ref, const std::string& text) {
+    std::string out;
+    for (const SyntaxEntry* e : ref.named_in(text)) out += (out.empty() ? "" : ", ") + e->title;
+    return out.empty() ? "none" : out;
+  }
+
   // One sample's loop state.
   struct Loop {
     Candidate c;
@@ -201,8 +227,12 @@ class RecapGenerator : public Generator {
       return v;
     };
 
+    // 0. External knowledge for the planner.
+    const std::string question_knowledge = knowledge(in, q.question + "\n" + q.evidence, true);
+
     // 1–2. Plan, critique, revise.
-    auto a = call(l, in, p_.plan, "recap.plan", s, with({{"feedback", "(none: first plan)"}}),
+    auto a = call(l, in, p_.plan, "recap.plan", s,
+                  with({{"feedback", "(none: first plan)"}, {"knowledge", question_knowledge}}),
                   tag(in, llm::CallTask::kPlan, s, l.steps));
     if (!a) return a.status();
     Plan plan = read_plan(a->ok ? a->text : "");
@@ -219,7 +249,8 @@ class RecapGenerator : public Generator {
       if (verdict.approved || rev == o_.plan_revisions) break;
       auto rp = call(l, in, p_.plan, "recap.plan", s,
                      with({{"feedback", "A reviewer found these issues in your previous plan:\n" + plan.text +
-                                            "\nIssues:\n" + verdict.issues}}),
+                                            "\nIssues:\n" + verdict.issues},
+                           {"knowledge", question_knowledge}}),
                      tag(in, llm::CallTask::kPlan, s, l.steps));
       if (!rp) return rp.status();
       if (rp->ok) plan = read_plan(rp->text);
@@ -227,8 +258,11 @@ class RecapGenerator : public Generator {
       l.log += step_line(l.steps, "plan revision " + std::to_string(rev + 1), plan.text);
     }
 
-    // 3. Action.
-    auto act = call(l, in, p_.act, "recap.act", s, with({{"plan", plan.text}}),
+    // 3. Action, with what the retrievers find for the plan.
+    if (syntax_) l.log += step_line(l.steps, "syntax retriever", titles(*syntax_, plan.text));
+    auto act = call(l, in, p_.act, "recap.act", s,
+                    with({{"plan", plan.text}, {"knowledge", knowledge(in, plan.text, false)},
+                          {"syntax", syntax(plan.text)}}),
                     tag(in, llm::CallTask::kGenerate, s, l.steps));
     if (!act) return act.status();
     std::string answer = act->ok ? act->text : "";
@@ -351,6 +385,8 @@ class RecapGenerator : public Generator {
                    {"question", in.question->question},
                    {"evidence", evidence_text(*in.question)},
                    {"plan", plan.text},
+                   {"knowledge", knowledge(in, plan.text, false)},
+                   {"syntax", syntax(plan.text + "\n" + cur.sql)},
                    {"sql", cur.sql.empty() ? "(none)" : cur.sql},
                    {"error_class", cls},
                    {"feedback", feedback},
@@ -370,6 +406,7 @@ class RecapGenerator : public Generator {
   llm::Client* client_;
   const db::Executor* executor_;
   Prompts p_;
+  std::optional<SyntaxReference> syntax_;  // loaded when recap.syntax is on
 };
 
 }  // namespace
@@ -409,6 +446,10 @@ Result<RecapOptions> load_recap_options(const core::Config& config) {
   if (!rc) return rc.status();
   auto pv = config.get_int("recap.preview_rows");
   if (!pv) return pv.status();
+  auto kn = config.get_bool("recap.knowledge");
+  if (!kn) return kn.status();
+  auto sy = config.get_bool("recap.syntax");
+  if (!sy) return sy.status();
   NL2SQL_RETURN_IF_ERROR(need(*ms >= 3, "recap.max_steps", "must be >= 3 (plan, act, validate)"));
   NL2SQL_RETURN_IF_ERROR(need(*pr >= 0 && *pr <= 3, "recap.plan_revisions", "must be in [0, 3]"));
   NL2SQL_RETURN_IF_ERROR(need(*to > 0, "recap.timeout_s", "must be > 0"));
@@ -419,6 +460,8 @@ Result<RecapOptions> load_recap_options(const core::Config& config) {
   o.sql_critique = *sc;
   o.max_schema_tokens = *st;
   o.embeddings_profile = *ep;
+  o.knowledge = *kn;
+  o.syntax = *sy;
   o.limits.timeout_s = *to;
   o.limits.row_cap = static_cast<size_t>(*rc);
   o.limits.preview_rows = static_cast<size_t>(*pv);
@@ -438,8 +481,14 @@ Result<std::unique_ptr<Generator>> make_recap_generator(AgenticSpec spec, RecapO
   }
   RecapGenerator::Prompts prompts{std::move(t[0]), std::move(t[1]), std::move(t[2]),
                                   std::move(t[3]), std::move(t[4]), std::move(t[5])};
-  return std::unique_ptr<Generator>(
-      std::make_unique<RecapGenerator>(std::move(spec), std::move(options), client, executor, std::move(prompts)));
+  std::optional<SyntaxReference> syntax;
+  if (options.syntax) {
+    auto ref = SyntaxReference::load(prompts_dir / "sqlite_syntax.md");
+    if (!ref) return ref.status().with_context("generator " + spec.label + " (recap.syntax)");
+    syntax = std::move(*ref);
+  }
+  return std::unique_ptr<Generator>(std::make_unique<RecapGenerator>(std::move(spec), std::move(options), client,
+                                                                     executor, std::move(prompts), std::move(syntax)));
 }
 
 }  // namespace nl2sql::generate

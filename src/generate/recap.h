@@ -1,5 +1,9 @@
 // The ReCAP generator `recap` (ReCAPAgent-SQL-style plan → critique → act → refine → validate).
 // Per sample:
+//  0. retrievers (recap_retrievers.h): the documentation of the columns the question mentions
+//     goes into the planner's prompt; after planning, that of the columns the plan uses and the
+//     SQLite syntax entries for the functions the plan names go into the writer's and the
+//     refiner's prompts (recap.knowledge, recap.syntax);
 //  1. planner: a JSON step plan and the expected result columns;
 //  2. plan critic: approves or lists issues; the planner revises, up to recap.plan_revisions times;
 //  3. action: SQL written for the approved (or last) plan;
@@ -38,6 +42,8 @@ struct RecapOptions {
   bool sql_critique = true;
   int64_t max_schema_tokens = 8000;  // <= 0: no budget
   std::string embeddings_profile;    // ranks columns for the schema budget; empty: none
+  bool knowledge = true;             // external-knowledge retriever (column documentation)
+  bool syntax = true;                // syntax retriever (prompts/sqlite_syntax.md)
   AttemptLimits limits;
 };
 

@@ -144,7 +144,7 @@ Result<RunSummary> run(const RunOptions& options) {
                                              s.prompts_dir);
   if (!ctx) return ctx.status();
   s.context = std::move(*ctx);
-  auto gens = generate::make_generators(s.config, s.client.get(), s.executor.get(), s.prompts_dir);
+  auto gens = generate::make_generators(s.config, s.client.get(), s.executor.get(), s.prompts_dir, &options.dataset);
   if (!gens) return gens.status();
   s.generators = std::move(*gens);
   if (s.generators.empty()) return invalid_input("config key generate.generators: no generator configured");

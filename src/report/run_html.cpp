@@ -399,6 +399,16 @@ string render_html(const json& rep, const run::RunData& run, const ReportOptions
                    rep["n_expected"].get<size_t>(), esc(rep["primary_metric"].get<string>()), esc(rep["primary_selector"].get<string>()),
                    esc(run::string_field(man, "dataset_fingerprint")), esc(run::string_field(man, "config_hash")), esc(run::string_field(man, "seed")),
                    esc(run::string_field(man, "tool_version")), esc(run::string_field(man, "created_at")));
+  if (const json& c = run::field(rep, "context"); c.is_object()) {
+    if (c["embedding_rerank"].get<bool>())
+      h += fmt::format("<p id=\"value-ranking\">Value retrieval: LSH + edit distance, re-ranked by embedding similarity "
+                       "(profile <code>{}</code>); re-ranking call failed on {} question(s)</p>\n",
+                       esc(c["embeddings_profile"].get<string>()), c["rerank_fell_back_questions"].get<size_t>());
+    else
+      h += "<p id=\"value-ranking\">Value retrieval: LSH + edit distance only. <b>Embedding re-ranking was off</b> "
+           "(no <code>context.embeddings.profile</code>; CHASE-SQL re-ranks retrieved values by embedding "
+           "similarity)</p>\n";
+  }
   const json& ov = rep["ex"]["overall"];
   h += fmt::format("<p class=\"headline\">EX <b id=\"ex\">{}%</b> (95% CI {}–{}), {} / {} correct; {} failed questions</p>\n",
                    num(ov["ex"].get<double>()), num(ov["ci95"][0].get<double>()), num(ov["ci95"][1].get<double>()),

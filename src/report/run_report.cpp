@@ -438,6 +438,27 @@ void add_weights(json& rep, ReportContext& ctx) {
   if (!weights.empty()) rep["weights"] = weights;
 }
 
+// The context stage's value ranking. CHASE-SQL re-ranks the values LSH retrieves by embedding
+// similarity; that needs an embeddings profile (context.embeddings.profile), so the report says
+// whether this run had one and on how many questions the re-ranking call failed and the
+// edit-distance ranking was kept.
+void add_context(json& rep, ReportContext& ctx) {
+  const std::string profile = run::string_field(run::field(run::field(ctx.run.config, "context"), "embeddings"), "profile");
+  size_t fell_back = 0;
+  for (const auto& r : ctx.run.records) {
+    const json& errors = run::field(r.context, "errors");
+    if (!errors.is_array()) continue;
+    for (const auto& e : errors)
+      if (e.is_string() && e.get<std::string>().find("(edit-distance ranking kept)") != std::string::npos) {
+        ++fell_back;
+        break;
+      }
+  }
+  rep["context"] = {{"embedding_rerank", !profile.empty()},
+                    {"embeddings_profile", profile},
+                    {"rerank_fell_back_questions", fell_back}};
+}
+
 }  // namespace
 
 json build_report(const run::RunData& run, const ReportOptions& o) {
@@ -467,6 +488,7 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   add_llm_faults(rep, ctx);
   add_latency(rep, ctx);
   add_weights(rep, ctx);
+  add_context(rep, ctx);
 
   json questions = json::array();
   for (const auto& r : run.records) questions.push_back(run::to_json(r));
@@ -489,6 +511,19 @@ std::string render_markdown(const json& rep) {
   md += fmt::format("Dataset fingerprint `{}`, config hash `{}`, seed {}, tool {}.\n\n",
                     core::markdown_cell(run::string_field(man, "dataset_fingerprint")), core::markdown_cell(run::string_field(man, "config_hash")),
                     core::markdown_cell(run::string_field(man, "seed")), core::markdown_cell(run::string_field(man, "tool_version")));
+  if (const json& c = run::field(rep, "context"); c.is_object()) {
+    if (c["embedding_rerank"].get<bool>())
+      md += fmt::format("Value retrieval: LSH + edit distance, re-ranked by embedding similarity (profile `{}`){}.\n\n",
+                        core::markdown_cell(c["embeddings_profile"].get<std::string>()),
+                        c["rerank_fell_back_questions"].get<size_t>() > 0
+                            ? fmt::format("; the re-ranking call failed on {} question(s), which kept the "
+                                          "edit-distance ranking",
+                                          c["rerank_fell_back_questions"].get<size_t>())
+                            : std::string());
+    else
+      md += "Value retrieval: LSH + edit distance only. **Embedding re-ranking was off** (no "
+            "`context.embeddings.profile`; CHASE-SQL re-ranks retrieved values by embedding similarity).\n\n";
+  }
   const json& ov = rep["ex"]["overall"];
   md += fmt::format("**EX {:.2f}%** (95% CI [{:.2f}, {:.2f}]), {} / {} correct; {} failed questions.\n\n",
                     ov["ex"].get<double>(), ov["ci95"][0].get<double>(), ov["ci95"][1].get<double>(),

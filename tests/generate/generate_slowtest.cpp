@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <set>
+
+#include "generate/demo_pool.h"
 #include "nl2sql/db/result_compare.h"
 #include "nl2sql/eval/compare.h"
 #include "nl2sql/fix/fixer.h"
@@ -104,6 +107,53 @@ TEST(GenerateStageSlow, SimOnBirdSuperhero) {
   auto ds = data::load_dataset(spec);
   ASSERT_TRUE(ds.is_ok()) << ds.status().message();
   check(run_stage(*ds, "superhero", 1000), 100);
+}
+
+}  // namespace
+}  // namespace nl2sql::generate
+
+namespace nl2sql::generate {
+namespace {
+
+// The per-question demonstrations on real data: a Spider dev run draws them from Spider's train
+// split (every train pair with its database present), never from the question's own database,
+// and the most similar pair of a counting question is itself a counting question.
+TEST(GenerateStageSlow, SpiderDevDemonstrationsComeFromTheTrainSplit) {
+  NL2SQL_REQUIRE_DATA(data);
+  data::DatasetSpec dev;
+  dev.benchmark = data::Benchmark::kSpider;
+  dev.data_dir = data / "spider";
+  auto ds = data::load_dataset(dev);
+  ASSERT_TRUE(ds.is_ok()) << ds.status().message();
+  data::DatasetSpec train = dev;
+  train.split = "train";
+  QpDemoSource src;
+  src.dataset = train;
+  auto pool = DemoPool::build(src, DemoPoolOptions{});
+  ASSERT_TRUE(pool.is_ok()) << pool.status().message();
+  std::set<std::string> train_dbs;
+  for (const auto& p : (*pool)->pairs()) train_dbs.insert(p.db_id);
+  EXPECT_GT((*pool)->pairs().size(), 3000u);
+  size_t checked = 0, counting = 0, counting_first_counts = 0;
+  for (const auto& q : ds->questions) {
+    if (checked >= 200) break;
+    ++checked;
+    auto chosen = (*pool)->choose(q, ds->schemas.at(q.db_id));
+    ASSERT_EQ(chosen.size(), 3u);
+    for (const auto& d : chosen) {
+      const DemoPair& p = (*pool)->pairs()[d.index];
+      EXPECT_NE(p.db_id, q.db_id);
+      EXPECT_TRUE(train_dbs.count(p.db_id));
+    }
+    if (q.question.rfind("How many", 0) == 0) {
+      ++counting;
+      const std::string& first = (*pool)->pairs()[chosen[0].index].question;
+      counting_first_counts += first.find("How many") != std::string::npos ||
+                               first.find("how many") != std::string::npos;
+    }
+  }
+  ASSERT_GT(counting, 10u);
+  EXPECT_GE(counting_first_counts * 10, counting * 9) << counting_first_counts << " of " << counting;
 }
 
 }  // namespace

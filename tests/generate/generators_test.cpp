@@ -176,7 +176,13 @@ TEST_F(Generators, ConfigErrorsNameTheKey) {
   EXPECT_NE(err(R"([{"name": "dc", "sampels": 2}])").find("generate.generators[0].sampels"), std::string::npos);
   EXPECT_NE(err(R"([{"name": "dc", "samples": 0}])").find("samples"), std::string::npos);
   EXPECT_NE(err(R"([{"name": "dc"}, {"name": "dc"}])").find("generate.generators[1].label"), std::string::npos);
-  EXPECT_NE(err(R"([{"name": "qp", "demos": {"count": 2}}])").find("generate.generators[0].demos"), std::string::npos);
+  EXPECT_NE(err(R"([{"name": "qp", "demos": {"count": 0}}])").find("generate.generators[0].demos.count"), std::string::npos);
+  EXPECT_NE(err(R"([{"name": "qp", "demos": {"choose": "best"}}])").find("generate.generators[0].demos.choose"),
+            std::string::npos);
+  EXPECT_NE(err(R"([{"name": "dc", "demos": {"schema_weight": 2}}])").find("generate.generators[0].demos.schema_weight"),
+            std::string::npos);
+  EXPECT_NE(err(R"([{"name": "qp", "demos": {"data": "somewhere"}}])").find("generate.generators[0].demos"),
+            std::string::npos);
   EXPECT_NE(err(R"([{"samples": 2}])").find("generate.generators[0].name"), std::string::npos);
 }
 
@@ -205,8 +211,9 @@ TEST_F(Generators, QueryPlanDemosBuiltFromJsonl) {
   EXPECT_NE(text.find("Example 4"), std::string::npos);
   EXPECT_NE(text.find("```sql\n"), std::string::npos);
 
-  // Through the config: the built demonstrations reach the prompt.
-  auto run = make(json::parse(R"([{"name": "qp", "demos": {"jsonl": ")" + jsonl.string() + R"(", "count": 2}}])"));
+  // Through the config (the fixed choice): the built demonstrations reach the prompt.
+  auto run = make(json::parse(R"([{"name": "qp", "demos": {"jsonl": ")" + jsonl.string() +
+                              R"(", "count": 2, "choose": "fixed"}}])"));
   ASSERT_EQ(run.generators.size(), 1u);
   auto inputs = input_for(*ds_->find_question("1"));
   auto cands = run.generators.front()->generate(inputs->in);

@@ -170,6 +170,45 @@ TEST(RecapVerdicts, ParseValidation) {
   EXPECT_TRUE(bad.valid_result);
 }
 
+// ReCAPAgent-SQL's retrievers (Table 1): the planner sees the documentation of the columns the
+// question mentions; the writer sees that of the columns the plan names and the SQLite
+// reference entries of the functions the plan names, and no other entry.
+TEST_F(Recap, RetrieversPutKnowledgeAndSyntaxIntoThePrompts) {
+  const char* plan = "```json\n{\"steps\": [\"Read school\", \"Keep rows whose strftime('%Y', opened) is before "
+                     "2000\", \"Count the schools\"], \"expected_columns\": [\"COUNT(*)\"]}\n```";
+  const std::string good = "SELECT COUNT(*) FROM school WHERE strftime('%Y', opened) < '2000'";
+  FakeOpenAiServer server(scripted({plan, kApprove, sql_answer(good), kApprove, kValid}));
+  Candidate c = run_one(server);
+  ASSERT_EQ(stages(c), (std::vector<std::string>{"recap.plan", "recap.plan_critique", "recap.act", "recap.sql_critique",
+                                                 "recap.validate"}));
+  // Question "0" names the region: its description and value description reach the planner.
+  const std::string& p = c.calls[0].prompt;
+  EXPECT_NE(p.find("Documentation of the columns the question mentions:\n- district.region (text): the region the "
+                   "district belongs to. Values: stored with a lower-case direction word, e.g. \"east Bohemia\""),
+            std::string::npos)
+      << p;
+  EXPECT_NE(p.find("Evidence: east Bohemia refers to region = 'east Bohemia'"), std::string::npos);
+  const std::string& a = c.calls[2].prompt;
+  // The plan names school.opened (and school, whose "name" column it does not name).
+  EXPECT_NE(a.find("- school.opened (date): the date the school opened. Values: YYYY-MM-DD; NULL when unknown"),
+            std::string::npos)
+      << a;
+  EXPECT_EQ(a.find("- district.region"), std::string::npos);
+  EXPECT_NE(a.find("### strftime\nstrftime(format, time_value"), std::string::npos);
+  EXPECT_EQ(a.find("### julianday"), std::string::npos);
+  EXPECT_EQ(a.find("### substr"), std::string::npos);
+  EXPECT_EQ(a.find("### date, time, datetime"), std::string::npos);
+  EXPECT_NE(c.reasoning.find("syntax retriever: strftime"), std::string::npos);
+
+  // Both retrievers off: the prompts say so.
+  FakeOpenAiServer off(scripted({plan, kApprove, sql_answer(good), kApprove, kValid}));
+  Candidate d = run_one(off, json{{"knowledge", false}, {"syntax", false}});
+  ASSERT_GE(d.calls.size(), 3u);
+  EXPECT_NE(d.calls[0].prompt.find("(not retrieved: recap.knowledge is off)"), std::string::npos);
+  EXPECT_NE(d.calls[2].prompt.find("(not retrieved: recap.syntax is off)"), std::string::npos);
+  EXPECT_EQ(d.calls[2].prompt.find("### strftime"), std::string::npos);
+}
+
 TEST_F(Recap, ConfigErrorsNameTheKey) {
   auto client = llm::Client::from_config(core::Config(json{{"llm", fake_llm("http://127.0.0.1:9/v1")}}));
   ASSERT_TRUE(client.is_ok());

@@ -150,6 +150,29 @@ TEST(RunReport, ParseFailuresAreSummedAndShown) {
   EXPECT_NE(render_html(rep, run, ReportOptions{}).find("(parse failures): 3 in 2 question(s)"), std::string::npos);
 }
 
+// CHASE-SQL re-ranks retrieved values by embeddings: the report says whether the run did (an
+// embeddings profile in the resolved config) and on how many questions the call failed.
+TEST(RunReport, EmbeddingRerankingOffIsFlagged) {
+  run::RunData run = fixture_run();
+  json rep = build_report(run, ReportOptions{});
+  EXPECT_EQ(rep["context"]["embedding_rerank"], false);
+  EXPECT_NE(render_markdown(rep).find("**Embedding re-ranking was off** (no `context.embeddings.profile`"),
+            std::string::npos);
+  EXPECT_NE(render_html(rep, run, ReportOptions{}).find("<b>Embedding re-ranking was off</b>"), std::string::npos);
+  run.config = {{"context", {{"embeddings", {{"profile", "embedder"}}}}}};
+  run.records[1].context = {{"errors", {"embeddings: HTTP 500 (edit-distance ranking kept)", "keywords: x"}}};
+  run.records[3].context = {{"errors", {"keywords: malformed answer (heuristic keywords only)"}}};
+  rep = build_report(run, ReportOptions{});
+  EXPECT_EQ(rep["context"]["embedding_rerank"], true);
+  EXPECT_EQ(rep["context"]["embeddings_profile"], "embedder");
+  EXPECT_EQ(rep["context"]["rerank_fell_back_questions"], 1);
+  const std::string md = render_markdown(rep);
+  EXPECT_NE(md.find("re-ranked by embedding similarity (profile `embedder`); the re-ranking call failed on 1 "
+                    "question(s)"),
+            std::string::npos);
+  EXPECT_EQ(md.find("Embedding re-ranking was off"), std::string::npos);
+}
+
 TEST(RunReport, PercentileInterpolates) {
   EXPECT_DOUBLE_EQ(percentile({}, 0.5), 0);
   EXPECT_DOUBLE_EQ(percentile({3, 1, 2}, 0.5), 2);

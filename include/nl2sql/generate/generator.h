@@ -49,9 +49,11 @@ class Generator {
 };
 
 // The generators listed under config key `generate.generators` (in order), each built with its
-// own options (samples, temperature, shuffle, profile/role …).
+// own options (samples, temperature, shuffle, profile/role …). dc and qp choose their
+// demonstrations per question from the train split of `run_dataset` (the dataset being run)
+// unless their `demos` key names a source; without either they use the fixed demonstrations.
 Result<std::vector<std::unique_ptr<Generator>>> make_generators(
     const core::Config& config, llm::Client* client, const db::Executor* executor,
-    const std::filesystem::path& prompts_dir);
+    const std::filesystem::path& prompts_dir, const data::DatasetSpec* run_dataset = nullptr);
 
 }  // namespace nl2sql::generate
