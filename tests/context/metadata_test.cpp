@@ -160,6 +160,8 @@ TEST_F(Metadata, RenderedWithStatsAndInferredForeignKeys) {
   ASSERT_TRUE(m.is_ok());
   RenderOptions o;
   o.examples = 0;
+  o.stats = false;
+  o.inferred_fks = false;
   std::string plain = render_schema(schema_, o, nullptr, nullptr, &*m);
   EXPECT_EQ(plain.find("FOREIGN KEY"), std::string::npos);
   EXPECT_EQ(plain.find("distinct"), std::string::npos);

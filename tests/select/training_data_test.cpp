@@ -14,16 +14,37 @@
 namespace nl2sql::select {
 namespace {
 
+const data::Schema& hero_schema() {
+  static const data::Schema schema = [] {
+    data::Schema s;
+    s.db_id = "heroes";
+    data::Table t;
+    t.name = "hero";
+    t.columns = {{"id", "", "INTEGER", "", "", ""}, {"name", "", "TEXT", "", "", ""}};
+    t.primary_key = {"id"};
+    s.tables.push_back(t);
+    return s;
+  }();
+  return schema;
+}
+
+std::shared_ptr<const db::ResultSet> count(int64_t n) {
+  auto r = std::make_shared<db::ResultSet>();
+  r->columns = {"COUNT(*)"};
+  r->rows = {{db::Value::integer(n)}};
+  return r;
+}
+
 std::vector<TrainingQuestion> questions() {
   TrainingQuestion q1;
   q1.question_id = "q1";
   q1.question = "How many heroes are there?";
-  q1.schema_text = "CREATE TABLE hero (id INTEGER PRIMARY KEY, name TEXT);";
-  q1.candidates = {{"SELECT COUNT(*) FROM hero", 0, true, "COUNT(*)\n12\n"},
-                   {"SELECT COUNT(id) FROM hero", 0, true, ""},
-                   {"SELECT COUNT(DISTINCT name) FROM hero", 1, false, "11"},
-                   {"SELECT COUNT(*) FROM hero WHERE id > 1", 2, false, "11"},
-                   {"SELEC nonsense", -1, false, ""}};
+  q1.schema = &hero_schema();
+  q1.candidates = {{"SELECT COUNT(*) FROM hero", 0, true, count(12)},
+                   {"SELECT COUNT(id) FROM hero", 0, true, nullptr},
+                   {"SELECT COUNT(DISTINCT name) FROM hero", 1, false, count(11)},
+                   {"SELECT COUNT(*) FROM hero WHERE id > 1", 2, false, count(11)},
+                   {"SELEC nonsense", -1, false, nullptr}};
   TrainingQuestion q2 = q1;
   q2.question_id = "q2";
   for (auto& c : q2.candidates) c.correct = c.cluster != 2;  // a correct candidate outside a cluster
