@@ -142,8 +142,8 @@ int run_selector_data(const SelectorDataArgs& a) {
     spdlog::error("{}", st.message());
     return kExitFailure;
   }
-  std::cout << fmt::format("{} pairs from {} questions with gold-judged candidates → {}\n",
-                           examples->size(), usable, a.out);
+  std::cout << fmt::format("{} pairs from {} questions with gold-judged candidates{} → {}\n", examples->size(),
+                           usable, settings->metadata ? " (schemas with the run's metadata)" : "", a.out);
   return kExitOk;
 }
 
