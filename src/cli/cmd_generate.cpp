@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/config_options.h"
 #include "cli/dataset_options.h"
+#include "nl2sql/context/question_context.h"
 #include "nl2sql/context/retrieve.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/config.h"
@@ -152,6 +153,27 @@ int run_generate(const GenerateArgs& a) {
     retrieval = context::retrieve(*index, schema, q->question, q->evidence);
   }
 
+  // The metadata in every prompt's schema, as in a run (descriptions written by `nl2sql metadata
+  // --describe` are read from its cache file; this command writes none).
+  std::optional<context::DatabaseMetadata> metadata;
+  {
+    auto settings = context::load_context_settings(config);
+    if (!settings) {
+      spdlog::error("{}", settings.status().message());
+      return kExitBadInput;
+    }
+    if (settings->metadata) {
+      auto m = context::open_metadata(q->db_id, db_path, schema, settings->meta,
+                                      a.index_dir.empty() ? settings->index.index_dir : std::filesystem::path(a.index_dir),
+                                      false, executor);
+      if (!m) {
+        spdlog::error("{}", m.status().message());
+        return kExitFailure;
+      }
+      metadata = std::move(*m);
+    }
+  }
+
   auto client = sim::make_client(config, &*ds);
   if (!client) {
     spdlog::error("{}", client.status().message());
@@ -170,7 +192,9 @@ int run_generate(const GenerateArgs& a) {
   in.index = index ? &*index : nullptr;
   in.retrieval = retrieval ? &*retrieval : nullptr;
   in.seed = core::stage_seed(static_cast<uint64_t>(run_seed), q->question_id, "generate");
+  in.metadata = metadata ? &*metadata : nullptr;
   fix::FixInput fin{q, &schema, db_path, in.index, in.retrieval, &executor, 0};
+  fin.metadata = in.metadata;
 
   if (!a.json) {
     std::cout << fmt::format("question {} ({}): {}\n", q->question_id, q->db_id, q->question);

@@ -1,11 +1,22 @@
 // nl2sql selector-data: pairwise fine-tuning examples for the selection model from a finished
-// run over a split with gold (correct vs incorrect candidates from different clusters).
+// run over a split with gold (correct vs incorrect candidates from different clusters). Each
+// prompt is rendered by the tournament's own function from the inputs the tournament had: the
+// run's dataset gives the schema, the run's config the metadata (context.metadata.*, read from
+// the index folder's cache) and the execution limits under which each candidate is run again
+// (read-only) for its result rows.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
+#include <map>
+#include <memory>
 
 #include "cli/command.h"
+#include "cli/dataset_options.h"
+#include "nl2sql/context/question_context.h"
+#include "nl2sql/core/config.h"
+#include "nl2sql/db/executor.h"
+#include "nl2sql/db/schema_info.h"
 #include "nl2sql/llm/prompt_template.h"
 #include "nl2sql/run/run_data.h"
 #include "nl2sql/select/training_data.h"
@@ -14,9 +25,16 @@ namespace nl2sql::cli {
 namespace {
 
 struct SelectorDataArgs {
-  std::string run, out, prompts;
+  std::string run, out, prompts, index_dir;
+  DatasetOptions dataset;
   uint64_t seed = 0;
   size_t max_pairs = 8;
+};
+
+// The run's database: its schemas and metadata, opened once per database.
+struct DatabaseInputs {
+  std::shared_ptr<const sql::Schema> sql_schema;
+  std::shared_ptr<const context::DatabaseMetadata> metadata;
 };
 
 int run_selector_data(const SelectorDataArgs& a) {
@@ -25,23 +43,87 @@ int run_selector_data(const SelectorDataArgs& a) {
     spdlog::error("{}", run.status().message());
     return kExitBadInput;
   }
+  if (a.dataset.data.empty() && a.dataset.db_root.empty()) {
+    spdlog::error("selector-data needs the run's dataset (--benchmark, --data …): the pair prompt shows the "
+                  "schema as the tournament showed it");
+    return kExitBadInput;
+  }
+  auto ds = a.dataset.load();
+  if (!ds) return kExitBadInput;
+  if (auto fp = ds->fingerprint(); fp && run->manifest.contains("dataset_fingerprint") &&
+                                   run->manifest["dataset_fingerprint"] != *fp) {
+    spdlog::error("the dataset at {} is not the one run {} used (fingerprint {} ≠ {})", a.dataset.data, a.run,
+                  *fp, run->manifest["dataset_fingerprint"].dump());
+    return kExitBadInput;
+  }
+  const core::Config config(run->config.is_object() ? run->config : nlohmann::json::object());
+  auto settings = context::load_context_settings(config);
+  if (!settings) {
+    spdlog::error("{} (the run's config)", settings.status().message());
+    return kExitBadInput;
+  }
+  // The tournament saw each candidate's result as the run's executor returned it.
+  db::ExecutorOptions eo;
+  auto timeout = config.get_number("eval.timeout_s");
+  auto row_cap = config.get_int("eval.row_cap");
+  if (!timeout || !row_cap) {
+    spdlog::error("{} (the run's config)", (!timeout ? timeout.status() : row_cap.status()).message());
+    return kExitBadInput;
+  }
+  eo.limits.timeout_s = *timeout;
+  eo.limits.row_cap = static_cast<size_t>(std::max<int64_t>(0, *row_cap));
+  db::Executor executor(eo);
+  const std::filesystem::path index_dir = a.index_dir.empty() ? settings->index.index_dir : std::filesystem::path(a.index_dir);
+
+  std::map<std::string, DatabaseInputs> databases;
   std::vector<select::TrainingQuestion> questions;
   size_t usable = 0;
   for (const auto& r : run->records) {
     if (!r.ok) continue;
+    auto schema = ds->schemas.find(r.db_id);
+    auto path = ds->db_paths.find(r.db_id);
+    if (schema == ds->schemas.end() || path == ds->db_paths.end()) {
+      spdlog::error("question {}: database {} is not in the dataset", r.question_id, r.db_id);
+      return kExitBadInput;
+    }
+    auto [db, fresh] = databases.try_emplace(r.db_id);
+    if (fresh) {
+      auto info = db::inspect_schema(path->second);
+      if (info) db->second.sql_schema = std::make_shared<const sql::Schema>(std::move(*info));
+      if (settings->metadata) {
+        auto m = context::open_metadata(r.db_id, path->second, schema->second, settings->meta, index_dir, false,
+                                        executor);
+        if (!m) {
+          spdlog::error("{}", m.status().message());
+          return kExitFailure;
+        }
+        db->second.metadata = std::make_shared<const context::DatabaseMetadata>(std::move(*m));
+      }
+    }
     select::TrainingQuestion q;
     q.question_id = r.question_id;
     q.question = r.question;
     q.evidence = r.evidence;
-    // The schema as the generators saw it is not stored per question; the union-schema
-    // restriction needs the database, so the pair prompt shows the SQL and results only.
+    q.schema = &schema->second;
+    q.sql_schema = db->second.sql_schema.get();
+    q.metadata = db->second.metadata.get();
+    std::map<std::string, std::shared_ptr<const db::ResultSet>> results;  // by SQL
     for (const auto& c : r.candidates) {
       if (!c.judged || !c.judged->correct) continue;
       select::TrainingCandidate tc;
       tc.sql = c.sql;
       tc.cluster = static_cast<int>(c.judged->cluster);
       tc.correct = *c.judged->correct;
-      tc.result_preview = run::string_field(run::field(c.trace, "execution"), "preview");
+      if (tc.cluster >= 0) {
+        auto [it, first] = results.try_emplace(c.sql);
+        if (first) {
+          auto e = executor.run(path->second, c.sql);
+          if (e.ok()) it->second = std::make_shared<const db::ResultSet>(std::move(e.result));
+          else spdlog::warn("question {}: candidate {} did not run again ({}): its result is not shown",
+                            r.question_id, c.id, e.error);
+        }
+        tc.result = it->second;
+      }
       q.candidates.push_back(std::move(tc));
     }
     usable += !q.candidates.empty();
@@ -60,8 +142,8 @@ int run_selector_data(const SelectorDataArgs& a) {
     spdlog::error("{}", st.message());
     return kExitFailure;
   }
-  std::cout << fmt::format("{} pairs from {} questions with gold-judged candidates → {}\n",
-                           examples->size(), usable, a.out);
+  std::cout << fmt::format("{} pairs from {} questions with gold-judged candidates{} → {}\n", examples->size(),
+                           usable, settings->metadata ? " (schemas with the run's metadata)" : "", a.out);
   return kExitOk;
 }
 
@@ -71,6 +153,9 @@ RunFn setup_selector_data(CLI::App& parent) {
   auto a = std::make_shared<SelectorDataArgs>();
   cmd->add_option("--run", a->run, "Run folder")->required();
   cmd->add_option("--out", a->out, "Output JSONL (OpenAI chat fine-tuning format)")->required();
+  a->dataset.add_to(*cmd);
+  cmd->add_option("--index-dir", a->index_dir,
+                  "Folder of the run's metadata files (default: the run's context.index_dir)");
   cmd->add_option("--seed", a->seed, "Seed of the pair order shuffle")->capture_default_str();
   cmd->add_option("--max-pairs", a->max_pairs, "Pairs per question (0: all)")->capture_default_str();
   cmd->add_option("--prompts", a->prompts, "Prompts folder (default: bundled)");

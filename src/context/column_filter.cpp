@@ -158,7 +158,8 @@ Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::Prompt
                                           const data::Task& question, const data::Schema& schema,
                                           const ColumnFilterOptions& options, const ValueIndex* index,
                                           const std::vector<ValueMatch>* retrieved,
-                                          const std::vector<data::ForeignKey>& extra_fks) {
+                                          const std::vector<data::ForeignKey>& extra_fks,
+                                          const DatabaseMetadata* metadata) {
   if (options.mode != "auto" && options.mode != "table" && options.mode != "column")
     return invalid_input("context.column_filter.mode must be auto, table or column (got \"" + options.mode + "\")");
   ColumnFilterResult out;
@@ -182,7 +183,7 @@ Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::Prompt
     RenderOptions ro;
     ro.examples = options.examples;
     for (const auto& c : t.columns) ro.columns.insert(t.name + "." + c.name);
-    std::string ddl = render_schema(schema, ro, index, retrieved);
+    std::string ddl = render_schema(SchemaSources{&schema, index, retrieved, metadata}, ro);
     std::vector<std::vector<std::string>> units;
     if (out.mode == "table") {
       units.emplace_back();

@@ -258,7 +258,7 @@ Result<QuestionContext> ContextBuilder::build(const data::Task& q, const data::S
   }
   if (filter_prompt_) {
     auto f = filter_columns(*client_, *filter_prompt_, q, schema, settings_.filter, out.index.get(),
-                            &out.retrieval.values, inferred);
+                            &out.retrieval.values, inferred, out.metadata.get());
     if (!f) return f.status().with_context("question " + q.question_id);
     out.selected_columns = std::move(f->selected);
     out.join_keys = std::move(f->join_keys);

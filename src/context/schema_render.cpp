@@ -195,6 +195,11 @@ std::string render_schema(const data::Schema& schema, const RenderOptions& optio
   return out;
 }
 
+std::string render_schema(const SchemaSources& sources, const RenderOptions& options) {
+  if (sources.schema == nullptr) return "";
+  return render_schema(*sources.schema, options, sources.index, sources.values, sources.metadata);
+}
+
 const char* schema_rung_name(int rung) {
   switch (rung) {
     case 0: return "full";
@@ -207,7 +212,10 @@ const char* schema_rung_name(int rung) {
 
 RenderOptions options_at_rung(RenderOptions options, int rung,
                               const std::set<std::string>& filtered_columns) {
-  if (rung >= 1) options.examples = 0;
+  if (rung >= 1) {
+    options.examples = 0;
+    options.stats = false;
+  }
   if (rung >= 2 && (options.max_comment_chars == 0 || options.max_comment_chars > 120))
     options.max_comment_chars = 120;
   if (rung >= 3 && !filtered_columns.empty() && options.columns.empty()) options.columns = filtered_columns;

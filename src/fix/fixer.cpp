@@ -140,8 +140,9 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
   }
   if (c.original_sql.empty()) c.original_sql = c.sql;
   context::RenderOptions ro;
-  const std::string schema_text =
-      context::render_schema(*in.schema, ro, in.index, in.retrieval ? &in.retrieval->values : nullptr);
+  const context::SchemaSources sources{in.schema, in.index, in.retrieval ? &in.retrieval->values : nullptr,
+                                       in.metadata};
+  const std::string schema_text = context::render_schema(sources, ro);
   std::set<std::string> filtered;  // the fixer has no column filter: rung 3 is rung 2
   auto schema_at = [&](int rung, int64_t schema_tokens) {
     if (rung == 0) return schema_text;
@@ -151,7 +152,7 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
       // what the model sees through the error text).
       o.descriptions = false;
     }
-    std::string text = context::render_schema(*in.schema, o, in.index, in.retrieval ? &in.retrieval->values : nullptr);
+    std::string text = context::render_schema(sources, o);
     if (rung >= context::kSchemaLadderRungs && schema_tokens > 0 &&
         static_cast<int64_t>(text.size() / 4) > schema_tokens)
       text = text.substr(0, static_cast<size_t>(schema_tokens) * 4) + "\n-- (schema cut to fit the model's context)";

@@ -105,10 +105,26 @@ int64_t approx_tokens(const std::string& text) { return static_cast<int64_t>((te
 std::string render_schema_within(const GenerationInput& in, context::RenderOptions options,
                                  const SchemaBudget& budget, std::string* note, std::vector<LlmCallTrace>* calls) {
   const int64_t max_tokens = budget.max_tokens;
-  const auto* values = in.retrieval ? &in.retrieval->values : nullptr;
-  std::string full = context::render_schema(*in.schema, options, in.index, values);
+  const context::SchemaSources sources = in.schema_sources();
+  std::string full = context::render_schema(sources, options);
   if (note) note->clear();
   if (max_tokens <= 0 || approx_tokens(full) <= max_tokens) return full;
+  // The metadata's statistics go first (the ladder's rung 1 cut); the columns only after.
+  std::string stats_note;
+  std::string base = full;
+  if (in.metadata != nullptr && options.stats) {
+    options.stats = false;
+    std::string lighter = context::render_schema(sources, options);
+    stats_note = "; column statistics left out";
+    base = lighter;
+    if (approx_tokens(lighter) <= max_tokens) {
+      if (note)
+        *note = "schema over budget (~" + std::to_string(approx_tokens(full)) + " > " +
+                std::to_string(max_tokens) + " tokens): column statistics left out (~" +
+                std::to_string(approx_tokens(lighter)) + " tokens)";
+      return lighter;
+    }
+  }
 
   // Score every column by how strongly the question points at it.
   const auto qwords = words_of(in.question->question + " " + in.question->evidence);
@@ -167,16 +183,17 @@ std::string render_schema_within(const GenerationInput& in, context::RenderOptio
     return score[lower(a)] > score[lower(b)];
   });
   size_t keep = order.size();
-  std::string text = full;
+  std::string text = base;
   while (keep > 4 && approx_tokens(text) > max_tokens) {
     keep = std::max<size_t>(4, keep * 3 / 4);
     options.columns = std::set<std::string>(order.begin(), order.begin() + static_cast<long>(keep));
-    text = context::render_schema(*in.schema, options, in.index, values);
+    text = context::render_schema(sources, options);
   }
   if (note)
     *note = "schema over budget (~" + std::to_string(approx_tokens(full)) + " > " + std::to_string(max_tokens) +
             " tokens): kept the " + std::to_string(keep) + " of " + std::to_string(order.size()) +
-            " columns best matching the question (~" + std::to_string(approx_tokens(text)) + " tokens)" + embed_note;
+            " columns best matching the question (~" + std::to_string(approx_tokens(text)) + " tokens)" + stats_note +
+            embed_note;
   return text;
 }
 

@@ -107,7 +107,7 @@ class GeneratorBase : public Generator {
     return r;
   }
   std::string schema_text(const GenerationInput& in, const context::RenderOptions& r) const {
-    return context::render_schema(*in.schema, r, in.index, in.retrieval ? &in.retrieval->values : nullptr);
+    return context::render_schema(in.schema_sources(), r);
   }
   // The schema by rung of the prompt-budget ladder (llm::ModelCall::schema_at): lighter renderings,
   // then the columns that best match the question within the token budget.

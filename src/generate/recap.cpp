@@ -210,7 +210,7 @@ class RecapGenerator : public Generator {
     for (const auto& t : in.schema->tables)
       if (tables.count(t.name))
         for (const auto& c : t.columns) r.columns.insert(t.name + "." + c.name);
-    return context::render_schema(*in.schema, r, in.index, in.retrieval ? &in.retrieval->values : nullptr);
+    return context::render_schema(in.schema_sources(), r);
   }
 
   Result<Candidate> run_sample(const GenerationInput& in, int64_t s, const std::string& schema) const {

@@ -179,6 +179,12 @@ Status QuestionRun::stage_context() {
     if (c.is_string()) selected_columns_.insert(c.get<std::string>());
   auto index = s_.context->index(q_.db_id, db_path_, *schema_);
   if (index) index_ = *index;  // examples in prompts; without it generation still works
+  if (s_.context->settings().metadata) {
+    // Built (or loaded) once per database by the builder; a resumed context stage opens it here.
+    auto meta = s_.context->metadata(q_.db_id, db_path_, *schema_);
+    if (!meta) return meta.status().with_context("question " + q_.question_id);
+    metadata_ = *meta;
+  }
   return Status::ok();
 }
 
@@ -197,6 +203,7 @@ Status QuestionRun::stage_generate() {
   input.index = index_.get();
   input.retrieval = &retrieval_;
   input.selected_columns = selected_columns_;
+  input.metadata = metadata_.get();
   input.seed = core::stage_seed(s_.settings.seed, q_.question_id, "generate");
   // Generators of one question run side by side: their calls are independent, and the
   // question's critical path is then the slowest generator, not their sum.
@@ -245,6 +252,7 @@ Status QuestionRun::stage_fix() {
   input.db_path = db_path_;
   input.index = index_.get();
   input.retrieval = &retrieval_;
+  input.metadata = metadata_.get();
   input.executor = s_.executor.get();
   input.memo = &memo();
   exec_before_fix_ = json::object();
@@ -374,6 +382,7 @@ Status QuestionRun::stage_select() {
   std::vector<bool> correct;  // per candidate, under the primary metric (gold stays here)
   input.question = &task_;
   input.schema = schema_;
+  input.metadata = metadata_.get();
   input.db_path = db_path_;
   input.generator_order = s_.generator_names;
   input.seed = core::stage_seed(s_.settings.seed, q_.question_id, "select");

@@ -91,6 +91,8 @@ class QuestionRun {
   context::Retrieval retrieval_;
   std::set<std::string> selected_columns_;
   std::shared_ptr<const context::ValueIndex> index_;
+  // context.metadata.enabled: in every prompt's schema (generation, fixing, selection).
+  std::shared_ptr<const context::DatabaseMetadata> metadata_;
   std::vector<generate::Candidate> candidates_;
   std::unique_ptr<fix::ExecutionMemo> memo_;
   json exec_before_fix_;  // per candidate id: executable before the fixer

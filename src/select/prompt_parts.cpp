@@ -13,7 +13,7 @@
 namespace nl2sql::select::detail {
 
 std::string union_schema_text(const data::Schema& schema, const sql::Schema* sql_schema,
-                              const std::vector<std::string>& sqls) {
+                              const context::DatabaseMetadata* metadata, const std::vector<std::string>& sqls) {
   context::RenderOptions options;
   options.examples = 0;
   if (sql_schema) {
@@ -35,7 +35,7 @@ std::string union_schema_text(const data::Schema& schema, const sql::Schema* sql
     }
     if (ok && !columns.empty()) options.columns = std::move(columns);
   }
-  return context::render_schema(schema, options);
+  return context::render_schema(context::SchemaSources{&schema, nullptr, nullptr, metadata}, options);
 }
 
 std::string result_preview(const db::ResultSet& result, size_t max_rows) {
@@ -71,6 +71,13 @@ std::map<std::string, std::string> pairwise_values(const std::string& question,
           {"result_a", result_a.empty() ? "(not shown)" : result_a},
           {"sql_b", sql_b},
           {"result_b", result_b.empty() ? "(not shown)" : result_b}};
+}
+
+std::map<std::string, std::string> pair_prompt_values(const PairPrompt& p) {
+  const std::string schema = p.schema ? union_schema_text(*p.schema, p.sql_schema, p.metadata, {p.sql_a, p.sql_b})
+                                      : "(schema not available)";
+  return pairwise_values(p.question, p.evidence, schema, p.sql_a, p.result_a ? result_preview(*p.result_a) : "",
+                         p.sql_b, p.result_b ? result_preview(*p.result_b) : "");
 }
 
 std::string pairwise_answer(const std::string& winner, const std::string& reason) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nl2sql/context/metadata.h"
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/value.h"
@@ -19,13 +20,27 @@ inline constexpr const char* kSystemPrompt =
     "You are a careful SQLite expert who checks SQL queries against questions about a database.";
 
 // The schema rendered for a prompt, restricted to the tables and columns the queries read
-// (join keys between them are kept by the renderer). Falls back to the whole schema when a
-// query cannot be parsed or resolved.
+// (join keys between them are kept by the renderer), with the metadata when given. Falls back
+// to the whole schema when a query cannot be parsed or resolved.
 std::string union_schema_text(const data::Schema& schema, const sql::Schema* sql_schema,
-                              const std::vector<std::string>& sqls);
+                              const context::DatabaseMetadata* metadata, const std::vector<std::string>& sqls);
 
 // The first rows of a result as a small text table for prompts.
 std::string result_preview(const db::ResultSet& result, size_t max_rows = 5);
+
+// One pair prompt's inputs. The tournament at inference and the selector's training data
+// (build_selector_training_data) both fill prompts/select_pairwise.txt from this through
+// pair_prompt_values, so the same question, pair and database give byte-identical prompts.
+struct PairPrompt {
+  std::string question, evidence;
+  const data::Schema* schema = nullptr;                  // null: "(schema not available)"
+  const sql::Schema* sql_schema = nullptr;               // resolves what the queries read
+  const context::DatabaseMetadata* metadata = nullptr;   // context.metadata.enabled
+  std::string sql_a, sql_b;
+  const db::ResultSet* result_a = nullptr;               // null: "(not shown)"
+  const db::ResultSet* result_b = nullptr;
+};
+std::map<std::string, std::string> pair_prompt_values(const PairPrompt& pair);
 
 // Values of prompts/select_pairwise.txt.
 std::map<std::string, std::string> pairwise_values(const std::string& question,

@@ -94,7 +94,7 @@ std::string schema_for(const SelectionInput& in, const SchemaCache& cache,
                        const std::vector<std::string>& sqls) {
   if (!in.schema) return "(schema not available)";
   auto s = cache.get(in.db_path);
-  return detail::union_schema_text(*in.schema, s.get(), sqls);
+  return detail::union_schema_text(*in.schema, s.get(), in.metadata, sqls);
 }
 
 }  // namespace nl2sql::select::detail

@@ -97,7 +97,10 @@ class SeparatingInstances : public Selector {
           context::RenderOptions ro;
           ro.examples = 0;
           ro.columns = columns;
-          schema = context::render_schema(*in.schema, ro);
+          // The model reads the instance's rows, not the database's: the database's statistics
+          // would describe other data, so only the metadata's keys and descriptions are shown.
+          ro.stats = false;
+          schema = context::render_schema(context::SchemaSources{in.schema, nullptr, nullptr, in.metadata}, ro);
         }
         std::vector<db::ResultSet> answers;
         json model_answers = json::array();

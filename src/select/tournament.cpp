@@ -77,7 +77,7 @@ class Tournament : public Selector {
           continue;
         }
         const int64_t pair_index = model_pairs++;
-        const std::string schema = schema_for(in, schemas_, {ci.sql, cj.sql});
+        const auto sql_schema = in.schema ? schemas_.get(in.db_path) : nullptr;
         for (int order = 0; order < (o_.both_orders ? 2 : 1); ++order) {
           const int a = order == 0 ? i : j, b = order == 0 ? j : i;
           const auto& ca = in.candidates[static_cast<size_t>(a)];
@@ -86,11 +86,17 @@ class Tournament : public Selector {
           auto req = base_request(in, llm::CallTask::kSelectPair, pair_index * 2 + order);
           req.tag.generator = "tournament";
           req.tag.candidates = {ca.sql, cb.sql};
-          auto text = ask_model(ask,
-                                detail::pairwise_values(in.question->question, in.question->evidence,
-                                                        schema, ca.sql, detail::result_preview(ca.result->result),
-                                                        cb.sql, detail::result_preview(cb.result->result)),
-                                req, s.calls);
+          detail::PairPrompt pair;
+          pair.question = in.question->question;
+          pair.evidence = in.question->evidence;
+          pair.schema = in.schema;
+          pair.sql_schema = sql_schema.get();
+          pair.metadata = in.metadata;
+          pair.sql_a = ca.sql;
+          pair.result_a = &ca.result->result;
+          pair.sql_b = cb.sql;
+          pair.result_b = &cb.result->result;
+          auto text = ask_model(ask, detail::pair_prompt_values(pair), req, s.calls);
           json d = {{"a", ca.id}, {"b", cb.id}, {"by", "model"}};
           if (!text.is_ok()) {
             d["error"] = text.status().message();

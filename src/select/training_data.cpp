@@ -48,10 +48,17 @@ Result<std::vector<TrainingExample>> build_selector_training_data(
       const bool correct_first = (rng() & 1) == 0;
       const auto& a = q.candidates[correct_first ? c : w];
       const auto& b = q.candidates[correct_first ? w : c];
-      std::string schema = q.schema ? detail::union_schema_text(*q.schema, q.sql_schema, {a.sql, b.sql})
-                                    : q.schema_text;
-      auto user = tpl->render(detail::pairwise_values(q.question, q.evidence, schema, a.sql,
-                                                      a.result_preview, b.sql, b.result_preview));
+      detail::PairPrompt pair;
+      pair.question = q.question;
+      pair.evidence = q.evidence;
+      pair.schema = q.schema;
+      pair.sql_schema = q.sql_schema;
+      pair.metadata = q.metadata;
+      pair.sql_a = a.sql;
+      pair.result_a = a.result.get();
+      pair.sql_b = b.sql;
+      pair.result_b = b.result.get();
+      auto user = tpl->render(detail::pair_prompt_values(pair));
       if (!user.is_ok()) return user.status().with_context("question " + q.question_id);
       const std::string label = correct_first ? "A" : "B";
       const std::string reason = "Candidate " + label + " answers the question as asked; the other " +

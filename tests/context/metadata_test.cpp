@@ -160,6 +160,8 @@ TEST_F(Metadata, RenderedWithStatsAndInferredForeignKeys) {
   ASSERT_TRUE(m.is_ok());
   RenderOptions o;
   o.examples = 0;
+  o.stats = false;
+  o.inferred_fks = false;
   std::string plain = render_schema(schema_, o, nullptr, nullptr, &*m);
   EXPECT_EQ(plain.find("FOREIGN KEY"), std::string::npos);
   EXPECT_EQ(plain.find("distinct"), std::string::npos);
@@ -176,6 +178,32 @@ TEST_F(Metadata, RenderedWithStatsAndInferredForeignKeys) {
   std::string sub = render_schema(schema_, o, nullptr, nullptr, &*m);
   EXPECT_NE(sub.find("  district_id INTEGER"), std::string::npos) << sub;
   EXPECT_EQ(sub.find("rating"), std::string::npos) << sub;
+}
+
+// What every prompt renders from a SchemaSources with metadata: statistics and inferred keys
+// by default (RenderOptions::stats / inferred_fks are on), and the prompt-budget ladder's first
+// rung cuts the statistics while the inferred keys stay; without metadata the rendering is the
+// plain one.
+TEST_F(Metadata, PromptSchemaCarriesTheMetadataAndTheLadderCutsStatisticsFirst) {
+  auto m = build_metadata("bank", db_, schema_, MetadataOptions{}, ex_);
+  ASSERT_TRUE(m.is_ok());
+  RenderOptions o;
+  o.examples = 0;
+  const std::string plain = render_schema(SchemaSources{&schema_, nullptr, nullptr, nullptr}, o);
+  EXPECT_EQ(plain, render_schema(schema_, o));
+  EXPECT_EQ(plain.find("inferred"), std::string::npos);
+  const std::string full = render_schema(SchemaSources{&schema_, nullptr, nullptr, &*m}, o);
+  const std::string fk = "FOREIGN KEY (district_id) REFERENCES district(district_id) -- inferred: coverage 100.0%";
+  EXPECT_NE(full.find(fk), std::string::npos) << full;
+  EXPECT_NE(full.find("rating INTEGER, -- 40 rows, 5 distinct, range 1..5"), std::string::npos) << full;
+  const RenderOptions rung1 = options_at_rung(o, 1, {});
+  EXPECT_FALSE(rung1.stats);
+  EXPECT_TRUE(rung1.inferred_fks);
+  const std::string lighter = render_schema(SchemaSources{&schema_, nullptr, nullptr, &*m}, rung1);
+  EXPECT_NE(lighter.find(fk), std::string::npos) << lighter;
+  EXPECT_EQ(lighter.find(" rows, "), std::string::npos) << lighter;  // statistics open with the row count
+  EXPECT_LT(lighter.size(), full.size());
+  EXPECT_GT(lighter.size(), plain.size());  // the inferred key's line
 }
 
 TEST_F(Metadata, LlmDescriptionsAreCachedAndRendered) {

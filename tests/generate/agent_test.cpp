@@ -15,6 +15,8 @@
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/run/run_data.h"
 #include "generate/agent.h"
+#include "generate/agent_steps.h"
+#include "nl2sql/context/metadata.h"
 #include "nl2sql/generate/generator.h"
 #include "generate/result_check.h"
 #include "nl2sql/llm/client.h"
@@ -140,6 +142,36 @@ TEST_F(Agent, SchemaBudgetKeepsColumnsMatchingTheQuestion) {
   EXPECT_NE(wide.calls[0].prompt.find("avg_reading"), std::string::npos);
   EXPECT_EQ(narrow.calls[0].prompt.find("avg_reading"), std::string::npos);
   EXPECT_NE(narrow.calls[0].prompt.find("region TEXT"), std::string::npos) << narrow.calls[0].prompt;
+}
+
+// Over the agentic schema budget, the metadata's statistics are cut before any column: a budget
+// the schema fits without them keeps every column (and says so); a smaller one then cuts columns.
+TEST_F(Agent, SchemaBudgetCutsTheMetadataStatisticsBeforeColumns) {
+  GenerationInput in = input_for("0");
+  auto meta = context::build_metadata(in.schema->db_id, in.db_path, *in.schema, context::MetadataOptions{}, *ex_);
+  ASSERT_TRUE(meta.is_ok()) << meta.status().message();
+  in.metadata = &*meta;
+  context::RenderOptions o;
+  o.examples = 0;
+  const std::string full = render_schema_within(in, o, {});
+  context::RenderOptions no_stats = o;
+  no_stats.stats = false;
+  const std::string lighter = context::render_schema(in.schema_sources(), no_stats);
+  ASSERT_NE(full.find(" rows, "), std::string::npos) << full;
+  ASSERT_LT(lighter.size(), full.size());
+  std::string note;
+  SchemaBudget fits;
+  fits.max_tokens = static_cast<int64_t>((lighter.size() + 3) / 4);
+  EXPECT_EQ(render_schema_within(in, o, fits, &note), lighter);
+  EXPECT_NE(note.find("column statistics left out"), std::string::npos) << note;
+  EXPECT_NE(lighter.find("avg_reading"), std::string::npos);
+  SchemaBudget tight;
+  tight.max_tokens = 60;
+  const std::string cut = render_schema_within(in, o, tight, &note);
+  EXPECT_EQ(cut.find(" rows, "), std::string::npos) << cut;
+  EXPECT_EQ(cut.find("avg_reading"), std::string::npos) << cut;
+  EXPECT_NE(note.find("columns best matching the question"), std::string::npos) << note;
+  EXPECT_NE(note.find("column statistics left out"), std::string::npos) << note;
 }
 
 // With agent.embeddings_profile the question and every column are embedded once; a column the

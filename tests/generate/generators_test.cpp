@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "nl2sql/context/metadata.h"
 #include "nl2sql/context/retrieve.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/files.h"
@@ -17,6 +18,7 @@
 #include "generate/qp_demos.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/sim/simulator.h"
+#include "support/fake_openai_server.h"
 #include "support/test_env.h"
 
 namespace nl2sql::generate {
@@ -144,6 +146,51 @@ TEST_F(Generators, GoldenPromptRenderings) {
     // Every prompt carries the question and the rendered schema.
     EXPECT_NE(text.find("CREATE TABLE"), std::string::npos);
   }
+}
+
+// The prompt budget (llm.models.*.context_tokens) with metadata on: the first rung of the ladder
+// drops the statistics (with the example values), keeping every table and column. Found by
+// bisecting the context window down to where the full prompt stops fitting.
+TEST_F(Generators, MetadataStatisticsAreTheFirstCutOfThePromptBudget) {
+  llm::testing::FakeOpenAiServer server([](const httplib::Request&, int64_t) {
+    return llm::testing::FakeReply(200, llm::testing::completion_body("```sql\nSELECT 1\n```"));
+  });
+  const auto* q = ds_->find_question("0");
+  ASSERT_NE(q, nullptr);
+  auto inputs = input_for(*q);
+  auto meta = context::build_metadata(q->db_id, inputs->in.db_path, *inputs->in.schema, context::MetadataOptions{}, *ex_);
+  ASSERT_TRUE(meta.is_ok()) << meta.status().message();
+  inputs->in.metadata = &*meta;
+  auto first_call = [&](int64_t context_tokens) {
+    json llm = {{"models", {{"fake", {{"base_url", server.base_url()}, {"model", "fake-coder"}, {"max_tokens", 100}}}}},
+                {"default_profile", "fake"}, {"cache", {{"mode", "off"}}},
+                {"retry", {{"max_attempts", 1}, {"base_delay_s", 0.01}, {"max_delay_s", 0.01}}}};
+    if (context_tokens > 0) llm["models"]["fake"]["context_tokens"] = context_tokens;
+    core::Config config(json{{"llm", llm}, {"generate", {{"generators", json::parse(R"([{"name": "dc"}])")}}}});
+    auto c = sim::make_client(config, ds_);
+    EXPECT_TRUE(c.is_ok()) << c.status().message();
+    auto g = make_generators(config, c->get(), ex_, llm::bundled_prompts_dir());
+    EXPECT_TRUE(g.is_ok()) << g.status().message();
+    auto cands = g->front()->generate(inputs->in);
+    EXPECT_TRUE(cands.is_ok() && !cands->empty());
+    return cands->front().calls.front();
+  };
+  const auto unbounded = first_call(0);
+  ASSERT_EQ(unbounded.prompt_rung, 0);
+  ASSERT_NE(unbounded.prompt.find(" rows, "), std::string::npos);
+  int64_t lo = 300, hi = 200000;  // rung > 0 at lo, rung 0 at hi
+  ASSERT_GT(first_call(lo).prompt_rung, 0);
+  ASSERT_EQ(first_call(hi).prompt_rung, 0);
+  while (hi - lo > 1) {
+    const int64_t mid = (lo + hi) / 2;
+    (first_call(mid).prompt_rung == 0 ? hi : lo) = mid;
+  }
+  EXPECT_EQ(first_call(hi).prompt, unbounded.prompt);
+  const auto cut = first_call(lo);
+  EXPECT_EQ(cut.prompt_rung, 1);
+  EXPECT_EQ(cut.prompt.find(" rows, "), std::string::npos) << cut.prompt;
+  for (const auto& t : inputs->in.schema->tables)
+    for (const auto& c : t.columns) EXPECT_NE(cut.prompt.find("  " + c.name + " "), std::string::npos) << c.name;
 }
 
 TEST_F(Generators, ShuffleVariesSchemaOrderAcrossSamples) {

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "nl2sql/context/metadata.h"
 #include "nl2sql/context/retrieve.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/status.h"
@@ -70,13 +71,15 @@ std::set<std::string> close_over_join_keys(const data::Schema& schema,
                                            std::set<std::string>* added = nullptr,
                                            std::vector<std::string>* dropped_tables = nullptr);
 
-// `extra_fks` (e.g. inferred ones) join tables like declared foreign keys do. `index` and
+// `extra_fks` (e.g. inferred ones) join tables like declared foreign keys do; `metadata` (optional)
+// enriches each table's rendering as in every other prompt (context::SchemaSources). `index` and
 // `retrieved` feed the table rendering's examples and matches (optional).
 Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::PromptTemplate& prompt,
                                           const data::Task& question, const data::Schema& schema,
                                           const ColumnFilterOptions& options,
                                           const ValueIndex* index = nullptr,
                                           const std::vector<ValueMatch>* retrieved = nullptr,
-                                          const std::vector<data::ForeignKey>& extra_fks = {});
+                                          const std::vector<data::ForeignKey>& extra_fks = {},
+                                          const DatabaseMetadata* metadata = nullptr);
 
 }  // namespace nl2sql::context

@@ -37,14 +37,18 @@ struct RenderOptions {
   std::optional<uint64_t> shuffle_seed;  // shuffle tables and columns (keys stay first)
   // "table.column" (case-insensitive); empty: every column. Keys to join are always kept.
   std::set<std::string> columns;
-  bool stats = false;         // column statistics from the metadata
-  bool inferred_fks = false;  // inferred foreign keys from the metadata
+  // Used only when a DatabaseMetadata is given: on by default, so every prompt rendered from a
+  // SchemaSources with metadata carries it; `nl2sql schema` sets them from its flags.
+  bool stats = true;         // column statistics from the metadata
+  bool inferred_fks = true;  // inferred foreign keys from the metadata
 };
 
 struct DatabaseMetadata;
 
 // The prompt-budget ladder: when a prompt would exceed the model's context, its schema is
-// rendered again one rung lighter at a time — 1 without example values, 2 with value
+// rendered again one rung lighter at a time — 1 without example values and without the
+// metadata's column statistics (the first thing cut; inferred foreign keys and written
+// descriptions stay, as declared keys and descriptions do), 2 with value
 // descriptions shortened, 3 restricted to the column filter's columns (when it chose any) —
 // and generators add a last rung, the schema cut to the budget by relevance. Rungs are
 // cumulative; rung 0 is the options as given.
@@ -58,6 +62,19 @@ std::string render_schema(const data::Schema& schema, const RenderOptions& optio
                           const ValueIndex* index = nullptr,
                           const std::vector<ValueMatch>* retrieved = nullptr,
                           const DatabaseMetadata* metadata = nullptr);
+
+// What a prompt's schema is rendered from. Every stage that puts a schema in a prompt (the
+// generators, the agents, the fixer, the selectors and the selector's training data) renders it
+// through this, so one question's sources give every stage the same enrichment: the metadata
+// (context.metadata.enabled; null when off) adds statistics, inferred foreign keys marked
+// "inferred" and written descriptions, and without it the text is what it was before metadata.
+struct SchemaSources {
+  const data::Schema* schema = nullptr;
+  const ValueIndex* index = nullptr;                // example values; may be null
+  const std::vector<ValueMatch>* values = nullptr;  // values retrieval matched; may be null
+  const DatabaseMetadata* metadata = nullptr;       // may be null
+};
+std::string render_schema(const SchemaSources& sources, const RenderOptions& options);
 
 // The statistics comment of one column ("120 rows, 3 NULL, 45 distinct, …").
 struct ColumnStats;

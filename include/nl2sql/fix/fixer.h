@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "nl2sql/context/metadata.h"
 #include "nl2sql/context/retrieve.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/config.h"
@@ -67,6 +68,7 @@ struct FixInput {
   // The question's executions, shared with its other candidates and later stages; may be null
   // (each fix() then memoizes its own candidate's queries, through `executor`).
   ExecutionMemo* memo = nullptr;
+  const context::DatabaseMetadata* metadata = nullptr;  // in the rendered schema; null: off
 };
 
 // Executes candidate.sql and records the outcome; marks non-queries rejected without running

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "nl2sql/context/metadata.h"
 #include "nl2sql/context/retrieve.h"
+#include "nl2sql/context/schema_render.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/status.h"
@@ -36,6 +38,14 @@ struct GenerationInput {
   const context::Retrieval* retrieval = nullptr;   // matched values/columns; may be null
   std::set<std::string> selected_columns;          // "table.column" from column filtering; may be empty
   uint64_t seed = 0;                               // derived from (run seed, question id, "generate")
+  // Statistics, inferred keys and written descriptions for every rendered schema
+  // (context.metadata.enabled); null when off.
+  const context::DatabaseMetadata* metadata = nullptr;
+
+  // What every prompt of this question renders its schema from (context::render_schema).
+  context::SchemaSources schema_sources() const {
+    return {schema, index, retrieval ? &retrieval->values : nullptr, metadata};
+  }
 };
 
 class Generator {

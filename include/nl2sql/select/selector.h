@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nl2sql/context/metadata.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
@@ -75,6 +76,9 @@ struct PairVerdicts {
 struct SelectionInput {
   const data::Task* question = nullptr;
   const data::Schema* schema = nullptr;
+  // In the schema of every selector prompt, as in the generators' (context.metadata.enabled);
+  // null when off.
+  const context::DatabaseMetadata* metadata = nullptr;
   std::filesystem::path db_path;
   std::vector<PoolCandidate> candidates;
   std::vector<std::string> generator_order;  // config order, for deterministic tie-breaks

@@ -3,19 +3,24 @@
 // incorrect) are drawn from different execution clusters; the order of the two is shuffled
 // with a seed, so the label is "A" about half the time. Each example is one line of the
 // OpenAI chat fine-tuning JSONL format: {"messages":[system, user, assistant]}, where the user
-// message is prompts/select_pairwise.txt rendered exactly as the tournament renders it at
-// inference (schema restricted to the union of what the two queries read, when the schemas are
-// given) and the assistant message is the answer the tournament parses.
+// message is prompts/select_pairwise.txt rendered by the tournament's own function from the same
+// inputs (the schema restricted to the union of what the two queries read, with the database's
+// metadata when the run had it; each result's first rows in the tournament's format), so for the
+// same question and pair it is byte for byte the prompt the tournament sends, and the assistant
+// message is the answer the tournament parses.
 // Pure function of its inputs; thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "nl2sql/context/metadata.h"
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
+#include "nl2sql/db/value.h"
 #include "nl2sql/sql/analysis.h"
 
 namespace nl2sql::select {
@@ -24,16 +29,17 @@ struct TrainingCandidate {
   std::string sql;
   int cluster = -1;            // execution cluster; -1: not executable (never used)
   bool correct = false;
-  std::string result_preview;  // shown to the model as in the tournament ("" → not shown)
+  // Its execution's result, shown to the model as in the tournament (null: "(not shown)").
+  std::shared_ptr<const db::ResultSet> result;
 };
 
 struct TrainingQuestion {
   std::string question_id;
   std::string question;
   std::string evidence;
-  std::string schema_text;                  // used when the schemas below are absent
-  const data::Schema* schema = nullptr;     // optional: enables the union-schema restriction
-  const sql::Schema* sql_schema = nullptr;  // optional: resolves what each query reads
+  const data::Schema* schema = nullptr;     // null: "(schema not available)", as in the tournament
+  const sql::Schema* sql_schema = nullptr;  // resolves what each query reads (the union schema)
+  const context::DatabaseMetadata* metadata = nullptr;  // when the run had context.metadata on
   std::vector<TrainingCandidate> candidates;
 };
 
