@@ -77,7 +77,8 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
   }
   const auto& s = *summary;
   if (summary_out) *summary_out = s;
-  if (Status st = report::write_run_reports(options.out_dir); !st) {
+  std::map<std::string, int64_t> duplicates;
+  if (Status st = report::write_run_reports(options.out_dir, &duplicates); !st) {
     spdlog::error("reports: {}", st.message());
     return kExitFailure;
   }
@@ -90,6 +91,17 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
   if (s.llm_failed || s.llm_retries)
     std::cout << fmt::format("model calls this invocation: {} ({} failed after retries, {} retries)\n",
                              s.llm_calls, s.llm_failed, s.llm_retries);
+  if (!duplicates.empty()) {
+    int64_t n = 0;
+    std::string stages;
+    for (const auto& [stage, d] : duplicates) {
+      n += d;
+      stages += fmt::format("{}{} {}", stages.empty() ? "" : ", ", stage, d);
+    }
+    std::cout << fmt::format("warning: {} duplicate requests (a request body sent again byte for byte; {}): "
+                             "see report.md's usage table\n",
+                             n, stages);
+  }
   std::cout << "report: " << (options.out_dir / "report.html").string() << "\n";
   if (!s.fatal_error.empty()) {
     std::cout << "stopped early: " << s.fatal_error

@@ -41,14 +41,16 @@ Result<ExecutionSummary> execution_from_json(const json& j, const std::string& w
 
 int64_t Candidate::tokens() const {
   int64_t t = 0;
-  for (const auto& c : calls) t += c.prompt_tokens + c.completion_tokens;
+  for (const auto& c : calls)
+    if (c.shared_from.empty()) t += c.prompt_tokens + c.completion_tokens;  // shared: spent elsewhere
   for (const auto& r : fix_rounds) t += r.call.prompt_tokens + r.call.completion_tokens;
   return t;
 }
 
 double Candidate::cost_usd() const {
   double t = 0;
-  for (const auto& c : calls) t += c.cost_usd;
+  for (const auto& c : calls)
+    if (c.shared_from.empty()) t += c.cost_usd;
   for (const auto& r : fix_rounds) t += r.call.cost_usd;
   return t;
 }

@@ -231,7 +231,10 @@ class QueryPlanGenerator : public SingleCallGenerator {
 using llm::SyntheticExample;
 
 // os: two example-writing steps (general features over the full schema; the filtered columns),
-// then generation with the mixed examples as demonstrations.
+// then generation with the mixed examples as demonstrations. The example prompts depend on the
+// database (and the filtered columns), not on the question: a per-run memo sends each distinct
+// one once and shares the answer with the other questions of that database (their traces say
+// shared_from; accounting counts the one call). Thread-safe: questions run concurrently.
 class OnlineSyntheticGenerator : public GeneratorBase {
  public:
   OnlineSyntheticGenerator(CommonOptions o, llm::Client* client, const db::Executor* executor,
@@ -266,6 +269,7 @@ class OnlineSyntheticGenerator : public GeneratorBase {
       call.tag.generator = std::string("os_examples_") + (k == 0 ? "general" : "filtered");
       call.schema_at = schema_ladder(in, *steps[k].r);
       call.values = {{"count", std::to_string(steps[k].count)}};
+      call.memo = &examples_memo_;
       auto a = llm::call_model(*client_, call);
       if (!a) return a.status().with_context(where);
       step_calls.push_back(a->trace);
@@ -327,6 +331,7 @@ class OnlineSyntheticGenerator : public GeneratorBase {
   llm::PromptTemplate general_, filtered_, final_;
   int64_t general_count_, filtered_count_;
   bool validate_;
+  mutable llm::CallMemo examples_memo_;  // lives as long as the generator: one run
 };
 
 // ssev: every expert (profile) writes PreSQL over the full schema; the union of what the PreSQL

@@ -544,6 +544,8 @@ Result<ChatResponse> Client::chat(const ChatRequest& request_in) {
     auto r = options_.simulator->answer(request_in);
     if (r) {
       r->provider = "sim";
+      r->temperature = request_in.temperature.value_or(profile.temperature);
+      r->seed = request_in.seed;
       r->profile = profile.name;
       r->model = profile.model;
       r->usage.prompt_tokens = estimate_tokens(prompt_chars(request_in));
@@ -578,6 +580,9 @@ Result<ChatResponse> Client::chat(const ChatRequest& request_in) {
       r.model = profile.model;
       r.cost_usd = 0.0;  // nothing was spent
       r.latency_s = 0.0;
+      r.temperature = request.temperature;
+      r.seed = request.seed;
+      r.request_hash.clear();
       r.attempts = 0;
       Result<ChatResponse> out(std::move(r));
       record(request, out);
@@ -685,6 +690,16 @@ Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileS
   r.provider = "openai";
   r.profile = profile.name;
   r.model = profile.model;
+  r.temperature = request.temperature;
+  r.seed = request.seed;
+  {
+    // What the server received, byte for byte (the endpoint included: the same body sent to two
+    // servers is two requests). Retries of a failed attempt repost the same body and are counted
+    // as retries, not here.
+    core::KeyHasher h;
+    h.add(profile.base_url).add(http.body);
+    r.request_hash = h.hex();
+  }
   return r;
 }
 

@@ -3,6 +3,7 @@
 
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
+#include "nl2sql/core/hash.h"
 
 namespace nl2sql::llm {
 namespace {
@@ -25,6 +26,9 @@ void fill_answer(LlmCallTrace& t, const ChatResponse& r) {
   t.cost_usd = r.cost_usd;
   t.latency_s = r.latency_s;
   t.from_cache = r.from_cache;
+  t.temperature = r.temperature;
+  t.seed = r.seed;
+  t.request_hash = r.request_hash;
 }
 
 }  // namespace
@@ -98,33 +102,82 @@ Result<ModelAnswer> call_model(Client& client, const ModelCall& call) {
     out.trace.model = (*p)->model;
     out.trace.provider = (*p)->provider;
   }
-  auto r = client.chat(req);
-  if (!r && call.schema_at && rung < last_rung &&
-      call_error_kind(r.status()) == CallErrorKind::kContextLength) {
-    // The server counts tokens its own way: one more try, a rung lighter (with no configured
-    // window, the last rung halves the schema).
-    schema_tokens = budget > 0 ? std::max<int64_t>(64, schema_tokens * 2 / 3)
-                           : std::max<int64_t>(64, approx_prompt_tokens(values["schema"], "") / 2);
-    rung = budget > 0 ? last_rung : rung + 1;
-    rendered = render_at(rung);
-    if (!rendered) return rendered.status();
-    out.trace.prompt = *rendered;
-    out.trace.prompt_rung = rung;
-    req.messages.back().content = *rendered;
-    r = client.chat(req);
-  }
-  if (!r) {
-    auto kind = call_error_kind(r.status());
-    if (kind == CallErrorKind::kCancelled || kind == CallErrorKind::kConfig ||
-        r.status().code() == ErrorCode::kCancelled)
-      return r.status();
-    out.trace.error = r.status().message();
+  auto send = [&]() -> Result<ModelAnswer> {
+    auto r = client.chat(req);
+    if (!r && call.schema_at && rung < last_rung &&
+        call_error_kind(r.status()) == CallErrorKind::kContextLength) {
+      // The server counts tokens its own way: one more try, a rung lighter (with no configured
+      // window, the last rung halves the schema).
+      schema_tokens = budget > 0 ? std::max<int64_t>(64, schema_tokens * 2 / 3)
+                             : std::max<int64_t>(64, approx_prompt_tokens(values["schema"], "") / 2);
+      rung = budget > 0 ? last_rung : rung + 1;
+      rendered = render_at(rung);
+      if (!rendered) return rendered.status();
+      out.trace.prompt = *rendered;
+      out.trace.prompt_rung = rung;
+      req.messages.back().content = *rendered;
+      r = client.chat(req);
+    }
+    if (!r) {
+      auto kind = call_error_kind(r.status());
+      if (kind == CallErrorKind::kCancelled || kind == CallErrorKind::kConfig ||
+          r.status().code() == ErrorCode::kCancelled)
+        return r.status();
+      out.trace.error = r.status().message();
+      return out;
+    }
+    out.ok = true;
+    out.text = r->text();
+    fill_answer(out.trace, *r);
     return out;
+  };
+  // Simulated answers are free and may depend on the call's tag: never shared.
+  if (call.memo == nullptr || out.trace.provider == "sim") return send();
+  // The request's identity as the client will send it: profile, messages, sampling.
+  core::KeyHasher key;
+  key.add(out.trace.profile).add(call.role).add(call.system).add(*rendered).add(call.prompt->hash());
+  key.add(call.temperature ? std::to_string(*call.temperature) : std::string("default"));
+  key.add(call.sample_index);
+  return call.memo->once(key.hex(), call.question_id, send);
+}
+
+Result<ModelAnswer> CallMemo::once(const std::string& key, const std::string& question_id,
+                                   const std::function<Result<ModelAnswer>()>& call) {
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard lock(mu_);
+    auto& e = entries_[key];
+    if (!e) e = std::make_shared<Entry>();
+    entry = e;
   }
-  out.ok = true;
-  out.text = r->text();
-  fill_answer(out.trace, *r);
-  return out;
+  // Held across the call: a second asker of the same request waits for the first answer
+  // instead of sending the request again.
+  std::lock_guard lock(entry->mu);
+  if (entry->done) {
+    ModelAnswer shared = entry->answer;
+    shared.trace.shared_from = entry->question_id;
+    shared.trace.request_hash.clear();  // this question sent nothing
+    shared.trace.latency_s = 0;
+    return shared;
+  }
+  auto answer = call();
+  // Only a usable answer is shared: a failed call is tried again by the next asker.
+  if (answer && answer->ok) {
+    entry->answer = *answer;
+    entry->question_id = question_id;
+    entry->done = true;
+  }
+  return answer;
+}
+
+size_t CallMemo::size() {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [_, e] : entries_) {
+    std::lock_guard entry_lock(e->mu);
+    n += e->done ? 1 : 0;
+  }
+  return n;
 }
 
 }  // namespace nl2sql::llm

@@ -30,6 +30,10 @@ json to_json(const LlmCallTrace& c) {
   if (!c.reasoning.empty()) j["reasoning"] = c.reasoning;
   if (c.answer_from_reasoning) j["answer_from_reasoning"] = true;
   if (c.prompt_rung > 0) j["prompt_rung"] = c.prompt_rung;
+  if (c.temperature) j["temperature"] = *c.temperature;
+  if (c.seed) j["seed"] = *c.seed;
+  if (!c.request_hash.empty()) j["request_hash"] = c.request_hash;
+  if (!c.shared_from.empty()) j["shared_from"] = c.shared_from;
   return j;
 }
 
@@ -56,6 +60,16 @@ Result<LlmCallTrace> call_trace_from_json(const json& j, const std::string& wher
   NL2SQL_RETURN_IF_ERROR(read_key(j, "cost_usd", c.cost_usd, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "latency_s", c.latency_s, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "from_cache", c.from_cache, where));
+  if (auto it = j.find("temperature"); it != j.end() && !it->is_null()) {
+    if (!it->is_number()) return invalid_input(where + ": field \"temperature\" must be a number");
+    c.temperature = it->get<double>();
+  }
+  if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return invalid_input(where + ": field \"seed\" must be an integer");
+    c.seed = it->get<int64_t>();
+  }
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "request_hash", c.request_hash, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "shared_from", c.shared_from, where));
   return c;
 }
 

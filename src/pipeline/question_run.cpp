@@ -24,6 +24,9 @@ void add_calls(std::map<std::string, run::StageUsage>& usage, const std::string&
   if (!calls.is_array()) return;
   run::StageUsage& u = usage[stage];
   for (const auto& c : calls) {
+    // Another question's answer reused by a per-run memo (the os generator's example calls):
+    // counted where it was sent.
+    if (!c.value("shared_from", std::string()).empty()) continue;
     if (c.value("from_cache", false)) {
       u.cache_hits += 1;
       u.cache_prompt_tokens += c.value("prompt_tokens", int64_t{0});
@@ -584,6 +587,7 @@ run::QuestionRecord QuestionRun::final_record() {
   for (const auto& [name, sel] : rec.selections) add_calls(rec.usage, "select", sel.calls, prices);
   // The primary selector re-run on the curves' candidate prefixes (run.curve_selector).
   add_calls(rec.usage, "curves", curve_calls_, prices);
+  rec.curve_calls = curve_calls_;
   double total = 0;
   for (const char* st : {"context", "generate", "fix", "select", "eval"}) {
     rec.latency_s[st] = latency_[st];

@@ -508,15 +508,20 @@ string render_html(const json& rep, const run::RunData& run, const ReportOptions
   }
   h += bar_chart("selection-errors", "Selection error analysis", err_bars);
 
-  h += "<h2>Tokens, cost and latency</h2>\n<table><tr><th>stage</th><th>calls</th><th>prompt tokens</th><th>completion tokens</th><th>cost USD</th></tr>";
+  h += "<h2>Tokens, cost and latency</h2>\n<table><tr><th>stage</th><th>calls</th><th>prompt tokens</th><th>completion tokens</th><th>cost USD</th><th>duplicate requests</th></tr>";
   for (const auto& [k, v] : rep["usage"]["stages"].items())
-    h += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>", esc(k),
+    h += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>", esc(k),
                      num(v["calls"].get<double>(), 0), num(v["prompt_tokens"].get<double>(), 0),
-                     num(v["completion_tokens"].get<double>(), 0), num(v["cost_usd"].get<double>(), 4));
+                     num(v["completion_tokens"].get<double>(), 0), num(v["cost_usd"].get<double>(), 4),
+                     v.value("duplicate_requests", int64_t{0}));
   const json& t = rep["usage"]["total"];
-  h += fmt::format("<tr><th>total</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th></tr></table>",
+  h += fmt::format("<tr><th>total</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th></tr></table>",
                    num(t["calls"].get<double>(), 0), num(t["prompt_tokens"].get<double>(), 0), num(t["completion_tokens"].get<double>(), 0),
-                   num(t["cost_usd"].get<double>(), 4));
+                   num(t["cost_usd"].get<double>(), 4), t.value("duplicate_requests", int64_t{0}));
+  if (t.value("duplicate_requests", int64_t{0}) > 0)
+    h += fmt::format("<p><strong>Warning:</strong> {} request(s) repeated a request body this run had already sent, "
+                     "byte for byte (duplicate requests; the target is 0).</p>",
+                     t.value("duplicate_requests", int64_t{0}));
   if (t.value("degraded_prompts", 0.0) > 0) {
     std::string parts;
     for (const auto& [k, v] : rep["usage"]["stages"].items())

@@ -381,6 +381,15 @@ void add_usage(json& rep, ReportContext& ctx) {
       }
     }
   }
+  const std::map<std::string, int64_t> duplicates = duplicate_requests(run);
+  int64_t duplicates_total = 0;
+  for (auto& [stage, acc] : usage) {
+    const auto it = duplicates.find(stage);
+    const int64_t d = it == duplicates.end() ? 0 : it->second;
+    acc["duplicate_requests"] = d;
+    duplicates_total += d;
+  }
+  total["duplicate_requests"] = duplicates_total;
   json uj = json::object();
   for (auto& [k, v] : usage) uj[k] = v;
   rep["usage"] = {{"stages", uj}, {"total", total}, {"cost_per_question_usd", n ? total["cost_usd"].get<double>() / static_cast<double>(n) : 0.0}};
@@ -589,15 +598,19 @@ std::string render_markdown(const json& rep) {
     const json& v = rep["selection_errors"][k];
     md += fmt::format("| {} | {} | {} |\n", k, v["count"].get<size_t>(), fmt_num(v["pct"].get<double>()));
   }
-  md += "\n## Tokens, cost and latency\n\n| stage | calls | prompt tokens | completion tokens | cost USD |\n|---|---:|---:|---:|---:|\n";
+  md += "\n## Tokens, cost and latency\n\n| stage | calls | prompt tokens | completion tokens | cost USD | duplicate requests |\n|---|---:|---:|---:|---:|---:|\n";
   for (const auto& [k, v] : rep["usage"]["stages"].items())
-    md += fmt::format("| {} | {} | {} | {} | {} |\n", core::markdown_cell(k), fmt_num(v["calls"].get<double>(), 0),
+    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", core::markdown_cell(k), fmt_num(v["calls"].get<double>(), 0),
                       fmt_num(v["prompt_tokens"].get<double>(), 0), fmt_num(v["completion_tokens"].get<double>(), 0),
-                      fmt_num(v["cost_usd"].get<double>(), 4));
+                      fmt_num(v["cost_usd"].get<double>(), 4), v.value("duplicate_requests", int64_t{0}));
   const json& t = rep["usage"]["total"];
-  md += fmt::format("| **total** | {} | {} | {} | {} |\n\n", fmt_num(t["calls"].get<double>(), 0),
+  md += fmt::format("| **total** | {} | {} | {} | {} | {} |\n\n", fmt_num(t["calls"].get<double>(), 0),
                     fmt_num(t["prompt_tokens"].get<double>(), 0), fmt_num(t["completion_tokens"].get<double>(), 0),
-                    fmt_num(t["cost_usd"].get<double>(), 4));
+                    fmt_num(t["cost_usd"].get<double>(), 4), t.value("duplicate_requests", int64_t{0}));
+  if (t.value("duplicate_requests", int64_t{0}) > 0)
+    md += fmt::format("**Warning:** {} request(s) repeated a request body this run had already sent, byte for byte "
+                      "(duplicate requests; the target is 0).\n\n",
+                      t.value("duplicate_requests", int64_t{0}));
   if (t.value("cache_hits", 0.0) > 0)
     md += fmt::format("Answers served from the response cache (not calls, nothing spent): {}, which would have cost "
                       "${} at the profiles' prices.\n\n",
@@ -697,11 +710,27 @@ Status write_reports(const run::RunData& run, const std::filesystem::path& out_d
   return Status::ok();
 }
 
-Status write_run_reports(const std::filesystem::path& dir) {
+std::map<std::string, int64_t> duplicate_requests(const run::RunData& run) {
+  // The first sending may be another question's (the os generator's per-database example
+  // prompts were such repeats); a hash is set only on answers a server gave (llm::ChatResponse).
+  std::set<std::string> sent;
+  std::map<std::string, int64_t> duplicates;
+  for (const auto& r : run.records)
+    for (const auto& call : run::recorded_calls(r)) {
+      const json& t = *call.trace;
+      const std::string hash = t.value("request_hash", std::string());
+      if (hash.empty() || !t.value("shared_from", std::string()).empty()) continue;
+      if (!sent.insert(hash).second) duplicates[call.stage] += 1;
+    }
+  return duplicates;
+}
+
+Status write_run_reports(const std::filesystem::path& dir, std::map<std::string, int64_t>* duplicates) {
   auto reading = run::RunFolderLock::acquire_shared(dir);
   if (!reading) return reading.status();
   auto data = run::load_run(dir);
   if (!data) return data.status();
+  if (duplicates) *duplicates = duplicate_requests(*data);
   auto options = ReportOptions::from_config(data->config);
   if (!options) return options.status();
   return write_reports(*data, dir, *options);

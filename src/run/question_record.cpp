@@ -273,6 +273,27 @@ json to_json(const QuestionRecord& r) {
   out["llm_faults"] = to_json(r.llm_faults);
   if (r.ok || !r.latency_s.empty()) out["latency_s"] = r.latency_s;
   if (r.weights) out["weights"] = *r.weights;
+  if (r.curve_calls.is_array() && !r.curve_calls.empty()) out["curve_calls"] = r.curve_calls;
+  return out;
+}
+
+std::vector<RecordedCall> recorded_calls(const QuestionRecord& r) {
+  std::vector<RecordedCall> out;
+  auto add_all = [&](const json& calls, const std::string& stage, const std::string& owner) {
+    if (!calls.is_array()) return;
+    for (const auto& c : calls)
+      if (c.is_object()) out.push_back({stage, owner, &c});
+  };
+  if (r.context.is_object())
+    if (auto it = r.context.find("calls"); it != r.context.end()) add_all(*it, "context", "");
+  for (const auto& c : r.candidates) {
+    if (auto it = c.trace.find("calls"); it != c.trace.end()) add_all(*it, "generate", c.id);
+    if (auto it = c.trace.find("fix_rounds"); it != c.trace.end() && it->is_array())
+      for (const auto& round : *it)
+        if (auto cl = round.find("call"); cl != round.end() && cl->is_object()) out.push_back({"fix", c.id, &*cl});
+  }
+  for (const auto& [name, s] : r.selections) add_all(s.calls, "select", name);
+  add_all(r.curve_calls, "curves", "");
   return out;
 }
 
@@ -370,6 +391,10 @@ Result<QuestionRecord> record_from_json(const json& j, int version) {
     std::map<std::string, double> w;
     NL2SQL_RETURN_IF_ERROR(read_key(j, "weights", w, where));
     r.weights = std::move(w);
+  }
+  if (auto it = j.find("curve_calls"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return invalid_input(where + ": \"curve_calls\" must be an array");
+    r.curve_calls = *it;
   }
   return r;
 }

@@ -68,7 +68,8 @@ std::string integrity(const fs::path& db_path) {
 
 // report.json without what legitimately differs between an interrupted-and-resumed run and an
 // uninterrupted one: wall times (latency_s, latency_p50_s…, elapsed_ms), store/manifest timestamps (updated_at,
-// created_at) and from_cache — calls the killed attempts had already made are answered from the
+// created_at), from_cache, request_hash (kept only on answers a server gave) and
+// duplicate_requests (a repeat answered from the cache on resume was not sent again) — calls the killed attempts had already made are answered from the
 // response cache on resume, with the same text and token counts, so the usage counts them as
 // cache hits: folded back (calls + cache_hits, tokens + the hits' tokens) they are the
 // uninterrupted run's calls. Prices are 0 in this config so cost_usd is 0 on both sides and
@@ -76,7 +77,8 @@ std::string integrity(const fs::path& db_path) {
 json stable(json j) {
   std::function<void(json&)> strip = [&](json& v) {
     if (v.is_object()) {
-      for (const char* k : {"elapsed_ms", "updated_at", "created_at", "from_cache"}) v.erase(k);
+      for (const char* k : {"elapsed_ms", "updated_at", "created_at", "from_cache", "request_hash", "duplicate_requests"})
+        v.erase(k);
       if (v.contains("cache_hits") && v.contains("calls")) {
         v["calls"] = v["calls"].get<double>() + v["cache_hits"].get<double>();
         v["prompt_tokens"] = v["prompt_tokens"].get<double>() + v.value("cache_prompt_tokens", 0.0);

@@ -8,6 +8,8 @@
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -19,6 +21,7 @@
 namespace nl2sql::llm {
 
 class Client;
+class CallMemo;
 
 // The last rung of the prompt-budget ladder: the schema cut to the tokens left for it
 // (context/schema_render.h renders rungs 0 … kLastPromptRung - 1 lighter and lighter).
@@ -40,6 +43,11 @@ struct ModelCall {
   // the ladder until the prompt fits the profile's context (llm.models.*.context_tokens), and
   // once more when the server still answers that the context is exceeded.
   std::function<std::string(int rung, int64_t schema_tokens)> schema_at;
+  // When set, the call is made once per distinct request (profile, role, system message,
+  // rendered prompt, template, temperature, sample index) for as long as the memo lives; later
+  // askers get the first answer with trace.shared_from naming the question that sent it, and
+  // no request_hash: they sent nothing. Not owned.
+  CallMemo* memo = nullptr;
 };
 
 struct ModelAnswer {
@@ -53,6 +61,28 @@ struct ModelAnswer {
 // call_model records too; the one place a trace is filled from an answer.
 LlmCallTrace trace_of(const std::string& stage, const PromptTemplate& prompt, const ChatRequest& request,
                       const Result<ChatResponse>& response);
+
+// One answer per distinct request, for as long as it lives (e.g. a run): a generator whose
+// prompt does not depend on the question (the os generator's per-database example prompts)
+// asks once per database instead of once per question. Thread-safe: concurrent askers of one
+// request wait for the first one's answer (other requests are not held up). Only answers that
+// succeeded are kept; a failed call is made again by the next asker.
+class CallMemo {
+ public:
+  Result<ModelAnswer> once(const std::string& key, const std::string& question_id,
+                           const std::function<Result<ModelAnswer>()>& call);
+  size_t size();  // answers kept
+
+ private:
+  struct Entry {
+    std::mutex mu;  // held while the first asker's call is in flight
+    bool done = false;            // guarded by mu
+    ModelAnswer answer;           // guarded by mu
+    std::string question_id;      // guarded by mu: who sent it
+  };
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> entries_;  // guarded by mu_
+};
 
 // Non-OK only for kCancelled, kConfig call errors and template rendering errors.
 Result<ModelAnswer> call_model(Client& client, const ModelCall& call);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -33,6 +34,15 @@ struct LlmCallTrace {
   int64_t prompt_tokens = 0, completion_tokens = 0;
   double cost_usd = 0, latency_s = 0;
   bool from_cache = false;
+  // The sampling sent (profile defaults filled in; absent when not known, e.g. older runs).
+  std::optional<double> temperature;
+  std::optional<int64_t> seed;
+  // XXH3-128 of the endpoint and the request body posted (ChatResponse::request_hash); empty when
+  // nothing reached a server (cache hit, simulated answer, failed call, older run).
+  std::string request_hash;
+  // Set when the answer is another question's call reused by a per-run memo (the os generator's
+  // example calls per database): this question sent nothing for it. Names that question.
+  std::string shared_from;
 };
 
 nlohmann::json to_json(const LlmCallTrace& call);

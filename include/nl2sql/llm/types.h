@@ -66,6 +66,13 @@ struct ChatResponse {
   std::string provider;        // "openai" (any compatible server) or "sim" (simulated!)
   std::string profile;
   std::string model;
+  // The sampling the request went out with (the profile's defaults filled in) and, for an answer
+  // a server gave, request_hash: XXH3-128 of the endpoint and the exact body last posted — two
+  // calls with the same hash were byte-identical requests (reports count them as duplicates).
+  // Empty for cache hits and simulated answers: nothing was sent.
+  std::optional<double> temperature;
+  std::optional<int64_t> seed;
+  std::string request_hash;
   const std::string& text() const { return choices.front(); }
   bool simulated() const { return provider == "sim"; }
 };

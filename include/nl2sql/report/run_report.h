@@ -14,6 +14,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -46,8 +47,16 @@ Status write_reports(const run::RunData& run, const std::filesystem::path& out_d
 
 // The reports of the run folder `dir`, written into it with the options its resolved config
 // names (report.*): what `nl2sql run` and `nl2sql sweep` do after the pipeline returns. Reads
-// under the folder's shared lock (refused while a run holds it).
-Status write_run_reports(const std::filesystem::path& dir);
+// under the folder's shared lock (refused while a run holds it). `duplicates`, when given,
+// receives duplicate_requests(run) of the folder.
+Status write_run_reports(const std::filesystem::path& dir,
+                         std::map<std::string, int64_t>* duplicates = nullptr);
+
+// Duplicate requests by usage stage: calls whose request body (run::recorded_calls' traces,
+// request_hash: endpoint + body as posted) the run had already sent, byte for byte, counted in
+// the stage of the repeat, over every question in record order. Cache hits and memo-shared
+// answers were not sent and never count. Stages without a repeat are absent.
+std::map<std::string, int64_t> duplicate_requests(const run::RunData& run);
 
 // Text and attribute escaping for HTML (& < > " ').
 std::string html_escape(std::string_view text);

@@ -25,7 +25,9 @@
 //   llm_faults {failed_calls, retries, failed_by_kind {kind: n}, parse_failures,
 //     parse_failures_by_stage {<stage>[:<reader>]: n}},
 //   latency_s {context, generate, fix, select, eval, total},
-//   weights {<expert>: w} (WMA weights after this question, when the run keeps them).
+//   weights {<expert>: w} (WMA weights after this question, when the run keeps them),
+//   curve_calls [call traces of the primary selector re-run on the curves' prefixes; written
+//     when there were any].
 // A failed question is still recorded (status "error", verdict null) and counts as wrong; its
 // record has no context, bounds, curves, usage or latency unless they were filled.
 //
@@ -146,6 +148,7 @@ struct QuestionRecord {
   LlmFaults llm_faults;
   std::map<std::string, double> latency_s;
   std::optional<std::map<std::string, double>> weights;
+  nlohmann::json curve_calls = nlohmann::json::array();  // run.curve_selector's call traces
 
   // Whether the prediction is correct under `metric` (false when the question failed or was not
   // evaluated; a verdict without that metric — an older run — counts RES3 as correct).
@@ -162,6 +165,18 @@ nlohmann::json to_json(const SelectionRecord& selection);
 Result<SelectionRecord> selection_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json to_json(const LlmFaults& faults);
 Result<LlmFaults> faults_from_json(const nlohmann::json& j, const std::string& where);
+
+// One model call a record keeps, where it keeps it: `stage` is the usage stage that made it
+// ("context", "generate", "fix", "select", "curves"), `owner` what it belongs to (a candidate
+// id, a selector name; "" for context and curves) and `trace` the stored llm::LlmCallTrace JSON.
+struct RecordedCall {
+  std::string stage, owner;
+  const nlohmann::json* trace = nullptr;  // points into the record
+};
+// Every call trace of a record, in pipeline order (context, then per candidate its generation
+// calls and its fix rounds' calls, then the selectors, then the curves); within a group in the
+// order the calls were made. The pointers live as long as `record` is unchanged.
+std::vector<RecordedCall> recorded_calls(const QuestionRecord& record);
 
 // The manifest's "record_version" (1 when absent); an error when this build cannot read it.
 Result<int> record_version(const nlohmann::json& manifest);
