@@ -220,7 +220,15 @@ std::string build_chat_body(const ModelProfile& profile, const ChatRequest& requ
     body[profile.max_tokens_field] =
         request.max_tokens.value_or(profile.max_tokens.value_or(kDefaultOutputBudget));
   if (request.n > 1 && sent("n")) body["n"] = request.n;
-  if (request.seed && sent("seed")) body["seed"] = *request.seed;
+  if (request.seed && sent("seed")) {
+    body["seed"] = *request.seed;
+  } else if (request.sample_index > 0 && sent("seed") && body.contains("temperature") &&
+             body["temperature"].get<double>() > 0) {
+    // Samples of one prompt would otherwise go out byte for byte the same: the sample's own
+    // seed tells them apart at the server (and makes each sample reproducible where the server
+    // honours seeds). Sample 0 is sent as it always was.
+    body["seed"] = request.sample_index;
+  }
   if (!request.stop.empty() && sent("stop")) body["stop"] = request.stop;
   if (profile.stream) {
     body["stream"] = true;

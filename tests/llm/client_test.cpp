@@ -117,6 +117,32 @@ TEST(LlmClient, RequestBodyCarriesOverrides) {
   EXPECT_EQ(body["messages"], nlohmann::json::parse(R"([{"role":"user","content":"hi"}])"));
 }
 
+TEST(LlmClient, SamplesOfOnePromptCarryTheirOwnSeed) {
+  ModelProfile p;
+  p.model = "m";
+  p.temperature = 0.7;
+  ChatRequest r;
+  r.messages = {{"user", "hi"}};
+  // Sample 0 as before; later samples at a temperature above 0 carry their index as the seed.
+  EXPECT_FALSE(nlohmann::json::parse(build_chat_body(p, r)).contains("seed"));
+  r.sample_index = 2;
+  auto second = nlohmann::json::parse(build_chat_body(p, r));
+  EXPECT_EQ(second["seed"], 2);
+  r.sample_index = 3;
+  EXPECT_NE(build_chat_body(p, r), second.dump());
+  // An explicit seed wins; temperature 0, or a profile that omits seed or temperature, sends none.
+  r.seed = 11;
+  EXPECT_EQ(nlohmann::json::parse(build_chat_body(p, r))["seed"], 11);
+  r.seed.reset();
+  r.temperature = 0.0;
+  EXPECT_FALSE(nlohmann::json::parse(build_chat_body(p, r)).contains("seed"));
+  r.temperature.reset();
+  p.omit = {"seed"};
+  EXPECT_FALSE(nlohmann::json::parse(build_chat_body(p, r)).contains("seed"));
+  p.omit = {"temperature"};
+  EXPECT_FALSE(nlohmann::json::parse(build_chat_body(p, r)).contains("seed"));
+}
+
 TEST(LlmClient, HonoursRetryAfterOn429) {
   Harness h([](const httplib::Request&, int64_t seq) {
     if (seq == 0) return FakeReply{429, R"({"error":{"message":"slow down"}})", {{"Retry-After", "7"}}};
