@@ -128,7 +128,8 @@ struct SelectorServices {
 const std::vector<std::string>& selector_methods();
 
 // Builds the selector `method` (self_consistency | tournament | ranker | separating_instances
-// | wma | rwma | naive_vote) with its options under `select.<method>.*`. Fails, naming the key,
+// | wma | rwma | naive_vote | alphasql_consistency | alphasql_naive | deepeye_selection) with
+// its options under `select.<method>.*`. Fails, naming the key,
 // on bad options or a missing service (e.g. tournament without a client).
 Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
                                                       const core::Config& config,
