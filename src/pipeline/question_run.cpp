@@ -380,6 +380,8 @@ Status QuestionRun::stage_select() {
   input.seed = core::stage_seed(s_.settings.seed, q_.question_id, "select");
   // The tournament's verdicts serve the curves' re-runs on the pool's prefixes too.
   input.pair_verdicts = std::make_shared<select::PairVerdicts>();
+  // And every model-calling selector's answers serve the curves' re-runs of the same request.
+  input.ask_memo = std::make_shared<select::AskMemo>();
   for (size_t i = 0; i < candidates_.size(); ++i) {
     const auto& c = candidates_[i];
     select::PoolCandidate pc;

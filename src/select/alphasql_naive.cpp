@@ -107,7 +107,7 @@ class AlphaSqlNaive : public Selector {
       req.tag.candidates = sqls;
       req.temperature = o_.temperature;
       if (asks > 1) req.seed = ask_seed(in, name(), k);
-      auto text = ask_model({client_, &tpl_, "select"},
+      auto text = ask_model({client_, &tpl_, "select", in.ask_memo.get()},
                             {{"question", in.question->question},
                              {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
                              {"schema", schema},

@@ -97,7 +97,7 @@ class DeepEyeSelection : public Selector {
           req.tag.candidates = {a.sql, b.sql};
           req.temperature = o_.temperature;
           if (votes > 1) req.seed = ask_seed(in, name(), pair_index * votes + v);
-          auto text = ask_model({client_, &tpl_, "select"},
+          auto text = ask_model({client_, &tpl_, "select", in.ask_memo.get()},
                                 detail::pairwise_values(in.question->question, in.question->evidence, schema, a.sql,
                                                         detail::result_preview(a.result->result), b.sql,
                                                         detail::result_preview(b.result->result)),

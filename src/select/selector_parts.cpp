@@ -98,9 +98,19 @@ Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, s
   request.stage = "select";
   request.template_hash = ask.tpl->hash();
   request.messages = {{"system", detail::kSystemPrompt}, {"user", *prompt}};
+  std::string key;
+  if (ask.memo) {
+    core::KeyHasher h;
+    h.add(request.role).add(request.profile).add(request.template_hash).add(*prompt);
+    h.add(request.temperature ? std::to_string(*request.temperature) : "-");
+    h.add(request.seed ? *request.seed : int64_t{-1}).add(request.sample_index);
+    key = h.hex();
+    if (auto known = ask.memo->find(key)) return *known;
+  }
   auto r = ask.client->chat(request);
   calls.push_back(llm::trace_of("select", *ask.tpl, request, r));
   if (!r.is_ok()) return r.status();
+  if (ask.memo) ask.memo->put(key, r->text());
   return r->text();
 }
 

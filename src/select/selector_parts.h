@@ -60,8 +60,10 @@ struct ModelAsk {
   llm::Client* client;
   const llm::PromptTemplate* tpl;
   std::string role;
+  AskMemo* memo = nullptr;  // the question's; an answer found there is not asked again
 };
-// Renders the template, asks, and keeps the call's trace (failed calls included).
+// Renders the template, asks, and keeps the call's trace (failed calls included). With a memo, a
+// request already answered for the question returns that answer without a call or a trace.
 Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, std::string>& values,
                               llm::ChatRequest request, std::vector<llm::LlmCallTrace>& calls);
 llm::ChatRequest base_request(const SelectionInput& in, llm::CallTask task, int64_t sample_index);

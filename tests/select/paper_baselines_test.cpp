@@ -402,6 +402,35 @@ TEST(PaperBaselines, SameSeedSameRequestsAndPicksOtherSeedOtherSamples) {
   }
 }
 
+TEST(PaperBaselines, AQuestionsMemoSendsNoRequestTwice) {
+  // The curves re-run a selector on prefixes of the pool; a prefix that shows the model the same
+  // prompt with the same seed is answered from the question's memo, not asked again.
+  FakeOpenAiServer server(pair_script({"B", "B", "A"}));
+  auto client = fake_client(server);
+  Pool p;
+  // {a1, a2} 2/5, {b}, {c}, {d} 1/5 each: the top two are a1 and b.
+  p.input.candidates = deepeye_pool();
+  p.input.candidates.push_back(cand("d", "dc", "SELECT 4", rs({{I(4)}})));
+  p.input.ask_memo = std::make_shared<AskMemo>();
+  auto first = deepeye(client.get(), p.input);
+  ASSERT_TRUE(first.is_ok());
+  EXPECT_EQ(server.requests(), 3);
+  // The first four candidates keep the same top two ({a1, a2} 2/4, {b} 1/4, still below the
+  // shortcut), so the pair's prompts and seeds are the same: no request.
+  SelectionInput prefix = p.input;
+  prefix.candidates.resize(4);
+  auto again = deepeye(client.get(), prefix);
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(server.requests(), 3);
+  EXPECT_EQ(again->llm_calls(), 0);
+  EXPECT_EQ(again->explanation["pairs"][0]["votes"], first->explanation["pairs"][0]["votes"]);
+  // Another seed samples anew.
+  prefix.seed = 12;
+  auto other = deepeye(client.get(), prefix);
+  ASSERT_TRUE(other.is_ok());
+  EXPECT_EQ(server.requests(), 6);
+}
+
 TEST(PaperBaselines, BadOptionsAreNamed) {
   FakeOpenAiServer server(pair_script({"A"}));
   auto client = fake_client(server);
