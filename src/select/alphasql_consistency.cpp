@@ -37,8 +37,9 @@ class AlphaSqlConsistency : public Selector {
     for (const auto& members : g.groups) {
       json ids = json::array();
       for (int m : members) ids.push_back(in.candidates[static_cast<size_t>(m)].id);
-      groups.push_back({{"members", ids},
-                        {"score", static_cast<double>(members.size()) / static_cast<double>(g.total)}});
+      groups.push_back(
+          {{"members", ids},
+           {"score", static_cast<double>(members.size()) / static_cast<double>(g.total)}});
     }
     s.explanation = {{"groups", groups}, {"grouped", g.total}, {"valid_results_only", !fallback}};
     if (g.groups.empty()) s.explanation["note"] = "no candidate executed: no pick";
@@ -48,6 +49,8 @@ class AlphaSqlConsistency : public Selector {
 
 }  // namespace
 
-std::unique_ptr<Selector> make_alphasql_consistency() { return std::make_unique<AlphaSqlConsistency>(); }
+std::unique_ptr<Selector> make_alphasql_consistency() {
+  return std::make_unique<AlphaSqlConsistency>();
+}
 
 }  // namespace nl2sql::select::detail

@@ -107,12 +107,13 @@ class AlphaSqlNaive : public Selector {
       req.tag.candidates = sqls;
       req.temperature = o_.temperature;
       if (asks > 1) req.seed = ask_seed(in, name(), k);
-      auto text = ask_model({client_, &tpl_, "select", in.ask_memo.get()},
-                            {{"question", in.question->question},
-                             {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
-                             {"schema", schema},
-                             {"candidates", listing}},
-                            req, s.calls);
+      auto text =
+          ask_model({client_, &tpl_, "select", in.ask_memo.get()},
+                    {{"question", in.question->question},
+                     {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
+                     {"schema", schema},
+                     {"candidates", listing}},
+                    req, s.calls);
       if (!text.is_ok()) {
         answers.push_back({{"error", text.status().message()}});
         continue;
@@ -120,7 +121,8 @@ class AlphaSqlNaive : public Selector {
       auto j = llm::read_json(*text, {llm::JsonShape::kObject, "sql"});
       if (!j.is_ok() || !(*j)["sql"].is_string()) {
         client_->accounting().record_parse_failure("select", qid(in), "choose");
-        answers.push_back({{"error", j.is_ok() ? "\"sql\" is not a string" : j.status().message()}});
+        answers.push_back(
+            {{"error", j.is_ok() ? "\"sql\" is not a string" : j.status().message()}});
         continue;
       }
       const std::string said = sql_for_match((*j)["sql"].get<std::string>());
@@ -146,7 +148,9 @@ class AlphaSqlNaive : public Selector {
       }
     }
     s.chosen = listed[static_cast<size_t>(pick)];
-    s.explanation = {{"listed", listed_ids}, {"answers", answers}, {"unmatched", unmatched},
+    s.explanation = {{"listed", listed_ids},
+                     {"answers", answers},
+                     {"unmatched", unmatched},
                      {"valid_results_only", !fallback},
                      {"decided_by", votes.empty() ? "no usable vote: the first listed" : "votes"}};
     return s;
@@ -160,7 +164,8 @@ class AlphaSqlNaive : public Selector {
 
 }  // namespace
 
-std::unique_ptr<Selector> make_alphasql_naive(NaiveOptions o, llm::Client* client, llm::PromptTemplate tpl) {
+std::unique_ptr<Selector> make_alphasql_naive(NaiveOptions o, llm::Client* client,
+                                              llm::PromptTemplate tpl) {
   return std::make_unique<AlphaSqlNaive>(o, client, std::move(tpl));
 }
 

@@ -50,7 +50,8 @@ class DeepEyeSelection : public Selector {
     s.selector = name();
     bool fallback = false;
     auto g = first_nonempty_groups(
-        in, ResultEquality::kExact, [](const db::ResultSet& r) { return !r.rows.empty(); }, fallback);
+        in, ResultEquality::kExact, [](const db::ResultSet& r) { return !r.rows.empty(); },
+        fallback);
     if (g.groups.empty()) {
       s.chosen = -1;
       for (size_t i = 0; i < in.candidates.size() && s.chosen < 0; ++i)
@@ -71,7 +72,8 @@ class DeepEyeSelection : public Selector {
                       {"confidence", confidence.back()}});
     }
     s.chosen = top.front();
-    s.explanation = {{"kept", kept}, {"groups", g.groups.size()}, {"non_empty_results_only", !fallback}};
+    s.explanation = {
+        {"kept", kept}, {"groups", g.groups.size()}, {"non_empty_results_only", !fallback}};
     if (k == 1) {
       s.explanation["decided_by"] = "one group";
       return s;
@@ -97,11 +99,12 @@ class DeepEyeSelection : public Selector {
           req.tag.candidates = {a.sql, b.sql};
           req.temperature = o_.temperature;
           if (votes > 1) req.seed = ask_seed(in, name(), pair_index * votes + v);
-          auto text = ask_model({client_, &tpl_, "select", in.ask_memo.get()},
-                                detail::pairwise_values(in.question->question, in.question->evidence, schema, a.sql,
-                                                        detail::result_preview(a.result->result), b.sql,
-                                                        detail::result_preview(b.result->result)),
-                                req, s.calls);
+          auto text = ask_model(
+              {client_, &tpl_, "select", in.ask_memo.get()},
+              detail::pairwise_values(in.question->question, in.question->evidence, schema, a.sql,
+                                      detail::result_preview(a.result->result), b.sql,
+                                      detail::result_preview(b.result->result)),
+              req, s.calls);
           if (!text.is_ok()) {
             said.push_back({{"error", text.status().message()}});
             continue;
@@ -131,7 +134,8 @@ class DeepEyeSelection : public Selector {
       for (size_t j = 0; j < k; ++j) row += win[i][j];
       score[i] = row / static_cast<double>(k) * (confidence[i] / total_confidence);
       scores[in.candidates[static_cast<size_t>(top[i])].id] = score[i];
-      if (score[i] > score[best] && std::fabs(score[i] - score[best]) > 1e-12 * std::max(score[i], score[best]))
+      if (score[i] > score[best] &&
+          std::fabs(score[i] - score[best]) > 1e-12 * std::max(score[i], score[best]))
         best = i;
     }
     s.chosen = top[best];
@@ -150,7 +154,8 @@ class DeepEyeSelection : public Selector {
 
 }  // namespace
 
-std::unique_ptr<Selector> make_deepeye_selection(DeepEyeOptions o, llm::Client* client, llm::PromptTemplate tpl) {
+std::unique_ptr<Selector> make_deepeye_selection(DeepEyeOptions o, llm::Client* client,
+                                                 llm::PromptTemplate tpl) {
   return std::make_unique<DeepEyeSelection>(o, client, std::move(tpl));
 }
 

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <map>
 
-#include "support/fake_openai_server.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/run/run_data.h"
+#include "support/fake_openai_server.h"
 #include "support/mini_run.h"
 #include "support/test_env.h"
 
@@ -19,9 +19,9 @@ namespace nl2sql::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using llm::testing::FakeOpenAiServer;
 using llm::testing::FakeReply;
+using nlohmann::json;
 
 TEST(CurveSelectorsHttp, RepeatsAndPrefixesSendNoIdenticalRequestAndAreCountedOnce) {
   setenv("NL2SQL_CURVE_TEST_KEY", "sk-curve-test", 1);
@@ -36,9 +36,10 @@ TEST(CurveSelectorsHttp, RepeatsAndPrefixesSendNoIdenticalRequestAndAreCountedOn
                            req.body.find("Query A:") != std::string::npos;
     const std::string sql = kSql[seq % 3];
     if (selecting)
-      return FakeReply(200, llm::testing::completion_body("```json\n" +
-                                                          json{{"winner", seq % 2 ? "A" : "B"}, {"sql", sql}}.dump() +
-                                                          "\n```"));
+      return FakeReply(
+          200,
+          llm::testing::completion_body(
+              "```json\n" + json{{"winner", seq % 2 ? "A" : "B"}, {"sql", sql}}.dump() + "\n```"));
     return FakeReply(200, llm::testing::completion_body("```sql\n" + sql + "\n```"));
   });
   core::Config config(json::parse(R"({
@@ -64,7 +65,9 @@ TEST(CurveSelectorsHttp, RepeatsAndPrefixesSendNoIdenticalRequestAndAreCountedOn
   int selecting = 0;
   // (Only the selectors' requests: the baseline generator's samples are not this test's concern.)
   for (const auto& b : server.bodies()) {
-    if (b.find("Candidate queries:") == std::string::npos && b.find("Query A:") == std::string::npos) continue;
+    if (b.find("Candidate queries:") == std::string::npos &&
+        b.find("Query A:") == std::string::npos)
+      continue;
     seen[b] += 1;
     ++selecting;
   }

@@ -4,14 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
-#include "support/fake_openai_server.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/select/selector.h"
+#include "support/fake_openai_server.h"
 
 namespace nl2sql::select {
 namespace {
@@ -31,7 +30,8 @@ db::Value I(int64_t v) { return db::Value::integer(v); }
 db::Value T(const std::string& s) { return db::Value::text(s); }
 db::Value N() { return db::Value::null(); }
 
-PoolCandidate cand(std::string id, std::string gen, std::string sql, std::optional<db::ResultSet> r) {
+PoolCandidate cand(std::string id, std::string gen, std::string sql,
+                   std::optional<db::ResultSet> r) {
   PoolCandidate c;
   c.id = std::move(id);
   c.generator = std::move(gen);
@@ -89,9 +89,12 @@ TEST(AlphaSqlConsistency, GroupsValidResultsOnlyAndScoresByShare) {
   Pool p;
   // Three NULL-only answers would win a plain majority; AlphaSQL groups valid results only:
   // {a} 1/3 and {b, c} 2/3 → b, the first member of the larger group.
-  p.input.candidates = {cand("a", "dc", "SELECT 1", rs({{I(1)}})),   cand("b", "os", "SELECT 2", rs({{I(2)}})),
-                        cand("c", "dc", "SELECT 2 + 0", rs({{I(2)}})), cand("d", "dc", "SELECT NULL", rs({{N()}})),
-                        cand("e", "dc", "SELECT NULL -- e", rs({{N()}})), cand("f", "dc", "SELECT NULL -- f", rs({{N()}})),
+  p.input.candidates = {cand("a", "dc", "SELECT 1", rs({{I(1)}})),
+                        cand("b", "os", "SELECT 2", rs({{I(2)}})),
+                        cand("c", "dc", "SELECT 2 + 0", rs({{I(2)}})),
+                        cand("d", "dc", "SELECT NULL", rs({{N()}})),
+                        cand("e", "dc", "SELECT NULL -- e", rs({{N()}})),
+                        cand("f", "dc", "SELECT NULL -- f", rs({{N()}})),
                         cand("g", "dc", "SELEC", std::nullopt)};
   auto s = alphasql(p.input);
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
@@ -108,8 +111,10 @@ TEST(AlphaSqlConsistency, EqualScoresGoToTheGroupSeenFirstAndRowsAreOrderedTuple
   Pool p;
   // {a, d} and {b, c} both 2/4: a's group appeared first (self-consistency's generator-order
   // tie-break would take b's, written by dc).
-  p.input.candidates = {cand("a", "os", "SELECT 1", rs({{I(1)}})), cand("b", "dc", "SELECT 2", rs({{I(2)}})),
-                        cand("c", "dc", "SELECT 2 -- c", rs({{I(2)}})), cand("d", "qp", "SELECT 1 -- d", rs({{I(1)}}))};
+  p.input.candidates = {cand("a", "os", "SELECT 1", rs({{I(1)}})),
+                        cand("b", "dc", "SELECT 2", rs({{I(2)}})),
+                        cand("c", "dc", "SELECT 2 -- c", rs({{I(2)}})),
+                        cand("d", "qp", "SELECT 1 -- d", rs({{I(1)}}))};
   auto s = alphasql(p.input);
   ASSERT_TRUE(s.is_ok());
   EXPECT_EQ(s->chosen, 0);
@@ -130,7 +135,8 @@ TEST(AlphaSqlConsistency, EqualScoresGoToTheGroupSeenFirstAndRowsAreOrderedTuple
 TEST(AlphaSqlConsistency, FallsBackToEverySuccessfulResultThenToNoPick) {
   Pool p;
   // No valid result: empty and NULL-only answers are grouped instead; {a, b} (empty) 2/3.
-  p.input.candidates = {cand("a", "os", "SELECT 1 WHERE 0", rs({})), cand("b", "dc", "SELECT 2 WHERE 0", rs({})),
+  p.input.candidates = {cand("a", "os", "SELECT 1 WHERE 0", rs({})),
+                        cand("b", "dc", "SELECT 2 WHERE 0", rs({})),
                         cand("c", "dc", "SELECT NULL", rs({{N()}}))};
   auto s = alphasql(p.input);
   ASSERT_TRUE(s.is_ok());
@@ -148,9 +154,10 @@ TEST(AlphaSqlConsistency, FallsBackToEverySuccessfulResultThenToNoPick) {
 // A pool of three result groups: {x} (size 1, first seen), {y1, y2} (size 2), {z} (size 1).
 // Listed largest first, equal sizes in order of first appearance: y1, x, z.
 std::vector<PoolCandidate> naive_pool() {
-  return {cand("x", "dc", "SELECT 'x'", rs({{T("x")}})), cand("y1", "qp", "SELECT 'y'", rs({{T("y")}})),
-          cand("y2", "os", "SELECT   'y'  ;", rs({{T("y")}})), cand("z", "dc", "SELECT 'z'", rs({{T("z")}})),
-          cand("bad", "dc", "SELEC", std::nullopt)};
+  return {cand("x", "dc", "SELECT 'x'", rs({{T("x")}})),
+          cand("y1", "qp", "SELECT 'y'", rs({{T("y")}})),
+          cand("y2", "os", "SELECT   'y'  ;", rs({{T("y")}})),
+          cand("z", "dc", "SELECT 'z'", rs({{T("z")}})), cand("bad", "dc", "SELEC", std::nullopt)};
 }
 
 // Answers the naive prompt with the scripted SQL texts, in request order.
@@ -165,13 +172,17 @@ struct ScriptedChooser {
     }
     const std::string& a = answers[static_cast<size_t>(seq) % answers.size()];
     if (a == "garbage") return FakeReply(200, completion_body("I cannot decide."));
-    return FakeReply(200, completion_body("Checking in order.\n```json\n" +
-                                          json{{"principles", "p"}, {"reasoning", "r"}, {"sql", a}}.dump() + "\n```"));
+    return FakeReply(
+        200, completion_body("Checking in order.\n```json\n" +
+                             json{{"principles", "p"}, {"reasoning", "r"}, {"sql", a}}.dump() +
+                             "\n```"));
   }
 };
 
-Result<Selection> naive(llm::Client* client, const SelectionInput& in, const std::string& cfg = "{}") {
-  auto sel = make_selector_named("alphasql_naive", core::Config(json::parse(cfg)), {client, nullptr, {}, nullptr});
+Result<Selection> naive(llm::Client* client, const SelectionInput& in,
+                        const std::string& cfg = "{}") {
+  auto sel = make_selector_named("alphasql_naive", core::Config(json::parse(cfg)),
+                                 {client, nullptr, {}, nullptr});
   if (!sel.is_ok()) return sel.status();
   return (*sel)->select(in);
 }
@@ -180,7 +191,8 @@ TEST(AlphaSqlNaive, ListsRepresentativesLargestFirstAndTakesTheMode) {
   auto script = std::make_shared<ScriptedChooser>();
   // z, then x (written with other spacing and a semicolon), then x again: the mode is x.
   script->answers = {"SELECT 'z'", "SELECT  'x';", "SELECT 'x'"};
-  FakeOpenAiServer server([script](const httplib::Request& r, int64_t seq) { return (*script)(r, seq); });
+  FakeOpenAiServer server(
+      [script](const httplib::Request& r, int64_t seq) { return (*script)(r, seq); });
   auto client = fake_client(server);
   Pool p;
   p.input.candidates = naive_pool();
@@ -192,7 +204,8 @@ TEST(AlphaSqlNaive, ListsRepresentativesLargestFirstAndTakesTheMode) {
   EXPECT_EQ(s->explanation["decided_by"], "votes");
   // The prompt lists the representatives in that order, numbered from 1.
   const std::string prompt = script->bodies[0]["messages"][1]["content"];
-  const size_t c1 = prompt.find("Candidate 1:\n```sql\nSELECT 'y'"), c2 = prompt.find("Candidate 2:\n```sql\nSELECT 'x'"),
+  const size_t c1 = prompt.find("Candidate 1:\n```sql\nSELECT 'y'"),
+               c2 = prompt.find("Candidate 2:\n```sql\nSELECT 'x'"),
                c3 = prompt.find("Candidate 3:\n```sql\nSELECT 'z'");
   ASSERT_NE(c1, std::string::npos) << prompt;
   EXPECT_LT(c1, c2);
@@ -214,7 +227,8 @@ TEST(AlphaSqlNaive, EqualVotesGoToTheFirstVotedAndNoVoteToTheFirstListed) {
     // z, y, garbage: one vote each for z and y → z, voted first.
     auto script = std::make_shared<ScriptedChooser>();
     script->answers = {"SELECT 'z'", "SELECT 'y'", "garbage"};
-    FakeOpenAiServer server([script](const httplib::Request& r, int64_t seq) { return (*script)(r, seq); });
+    FakeOpenAiServer server(
+        [script](const httplib::Request& r, int64_t seq) { return (*script)(r, seq); });
     auto client = fake_client(server);
     auto s = naive(client.get(), p.input);
     ASSERT_TRUE(s.is_ok());
@@ -224,7 +238,8 @@ TEST(AlphaSqlNaive, EqualVotesGoToTheFirstVotedAndNoVoteToTheFirstListed) {
     // A query that is not listed is no vote; none left: the first listed (y1).
     auto script = std::make_shared<ScriptedChooser>();
     script->answers = {"SELECT 'w'", "garbage", "SELECT 'w' -- again"};
-    FakeOpenAiServer server([script](const httplib::Request& r, int64_t seq) { return (*script)(r, seq); });
+    FakeOpenAiServer server(
+        [script](const httplib::Request& r, int64_t seq) { return (*script)(r, seq); });
     auto client = fake_client(server);
     auto s = naive(client.get(), p.input);
     ASSERT_TRUE(s.is_ok());
@@ -237,10 +252,12 @@ TEST(AlphaSqlNaive, EqualVotesGoToTheFirstVotedAndNoVoteToTheFirstListed) {
 TEST(AlphaSqlNaive, OneResultNeedsNoCallAndTemperatureZeroAsksOnce) {
   auto script = std::make_shared<ScriptedChooser>();
   script->answers = {"SELECT 'z'"};
-  FakeOpenAiServer server([script](const httplib::Request& r, int64_t seq) { return (*script)(r, seq); });
+  FakeOpenAiServer server(
+      [script](const httplib::Request& r, int64_t seq) { return (*script)(r, seq); });
   auto client = fake_client(server);
   Pool p;
-  p.input.candidates = {cand("a", "dc", "SELECT 1", rs({{I(1)}})), cand("b", "qp", "SELECT 1 -- b", rs({{I(1)}}))};
+  p.input.candidates = {cand("a", "dc", "SELECT 1", rs({{I(1)}})),
+                        cand("b", "qp", "SELECT 1 -- b", rs({{I(1)}}))};
   auto s = naive(client.get(), p.input);
   ASSERT_TRUE(s.is_ok());
   EXPECT_EQ(s->chosen, 0);
@@ -259,13 +276,16 @@ TEST(AlphaSqlNaive, OneResultNeedsNoCallAndTemperatureZeroAsksOnce) {
 // Answers the pairwise prompts with the scripted winners, in request order.
 FakeOpenAiServer::Script pair_script(std::vector<std::string> winners) {
   return [winners](const httplib::Request&, int64_t seq) {
-    return FakeReply(200, completion_body("Comparing.\n```json\n{\"winner\": \"" +
-                                          winners[static_cast<size_t>(seq) % winners.size()] + "\"}\n```"));
+    return FakeReply(
+        200, completion_body("Comparing.\n```json\n{\"winner\": \"" +
+                             winners[static_cast<size_t>(seq) % winners.size()] + "\"}\n```"));
   };
 }
 
-Result<Selection> deepeye(llm::Client* client, const SelectionInput& in, const std::string& cfg = "{}") {
-  auto sel = make_selector_named("deepeye_selection", core::Config(json::parse(cfg)), {client, nullptr, {}, nullptr});
+Result<Selection> deepeye(llm::Client* client, const SelectionInput& in,
+                          const std::string& cfg = "{}") {
+  auto sel = make_selector_named("deepeye_selection", core::Config(json::parse(cfg)),
+                                 {client, nullptr, {}, nullptr});
   if (!sel.is_ok()) return sel.status();
   return (*sel)->select(in);
 }
@@ -273,7 +293,8 @@ Result<Selection> deepeye(llm::Client* client, const SelectionInput& in, const s
 // {a1, a2} 2/4, {b} 1/4, {c} 1/4 — below the 0.6 shortcut; kept: a1 (0.5) and b (0.25).
 std::vector<PoolCandidate> deepeye_pool() {
   return {cand("a1", "os", "SELECT 1", rs({{I(1)}})), cand("b", "dc", "SELECT 2", rs({{I(2)}})),
-          cand("a2", "dc", "SELECT 1 -- a2", rs({{I(1)}})), cand("c", "dc", "SELECT 3", rs({{I(3)}}))};
+          cand("a2", "dc", "SELECT 1 -- a2", rs({{I(1)}})),
+          cand("c", "dc", "SELECT 3", rs({{I(3)}}))};
 }
 
 TEST(DeepEyeSelection, ShortcutAboveTheThresholdWithoutACall) {
@@ -281,10 +302,11 @@ TEST(DeepEyeSelection, ShortcutAboveTheThresholdWithoutACall) {
   auto client = fake_client(server);
   Pool p;
   // {a, b, d} 3/5 = 0.6 >= 0.6: the shortcut. Empty results are left out while others have rows.
-  p.input.candidates = {cand("a", "os", "SELECT 1", rs({{I(1)}})), cand("b", "dc", "SELECT 1 -- b", rs({{I(1)}})),
-                        cand("c", "dc", "SELECT 2", rs({{I(2)}})), cand("d", "dc", "SELECT 1 -- d", rs({{I(1)}})),
-                        cand("e", "dc", "SELECT 3", rs({{I(3)}})), cand("f", "dc", "SELECT 4 WHERE 0", rs({})),
-                        cand("g", "dc", "SELECT 5 WHERE 0", rs({}))};
+  p.input.candidates = {
+      cand("a", "os", "SELECT 1", rs({{I(1)}})),  cand("b", "dc", "SELECT 1 -- b", rs({{I(1)}})),
+      cand("c", "dc", "SELECT 2", rs({{I(2)}})),  cand("d", "dc", "SELECT 1 -- d", rs({{I(1)}})),
+      cand("e", "dc", "SELECT 3", rs({{I(3)}})),  cand("f", "dc", "SELECT 4 WHERE 0", rs({})),
+      cand("g", "dc", "SELECT 5 WHERE 0", rs({}))};
   auto s = deepeye(client.get(), p.input);
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   EXPECT_EQ(s->chosen, 0);
@@ -369,9 +391,11 @@ TEST(PaperBaselines, SameSeedSameRequestsAndPicksOtherSeedOtherSamples) {
     const std::string prompt = body["messages"][1]["content"];
     if (prompt.find("Candidate queries:") != std::string::npos) {
       static const char* kSql[] = {"SELECT 'x'", "SELECT 'y'", "SELECT 'z'"};
-      return FakeReply(200, completion_body("```json\n" + json{{"sql", kSql[seed % 3]}}.dump() + "\n```"));
+      return FakeReply(
+          200, completion_body("```json\n" + json{{"sql", kSql[seed % 3]}}.dump() + "\n```"));
     }
-    return FakeReply(200, completion_body(std::string("```json\n{\"winner\": \"") + (seed % 2 ? "A" : "B") + "\"}\n```"));
+    return FakeReply(200, completion_body(std::string("```json\n{\"winner\": \"") +
+                                          (seed % 2 ? "A" : "B") + "\"}\n```"));
   });
   auto client = fake_client(server);
   auto run = [&](const std::string& method, uint64_t seed, std::vector<PoolCandidate> pool) {
@@ -389,8 +413,9 @@ TEST(PaperBaselines, SameSeedSameRequestsAndPicksOtherSeedOtherSamples) {
     std::lock_guard lock(mu);
     return std::make_pair(s->chosen, seen);
   };
-  for (const auto& [method, pool] : {std::make_pair(std::string("alphasql_naive"), naive_pool()),
-                                     std::make_pair(std::string("deepeye_selection"), deepeye_pool())}) {
+  for (const auto& [method, pool] :
+       {std::make_pair(std::string("alphasql_naive"), naive_pool()),
+        std::make_pair(std::string("deepeye_selection"), deepeye_pool())}) {
     auto first = run(method, 5, pool);
     auto again = run(method, 5, pool);
     auto other = run(method, 6, pool);
@@ -434,9 +459,10 @@ TEST(PaperBaselines, AQuestionsMemoSendsNoRequestTwice) {
 TEST(PaperBaselines, BadOptionsAreNamed) {
   FakeOpenAiServer server(pair_script({"A"}));
   auto client = fake_client(server);
-  auto sel = make_selector_named("deepeye_selection",
-                                 core::Config(json::parse(R"({"select": {"deepeye_selection": {"top_k": 1}}})")),
-                                 {client.get(), nullptr, {}, nullptr});
+  auto sel = make_selector_named(
+      "deepeye_selection",
+      core::Config(json::parse(R"({"select": {"deepeye_selection": {"top_k": 1}}})")),
+      {client.get(), nullptr, {}, nullptr});
   ASSERT_FALSE(sel.is_ok());
   EXPECT_NE(sel.status().message().find("select.deepeye_selection.top_k"), std::string::npos);
   sel = make_selector_named("alphasql_naive", core::Config(), {});
