@@ -76,6 +76,7 @@ const char* call_task_name(CallTask task) {
     case CallTask::kFix: return "fix";
     case CallTask::kSelectPair: return "select_pair";
     case CallTask::kRank: return "rank";
+    case CallTask::kChoose: return "choose";
     case CallTask::kNlEval: return "nl_eval";
     case CallTask::kKeywords: return "keywords";
     case CallTask::kColumnFilter: return "column_filter";

@@ -1,6 +1,7 @@
 #include "question_run.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
@@ -391,6 +392,8 @@ Status QuestionRun::stage_select() {
   input.seed = core::stage_seed(s_.settings.seed, q_.question_id, "select");
   // The tournament's verdicts serve the curves' re-runs on the pool's prefixes too.
   input.pair_verdicts = std::make_shared<select::PairVerdicts>();
+  // And every model-calling selector's answers serve the curves' re-runs of the same request.
+  input.ask_memo = std::make_shared<select::AskMemo>();
   for (size_t i = 0; i < candidates_.size(); ++i) {
     const auto& c = candidates_[i];
     select::PoolCandidate pc;
@@ -493,6 +496,41 @@ Status QuestionRun::stage_select() {
         for (const auto& t : sel->calls) curve_calls_.push_back(llm::to_json(t));
       if (sel && sel->chosen >= 0) point.selector = static_cast<bool>(sub_correct[sel->chosen]);
       else if (sel) point.selector = false;
+    }
+    // run.curve_selectors: each selector on the same prefix, once per repeat with a selection
+    // seed of its own (repeat 0: the question's selection seed, so on the whole pool it is the
+    // stored selection); a selector that calls no model is the same every time and runs once.
+    if (!s_.settings.curve_selectors.empty()) {
+      point.contested = clusters.clusters.size() >= 2 && point.upper.value_or(false);
+      for (const auto& name : s_.settings.curve_selectors) {
+        const bool is_primary = name == s_.settings.primary_selector;
+        size_t repeats = is_primary ? s_.settings.curve_repeats_primary : s_.settings.curve_repeats;
+        if (!selector_calls_model(name)) repeats = 1;
+        std::vector<bool>& picks = point.selectors[name];
+        for (size_t r = 0; r < repeats; ++r) {
+          if (r == 0 && n == candidates_.size()) {
+            if (auto it = selections_.find(name); it != selections_.end()) {
+              picks.push_back(it->second.correct.value_or(false));
+              continue;
+            }
+          }
+          if (r == 0 && is_primary && point.selector) {
+            picks.push_back(*point.selector);
+            continue;
+          }
+          select::SelectionInput rin = sub;
+          if (r > 0) rin.seed = core::stage_seed(s_.settings.seed, q_.question_id, "select#" + std::to_string(r));
+          auto sel = s_.selectors.at(name)->select(rin);
+          if (!sel) {
+            spdlog::warn("question {}: curve selector {} on {} candidates (repeat {}): {}", q_.question_id, name, n, r,
+                         sel.status().message());
+            picks.push_back(false);
+            continue;
+          }
+          for (const auto& t : sel->calls) curve_calls_.push_back(llm::to_json(t));
+          picks.push_back(sel->chosen >= 0 && sub_correct[static_cast<size_t>(sel->chosen)]);
+        }
+      }
     }
     curves_[static_cast<int64_t>(k)] = point;
   }

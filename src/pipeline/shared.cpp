@@ -58,6 +58,31 @@ Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmar
   auto curve_sel = config.get_bool("run.curve_selector");
   if (!curve_sel) return curve_sel.status();
   s.curve_selector = *curve_sel;
+  if (const json* cs = config.find("run.curve_selectors")) {
+    if (!cs->is_array()) return invalid_input("config key run.curve_selectors: expected a list of selector names");
+    for (const auto& v : *cs) {
+      if (!v.is_string()) return invalid_input("config key run.curve_selectors: expected a list of selector names");
+      const std::string name = v.get<std::string>();
+      if (std::find(s.selectors.begin(), s.selectors.end(), name) == s.selectors.end())
+        return invalid_input("config key run.curve_selectors: \"" + name + "\" is not in run.selectors");
+      if (uses_weights(name))
+        return invalid_input("config key run.curve_selectors: \"" + name +
+                             "\" learns its weights question by question and cannot be re-run on prefixes");
+      if (std::find(s.curve_selectors.begin(), s.curve_selectors.end(), name) == s.curve_selectors.end())
+        s.curve_selectors.push_back(name);
+    }
+  }
+  auto repeats = config.get_int("run.curve_repeats");
+  if (!repeats) return repeats.status();
+  if (*repeats < 1) return invalid_input("config key run.curve_repeats: must be >= 1");
+  s.curve_repeats = static_cast<size_t>(*repeats);
+  s.curve_repeats_primary = s.curve_repeats;
+  if (config.has("run.curve_repeats_primary") && !config.find("run.curve_repeats_primary")->is_null()) {
+    auto rp = config.get_int("run.curve_repeats_primary");
+    if (!rp) return rp.status();
+    if (*rp < 1) return invalid_input("config key run.curve_repeats_primary: must be >= 1");
+    s.curve_repeats_primary = static_cast<size_t>(*rp);
+  }
   // "auto": the benchmark's official metric first (it decides correctness), relaxed beside it.
   auto eval = eval::options_from_config(
       config, benchmark == data::Benchmark::kSpider ? "spider-ts,relaxed" : "bird,relaxed");

@@ -47,6 +47,10 @@ struct RunSettings {
   std::string primary_selector;
   std::vector<size_t> curve_points{1, 3, 7, 21};
   bool curve_selector = true;
+  // run.curve_selectors (empty: the primary alone when curve_selector) and their repeats.
+  std::vector<std::string> curve_selectors;
+  size_t curve_repeats = 1;
+  size_t curve_repeats_primary = 1;
   eval::EvalOptions eval;  // eval.*: metrics ("auto": official + relaxed), limits, ties
 };
 
@@ -85,6 +89,11 @@ struct Shared {
 
 inline bool uses_weights(const std::string& selector) {
   return selector == "wma" || selector == "rwma" || selector == "naive_vote";
+}
+
+// Selectors whose pick depends on nothing but the pool (no model call, no seed).
+inline bool selector_calls_model(const std::string& selector) {
+  return selector != "self_consistency" && selector != "alphasql_consistency" && !uses_weights(selector);
 }
 
 }  // namespace nl2sql::pipeline

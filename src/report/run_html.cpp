@@ -495,6 +495,31 @@ string render_html(const json& rep, const run::RunData& run, const ReportOptions
                     /*log_x=*/true, 0, 100, "candidates (log scale)", "% of questions");
   }
 
+  if (rep.contains("selector_curves") && !rep["selector_curves"]["points"].empty()) {
+    const json& sc = rep["selector_curves"];
+    h += string("<h2>Accuracy vs number of candidates per selector") + (rep["simulated"].get<bool>() ? " (SIMULATED)" : "") +
+         "</h2>\n<p>Each selector re-run on the first k candidates, mean EX over its repeats; contested: the questions the "
+         "separating-instance paper keeps (the k candidates disagree and one is correct).</p>\n";
+    for (const char* part : {"on_contested", "all"}) {
+      std::vector<double> xs;
+      std::vector<Series> series;
+      for (const auto& name : sc["selectors"]) series.push_back({name.get<string>(), {}});
+      for (const auto& p : sc["points"]) {
+        xs.push_back(p["k"].get<double>());
+        for (auto& se : series) {
+          const json& e = p[part].value(se.name, json::object());
+          se.ys.push_back(e.contains("mean_pct") && e["mean_pct"].is_number() ? std::optional<double>(e["mean_pct"].get<double>())
+                                                                                : std::nullopt);
+        }
+      }
+      const bool all = string(part) == "all";
+      h += line_chart(all ? "selector-curves-all" : "selector-curves-contested",
+                      all ? "Accuracy vs number of candidates, all questions"
+                          : "Accuracy vs number of candidates, contested questions (the paper's Figure 3)",
+                      xs, series, /*log_x=*/true, 0, 100, "candidates (log scale)", "EX %, mean over repeats");
+    }
+  }
+
   h += "<h2>Selection errors (primary selector)</h2>\n";
   std::vector<Bar> err_bars;
   static const std::pair<const char*, const char*> kCats[] = {{"correct", "correct"},

@@ -318,6 +318,67 @@ void add_curves(json& rep, ReportContext& ctx) {
     cj.push_back(p);
   }
   rep["curves"] = cj;
+
+  // run.curve_selectors: accuracy vs k per selector, the mean over its repeats — on every
+  // question and on the questions the separating-instance paper keeps ("contested": the k
+  // candidates disagree and one of them is correct).
+  struct Acc {
+    double hits = 0;  // Σ over questions of the share of repeats that picked a correct candidate
+    size_t n = 0;
+    size_t repeats = 0;
+  };
+  std::map<long, std::map<std::string, std::array<Acc, 2>>> by_k;  // k -> selector -> (all, contested)
+  std::map<long, std::array<size_t, 2>> questions;                  // k -> (all, contested)
+  std::vector<std::string> names;
+  for (const auto& r : run.records) {
+    for (const auto& [k, p] : r.curves) {
+      if (p.selectors.empty()) continue;
+      const bool contested = p.contested.value_or(false);
+      auto& q = questions[static_cast<long>(k)];
+      q[0] += 1;
+      q[1] += contested ? 1 : 0;
+      for (const auto& [name, picks] : p.selectors) {
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+        if (picks.empty()) continue;
+        const double share = static_cast<double>(std::count(picks.begin(), picks.end(), true)) /
+                             static_cast<double>(picks.size());
+        for (int c = 0; c < (contested ? 2 : 1); ++c) {
+          Acc& a = by_k[static_cast<long>(k)][name][c];
+          a.hits += share;
+          a.n += 1;
+          a.repeats = std::max(a.repeats, picks.size());
+        }
+      }
+    }
+  }
+  // In the run's selector order (manifest "selectors": run.selectors as configured).
+  std::vector<std::string> configured;
+  if (const auto it = run.manifest.find("selectors"); it != run.manifest.end() && it->is_array())
+    for (const auto& v : *it)
+      if (v.is_string()) configured.push_back(v.get<std::string>());
+  auto rank = [&](const std::string& n) {
+    return static_cast<size_t>(std::find(configured.begin(), configured.end(), n) - configured.begin());
+  };
+  std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    return rank(a) != rank(b) ? rank(a) < rank(b) : a < b;
+  });
+  json sc = json::array();
+  for (const auto& [k, per] : by_k) {
+    json point = {{"k", k}, {"questions", questions[k][0]}, {"contested", questions[k][1]}};
+    json all = json::object(), cont = json::object();
+    for (const auto& [name, acc] : per) {
+      auto entry = [](const Acc& a) {
+        return json{{"mean_pct", a.n ? json(100.0 * a.hits / static_cast<double>(a.n)) : json(nullptr)},
+                    {"n", a.n}, {"repeats", a.repeats}};
+      };
+      all[name] = entry(acc[0]);
+      cont[name] = entry(acc[1]);
+    }
+    point["all"] = all;
+    point["on_contested"] = cont;
+    sc.push_back(point);
+  }
+  if (!sc.empty()) rep["selector_curves"] = {{"selectors", names}, {"points", sc}};
 }
 
 // Selection errors of the primary selector.
@@ -592,6 +653,37 @@ std::string render_markdown(const json& rep) {
       md += fmt::format("| {} | {} | {} | {} | {} |\n", p["k"].get<long>(), cell(p["upper"]), cell(p["lower"]),
                         cell(p["self_consistency"]), cell(p["selector"]));
     md += "\n";
+  }
+  if (rep.contains("selector_curves")) {
+    const json& sc = rep["selector_curves"];
+    const bool sim = rep["simulated"].get<bool>();
+    md += std::string("## Accuracy vs number of candidates per selector") + (sim ? " (SIMULATED)" : "") + "\n\n";
+    md += "Each selector re-run on the first k candidates (run.curve_selectors); a cell is the mean EX over its "
+          "repeats (run.curve_repeats, each with a selection seed of its own; selectors that call no model run "
+          "once), followed by ×R, its number of repeats. *Contested*: the questions the separating-instance paper keeps at this k "
+          "(the k candidates return two or more different results and one of them is correct).\n\n";
+    for (const char* part : {"on_contested", "all"}) {
+      md += std::string(part == std::string("all") ? "All questions:" : "Contested questions (the paper's measure):") +
+            "\n\n| candidates | questions |";
+      std::string rule = "|---:|---:|";
+      for (const auto& name : sc["selectors"]) {
+        md += " " + core::markdown_cell(name.get<std::string>()) + " % |";
+        rule += "---:|";
+      }
+      md += "\n" + rule + "\n";
+      for (const auto& p : sc["points"]) {
+        md += fmt::format("| {} | {} |", p["k"].get<long>(),
+                          p[part == std::string("all") ? "questions" : "contested"].get<size_t>());
+        for (const auto& name : sc["selectors"]) {
+          const json& e = p[part].value(name.get<std::string>(), json::object());
+          md += e.contains("mean_pct") && e["mean_pct"].is_number()
+                    ? fmt::format(" {} ×{} |", fmt_num(e["mean_pct"].get<double>()), e["repeats"].get<size_t>())
+                    : std::string(" – |");
+        }
+        md += "\n";
+      }
+      md += "\n";
+    }
   }
   md += "## Selection errors (primary selector)\n\n| case | questions | % |\n|---|---:|---:|\n";
   for (const char* k : {"correct", "wrong_selection", "no_correct_candidate", "gold_unusable", "failed"}) {

@@ -259,10 +259,15 @@ json to_json(const QuestionRecord& r) {
   // The evaluated part: always written for an answered question, for a failed one when filled.
   if (r.ok || !r.curves.empty()) {
     json curves = json::object();
-    for (const auto& [k, p] : r.curves)
-      curves[std::to_string(k)] = {{"upper", tri_json(p.upper)}, {"lower", tri_json(p.lower)},
-                                   {"self_consistency", tri_json(p.self_consistency)},
-                                   {"selector", tri_json(p.selector)}};
+    for (const auto& [k, p] : r.curves) {
+      json point = {{"upper", tri_json(p.upper)}, {"lower", tri_json(p.lower)},
+                    {"self_consistency", tri_json(p.self_consistency)}, {"selector", tri_json(p.selector)}};
+      if (!p.selectors.empty()) {
+        point["selectors"] = p.selectors;
+        point["contested"] = tri_json(p.contested);
+      }
+      curves[std::to_string(k)] = std::move(point);
+    }
     out["curves"] = std::move(curves);
   }
   if (r.ok || !r.usage.empty()) {
@@ -371,6 +376,18 @@ Result<QuestionRecord> record_from_json(const json& j, int version) {
     NL2SQL_RETURN_IF_ERROR(read_tri(v, "lower", p.lower, w));
     NL2SQL_RETURN_IF_ERROR(read_tri(v, "self_consistency", p.self_consistency, w));
     NL2SQL_RETURN_IF_ERROR(read_tri(v, "selector", p.selector, w));
+    if (auto sel = v.find("selectors"); sel != v.end()) {
+      if (!sel->is_object()) return invalid_input(w + ": \"selectors\" must be an object");
+      for (const auto& [name, picks] : sel->items()) {
+        if (!picks.is_array()) return invalid_input(w + ": selectors." + name + " must be a list of booleans");
+        auto& out = p.selectors[name];
+        for (const auto& b : picks) {
+          if (!b.is_boolean()) return invalid_input(w + ": selectors." + name + " must be a list of booleans");
+          out.push_back(b.get<bool>());
+        }
+      }
+      NL2SQL_RETURN_IF_ERROR(read_tri(v, "contested", p.contested, w));
+    }
     r.curves[kk] = p;
   }
   auto usage = object_at(j, "usage", where);

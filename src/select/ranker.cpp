@@ -40,7 +40,7 @@ class Ranker : public Selector {
     auto req = base_request(in, llm::CallTask::kRank, 0);
     req.tag.generator = "ranker";
     req.tag.candidates = sqls;
-    auto text = ask_model({client_, &tpl_, "rank"},
+    auto text = ask_model({client_, &tpl_, "rank", in.ask_memo.get()},
                           {{"question", in.question->question},
                            {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
                            {"schema", schema_for(in, schemas_, sqls)},

@@ -1,5 +1,6 @@
 #include "selector_parts.h"
 
+#include "nl2sql/core/hash.h"
 #include "nl2sql/llm/model_call.h"
 #include "prompt_parts.h"
 
@@ -52,6 +53,42 @@ Result<ResultEquality> read_equality(const core::Config& config, const std::stri
 }
 
 
+ResultGroups result_groups(const SelectionInput& in, ResultEquality equality,
+                           const std::function<bool(const db::ResultSet&)>& keep) {
+  ResultGroups out;
+  std::map<std::string, size_t> by_key;
+  for (size_t i = 0; i < in.candidates.size(); ++i) {
+    const auto& c = in.candidates[i];
+    if (!executable(c) || !keep(c.result->result)) continue;
+    ++out.total;
+    auto [it, fresh] = by_key.emplace(result_key(c.result->result, equality), out.groups.size());
+    if (fresh) out.groups.emplace_back();
+    out.groups[it->second].push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+bool has_non_null_row(const db::ResultSet& result) {
+  for (const auto& row : result.rows)
+    for (const auto& v : row)
+      if (!v.is_null()) return true;
+  return false;
+}
+
+ResultGroups first_nonempty_groups(const SelectionInput& in, ResultEquality equality,
+                                   const std::function<bool(const db::ResultSet&)>& strict, bool& fallback_used) {
+  auto g = result_groups(in, equality, strict);
+  fallback_used = g.groups.empty();
+  if (fallback_used) g = result_groups(in, equality, [](const db::ResultSet&) { return true; });
+  return g;
+}
+
+int64_t ask_seed(const SelectionInput& in, const std::string& purpose, int64_t index) {
+  core::KeyHasher h;
+  h.add(static_cast<int64_t>(in.seed)).add(purpose).add(index);
+  // Positive and below 2^31, which every OpenAI-compatible server accepts.
+  return static_cast<int64_t>(h.seed() % 2147483647ULL);
+}
 
 Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, std::string>& values,
                               llm::ChatRequest request, std::vector<llm::LlmCallTrace>& calls) {
@@ -61,9 +98,19 @@ Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, s
   request.stage = "select";
   request.template_hash = ask.tpl->hash();
   request.messages = {{"system", detail::kSystemPrompt}, {"user", *prompt}};
+  std::string key;
+  if (ask.memo) {
+    core::KeyHasher h;
+    h.add(request.role).add(request.profile).add(request.template_hash).add(*prompt);
+    h.add(request.temperature ? std::to_string(*request.temperature) : "-");
+    h.add(request.seed ? *request.seed : int64_t{-1}).add(request.sample_index);
+    key = h.hex();
+    if (auto known = ask.memo->find(key)) return *known;
+  }
   auto r = ask.client->chat(request);
   calls.push_back(llm::trace_of("select", *ask.tpl, request, r));
   if (!r.is_ok()) return r.status();
+  if (ask.memo) ask.memo->put(key, r->text());
   return r->text();
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,12 +36,34 @@ nlohmann::json clusters_json(const PoolClusters& pc, const SelectionInput& in);
 int consistency_choice(const PoolClusters& pc, const SelectionInput& in);
 Result<ResultEquality> read_equality(const core::Config& config, const std::string& key);
 
+// Result groups as the baselines of the separating-instance paper form them (AlphaSQL's
+// selection script, DeepEye-SQL's selection module): candidates with a successful execution that
+// passes `keep`, grouped by their result under `equality`; groups in order of first appearance in
+// the pool, members in pool order. `total` counts the candidates grouped (the denominator of a
+// group's consistency score).
+struct ResultGroups {
+  std::vector<std::vector<int>> groups;
+  size_t total = 0;
+};
+ResultGroups result_groups(const SelectionInput& in, ResultEquality equality,
+                           const std::function<bool(const db::ResultSet&)>& keep);
+// AlphaSQL's valid result: at least one row holding a non-NULL value.
+bool has_non_null_row(const db::ResultSet& result);
+// The groups of the first `keep` test that groups anything (AlphaSQL and DeepEye-SQL fall back
+// from "valid" results to every successful one): which test was used is `fallback_used`.
+ResultGroups first_nonempty_groups(const SelectionInput& in, ResultEquality equality,
+                                   const std::function<bool(const db::ResultSet&)>& strict, bool& fallback_used);
+// The seed of one sampled ask of a selector (distinct per selection seed, purpose and index).
+int64_t ask_seed(const SelectionInput& in, const std::string& purpose, int64_t index);
+
 struct ModelAsk {
   llm::Client* client;
   const llm::PromptTemplate* tpl;
   std::string role;
+  AskMemo* memo = nullptr;  // the question's; an answer found there is not asked again
 };
-// Renders the template, asks, and keeps the call's trace (failed calls included).
+// Renders the template, asks, and keeps the call's trace (failed calls included). With a memo, a
+// request already answered for the question returns that answer without a call or a trace.
 Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, std::string>& values,
                               llm::ChatRequest request, std::vector<llm::LlmCallTrace>& calls);
 llm::ChatRequest base_request(const SelectionInput& in, llm::CallTask task, int64_t sample_index);
@@ -80,6 +103,20 @@ std::unique_ptr<Selector> make_tournament(TournamentOptions o, llm::Client* clie
 std::unique_ptr<Selector> make_ranker(bool representatives_only, llm::Client* client, llm::PromptTemplate tpl);
 std::unique_ptr<Selector> make_separating_instances(DuelOptions o, llm::Client* client, const db::Executor* executor,
                                                     llm::PromptTemplate tpl);
+// The separating-instance paper's baselines (SISelection, §Baselines and Appendix C).
+struct NaiveOptions {
+  int64_t asks = 3;          // sampled answers the chosen SQL is voted over
+  double temperature = 0.7;  // 0: asked once
+};
+struct DeepEyeOptions {
+  int64_t top_k = 2;         // result groups kept for adjudication (DeepEye-SQL's filter_top_k_sql)
+  double threshold = 0.6;    // shortcut: the top group's consistency score at least this
+  int64_t votes = 3;         // sampled verdicts per pair
+  double temperature = 0.7;  // 0: asked once
+};
+std::unique_ptr<Selector> make_alphasql_consistency();
+std::unique_ptr<Selector> make_alphasql_naive(NaiveOptions o, llm::Client* client, llm::PromptTemplate tpl);
+std::unique_ptr<Selector> make_deepeye_selection(DeepEyeOptions o, llm::Client* client, llm::PromptTemplate tpl);
 std::unique_ptr<Selector> make_expert_vote(VoteKind kind, bool by_profile, std::shared_ptr<WeightStore> weights);
 
 }  // namespace nl2sql::select::detail

@@ -24,7 +24,8 @@ Result<llm::PromptTemplate> load_prompt(const SelectorServices& services, const 
 
 const std::vector<std::string>& selector_methods() {
   static const std::vector<std::string> m = {"self_consistency", "tournament", "ranker",
-                                             "separating_instances", "wma", "rwma", "naive_vote"};
+                                             "separating_instances", "wma", "rwma", "naive_vote",
+                                             "alphasql_consistency", "alphasql_naive", "deepeye_selection"};
   return m;
 }
 
@@ -142,6 +143,50 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     auto tpl = load_prompt(services, "evaluate_on_instance");
     if (!tpl.is_ok()) return tpl.status();
     return make_separating_instances(o, services.client, services.executor, std::move(*tpl));
+  }
+  // The separating-instance paper's baselines.
+  auto read_temperature = [&](const std::string& key) -> Result<double> {
+    auto t = config.get_number(key);
+    if (!t.is_ok()) return t.status();
+    if (*t < 0 || *t > 2) return invalid_input("config key \"" + key + "\": must be in [0, 2]");
+    return *t;
+  };
+  if (method == "alphasql_consistency") return make_alphasql_consistency();
+  if (method == "alphasql_naive") {
+    NL2SQL_RETURN_IF_ERROR(need_client());
+    NaiveOptions o;
+    auto asks = config.get_int(prefix + "asks");
+    if (!asks.is_ok()) return asks.status();
+    if (*asks < 1) return invalid_input("config key \"" + prefix + "asks\": must be >= 1");
+    auto t = read_temperature(prefix + "temperature");
+    if (!t.is_ok()) return t.status();
+    o.asks = *asks;
+    o.temperature = *t;
+    auto tpl = load_prompt(services, "select_naive");
+    if (!tpl.is_ok()) return tpl.status();
+    return make_alphasql_naive(o, services.client, std::move(*tpl));
+  }
+  if (method == "deepeye_selection") {
+    NL2SQL_RETURN_IF_ERROR(need_client());
+    DeepEyeOptions o;
+    auto top_k = config.get_int(prefix + "top_k");
+    auto votes = config.get_int(prefix + "votes");
+    auto threshold = config.get_number(prefix + "threshold");
+    if (!top_k.is_ok()) return top_k.status();
+    if (!votes.is_ok()) return votes.status();
+    if (!threshold.is_ok()) return threshold.status();
+    if (*top_k < 2) return invalid_input("config key \"" + prefix + "top_k\": must be >= 2");
+    if (*votes < 1) return invalid_input("config key \"" + prefix + "votes\": must be >= 1");
+    if (*threshold < 0 || *threshold > 1) return invalid_input("config key \"" + prefix + "threshold\": must be in [0, 1]");
+    auto t = read_temperature(prefix + "temperature");
+    if (!t.is_ok()) return t.status();
+    o.top_k = *top_k;
+    o.votes = *votes;
+    o.threshold = *threshold;
+    o.temperature = *t;
+    auto tpl = load_prompt(services, "select_deepeye_pair");
+    if (!tpl.is_ok()) return tpl.status();
+    return make_deepeye_selection(o, services.client, std::move(*tpl));
   }
   if (method == "wma" || method == "rwma" || method == "naive_vote") {
     auto experts = configured_experts(config);

@@ -116,7 +116,7 @@ class SeparatingInstances : public Selector {
             if (!r.is_ok()) return r.status();
             return render_answer_rows(*r);
           };
-          auto text = ask_model({client_, &tpl_, "nl_eval"},
+          auto text = ask_model({client_, &tpl_, "nl_eval", in.ask_memo.get()},
                                 {{"question", in.question->question},
                                  {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
                                  {"schema", schema},

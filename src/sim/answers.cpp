@@ -123,7 +123,9 @@ Result<ChatResponse> answer_from(const SimSettings& settings_, const Facts& c, i
   r.provider = "sim";
   for (int choice = 0; choice < n; ++choice) {
     const int64_t index = c.sample_index * n + choice;
-    SimRng rng(seed_from({llm::call_task_name(c.task), c.question_id, c.generator}, settings_.seed, index));
+    uint64_t stream = seed_from({llm::call_task_name(c.task), c.question_id, c.generator}, settings_.seed, index);
+    if (c.request_seed) stream = core::KeyHasher().add(static_cast<int64_t>(stream)).add(*c.request_seed).seed();
+    SimRng rng(stream);
     std::string text;
     switch (c.task) {
       case CallTask::kNone:
@@ -192,6 +194,22 @@ Result<ChatResponse> answer_from(const SimSettings& settings_, const Facts& c, i
         order.insert(order.end(), rest.begin(), rest.end());
         text = "I compared the candidates' logic with the question and ranked them.\n\n" +
                fenced("json", json{{"ranking", order}}.dump()) + "\n";
+        break;
+      }
+      case CallTask::kChoose: {
+        // Naive listwise choice: the first correct candidate w.p. p_sel, else a wrong one.
+        const size_t k = c.candidates.size();
+        if (k == 0 || c.candidate_matches_gold.size() != k)
+          return invalid_input(who + ": needs candidates and one candidate_matches_gold flag each");
+        std::vector<size_t> good, bad;
+        for (size_t i = 0; i < k; ++i) (c.candidate_matches_gold[i] ? good : bad).push_back(i);
+        size_t pick = 0;
+        if (!good.empty() && (bad.empty() || rng.uniform() < settings_.p_sel)) pick = good.front();
+        else if (!bad.empty()) pick = bad[rng.below(bad.size())];
+        text = "Checking the candidates in order against the checklist.\n\n" +
+               fenced("json", json{{"principles", "The query must return exactly what the question asks."},
+                                   {"reasoning", "Candidate " + std::to_string(pick + 1) + " satisfies the checklist."},
+                                   {"sql", c.candidates[pick]}}.dump(2)) + "\n";
         break;
       }
       case CallTask::kNlEval: {

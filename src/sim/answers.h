@@ -3,6 +3,7 @@
 // candidates match it) with the configured error rates.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct Facts {
   llm::CallTask task = llm::CallTask::kNone;
   std::string question_id, question, evidence, db_id, generator;
   int64_t sample_index = 0;
+  // The request's sampling seed, when it set one: samples of one prompt that differ only in
+  // their seed draw differently, as a model sampling at a temperature would.
+  std::optional<int64_t> request_seed;
   std::string gold_sql, difficulty;
   std::string failing_sql, failure;
   std::vector<std::string> candidates;

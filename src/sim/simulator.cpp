@@ -71,6 +71,7 @@ Result<ChatResponse> Simulator::answer(const llm::ChatRequest& request) const {
   f.db_id = t.db_id;
   f.generator = t.generator;
   f.sample_index = t.sample_index;
+  f.request_seed = request.seed;
   f.failing_sql = t.failing_sql;
   f.failure = t.failure;
   f.candidates = t.candidates;
@@ -84,6 +85,7 @@ Result<ChatResponse> Simulator::answer(const llm::ChatRequest& request) const {
     switch (t.task) {
       case CallTask::kSelectPair:
       case CallTask::kRank:
+      case CallTask::kChoose:
         for (const auto& c : t.candidates) f.candidate_matches_gold.push_back(judged_correct(t.question_id, c));
         break;
       case CallTask::kNlEval:

@@ -21,6 +21,7 @@ enum class CallTask {
   kFix,           // repair `failing_sql`
   kSelectPair,    // pairwise: candidates[0] = A, candidates[1] = B
   kRank,          // rank all candidates, best first
+  kChoose,        // choose one of `candidates` and write its SQL back (naive listwise selection)
   kNlEval,        // answer the question on a small instance (separating instances)
   kKeywords,      // keyword extraction from question + evidence
   kColumnFilter,  // is `column` relevant to the question?
@@ -44,7 +45,7 @@ struct CallTag {
   // kFix
   std::string failing_sql;
   std::string failure;      // "syntax_error" | "empty_result" | any error text
-  // kSelectPair / kRank: the candidates' SQL texts.
+  // kSelectPair / kRank / kChoose: the candidates' SQL texts.
   std::vector<std::string> candidates;
   // kNlEval: runs a query on the instance the model is shown and renders its answer rows as the
   // prompt shows them (the instance itself stays with the selector).

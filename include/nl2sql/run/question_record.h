@@ -127,6 +127,12 @@ struct Bounds {
 // Accuracy on the first k candidates (CHASE-SQL Fig. 2): nullopt where not computed.
 struct CurvePoint {
   std::optional<bool> upper, lower, self_consistency, selector;
+  // run.curve_selectors: per selector, whether its pick on these k candidates was correct, one
+  // entry per repeat (repeat 0 first); empty when none is configured. Written as "selectors".
+  std::map<std::string, std::vector<bool>> selectors;
+  // The separating-instance paper's task filter on these k candidates: they disagree (two or
+  // more result clusters) and at least one is correct. Written with "selectors".
+  std::optional<bool> contested;
   bool operator==(const CurvePoint&) const = default;
 };
 

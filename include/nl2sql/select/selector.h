@@ -73,6 +73,28 @@ struct PairVerdicts {
   std::map<std::pair<std::string, std::string>, std::string> side;  // guarded by mu
 };
 
+// Answers of one question's model-calling selectors by request (role, template, rendered prompt,
+// temperature, seed, sample index). The curves re-run selectors on prefixes of the pool
+// (run.curve_selectors), and a prefix often shows the model a prompt it has already been sent
+// with the same seed — e.g. the same two groups to adjudicate at K = 11 and K = 24 — so such a
+// request is sent once and its answer serves the repeat (no identical request twice). Thread-safe.
+struct AskMemo {
+  std::optional<std::string> find(const std::string& key) const {
+    std::lock_guard lock(mu);
+    auto it = answers.find(key);
+    if (it == answers.end()) return std::nullopt;
+    return it->second;
+  }
+  void put(const std::string& key, const std::string& answer) {
+    std::lock_guard lock(mu);
+    answers[key] = answer;
+  }
+
+ private:
+  mutable std::mutex mu;
+  std::map<std::string, std::string> answers;  // guarded by mu
+};
+
 struct SelectionInput {
   const data::Task* question = nullptr;
   const data::Schema* schema = nullptr;
@@ -85,6 +107,8 @@ struct SelectionInput {
   uint64_t seed = 0;                         // derived from (run seed, question id, "select")
   // Shared by one question's selections (see PairVerdicts); null: the selection keeps its own.
   std::shared_ptr<PairVerdicts> pair_verdicts;
+  // Shared by one question's selections (see AskMemo); null: every request is sent.
+  std::shared_ptr<AskMemo> ask_memo;
 };
 
 struct Selection {
@@ -132,7 +156,8 @@ struct SelectorServices {
 const std::vector<std::string>& selector_methods();
 
 // Builds the selector `method` (self_consistency | tournament | ranker | separating_instances
-// | wma | rwma | naive_vote) with its options under `select.<method>.*`. Fails, naming the key,
+// | wma | rwma | naive_vote | alphasql_consistency | alphasql_naive | deepeye_selection) with
+// its options under `select.<method>.*`. Fails, naming the key,
 // on bad options or a missing service (e.g. tournament without a client).
 Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
                                                       const core::Config& config,

@@ -11,6 +11,8 @@
 //   kGenerate / kFix   a sentence of reasoning, then a ```sql fenced block
 //   kSelectPair        reasoning, then a ```json block {"winner": "A"|"B"}
 //   kRank              reasoning, then a ```json block {"ranking": [i, j, …]} (0-based, best first)
+//   kChoose            a ```json block {"principles", "reasoning", "sql"}: the first correct
+//                      candidate w.p. p_sel, else a wrong one (the naive listwise selection)
 //   kNlEval            reasoning, then a ```text block with the answer rows (one per line)
 //   kKeywords          bare JSON {"keywords": [...]} (as prompts/extract_keywords.txt asks)
 //   kColumnFilter      a ```json block {"relevant": true|false}
@@ -22,7 +24,8 @@
 //   kValidate          a ```json block {"valid_result", "columns_not_needed", "result_empty",
 //                      "suggest_fix"}; valid iff the result equals gold's
 // Randomness: every draw comes from a SplitMix64 stream seeded by a hash of
-// (sim.seed, task, question id, generator, sample index), so a rerun is identical bit for bit.
+// (sim.seed, task, question id, generator, sample index, and the request's seed when it sets one),
+// so a rerun is identical bit for bit and samples that differ only in their seed differ.
 // Thread-safe once set up: add() and set_judge() before the first answer(); answer() is then
 // a function of the request (gold results are cached under a lock).
 #pragma once
