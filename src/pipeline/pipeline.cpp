@@ -259,7 +259,19 @@ Result<RunSummary> run(const RunOptions& options) {
   if (!pending.empty() && s.client->settings().preflight &&
       s.client->settings().cache.mode != llm::CacheMode::kReplay &&
       s.client->settings().cache.mode != llm::CacheMode::kReadOnly) {
-    for (const auto& r : s.client->preflight(used_profiles)) {
+    const auto checks = s.client->preflight(used_profiles);
+    // The checks are real calls the server answered (and billed): the run's report counts them
+    // under the stage "preflight", kept in the run store over every invocation.
+    if (const auto by_stage = s.client->accounting().by_stage(); by_stage.count("preflight")) {
+      const llm::UsageTotals& t = by_stage.at("preflight");
+      if (t.calls > 0) {
+        if (auto st = run::add_run_usage(*s.store, "preflight", t.calls, t.prompt_tokens, t.completion_tokens,
+                                         t.cost_usd, t.latency_s);
+            !st.is_ok())
+          spdlog::warn("run store: the preflight's usage was not recorded: {}", st.message());
+      }
+    }
+    for (const auto& r : checks) {
       if (r.ok) {
         if (!r.simulated)
           spdlog::info("preflight: profile {} ({} at {}) answered in {:.2f} s{}", r.profile, r.model,

@@ -125,6 +125,17 @@ Result<MergeSummary> merge_runs(const std::vector<fs::path>& inputs, const fs::p
   manifest["merged_from"] = from;
   manifest["created_at"] = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
   NL2SQL_RETURN_IF_ERROR((*out)->save_manifest(manifest));
+  // Run-wide calls (preflights) of every shard, summed.
+  for (const auto& st : stores) {
+    auto u = st->get_meta(run::kRunUsageKey);
+    if (!u) return u.status();
+    if (!*u || !(*u)->is_object()) continue;
+    for (const auto& [stage, v] : (*u)->items())
+      if (v.is_object())
+        NL2SQL_RETURN_IF_ERROR(run::add_run_usage(**out, stage, v.value("calls", int64_t{0}), v.value("prompt_tokens", int64_t{0}),
+                                                  v.value("completion_tokens", int64_t{0}), v.value("cost_usd", 0.0),
+                                                  v.value("latency_s", 0.0)));
+  }
   auto cfg = stores[0]->get_meta("config");
   if (!cfg) return cfg.status();
   if (*cfg) NL2SQL_RETURN_IF_ERROR((*out)->save_resolved_config(**cfg));

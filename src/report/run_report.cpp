@@ -442,6 +442,18 @@ void add_usage(json& rep, ReportContext& ctx) {
       }
     }
   }
+  // Calls of no question (each invocation's preflight), stored run-wide.
+  if (run.run_usage.is_object())
+    for (const auto& [stage, v] : run.run_usage.items()) {
+      if (!v.is_object()) continue;
+      json& acc = usage[stage];
+      if (acc.is_null()) acc = {{"calls", 0.0}, {"prompt_tokens", 0.0}, {"completion_tokens", 0.0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
+      for (const char* f : {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s"}) {
+        const double x = v.value(f, 0.0);
+        acc[f] = acc[f].get<double>() + x;
+        total[f] = total[f].get<double>() + x;
+      }
+    }
   const std::map<std::string, int64_t> duplicates = duplicate_requests(run);
   int64_t duplicates_total = 0;
   for (auto& [stage, acc] : usage) {

@@ -18,6 +18,9 @@ Result<RunData> load_run(const std::filesystem::path& dir) {
   auto c = (*store)->get_meta("config");
   if (!c) return c.status();
   if (*c && (*c)->is_object()) run.config = **c;
+  auto u = (*store)->get_meta(kRunUsageKey);
+  if (!u) return u.status();
+  if (*u && (*u)->is_object()) run.run_usage = **u;
   auto version = record_version(run.manifest);
   if (!version) return version.status().with_context((dir / "manifest.json").string());
   auto records = (*store)->final_records();
@@ -28,6 +31,21 @@ Result<RunData> load_run(const std::filesystem::path& dir) {
     run.records.push_back(std::move(*rec));
   }
   return run;
+}
+
+Status add_run_usage(RunStore& store, const std::string& stage, int64_t calls, int64_t prompt_tokens,
+                     int64_t completion_tokens, double cost_usd, double latency_s) {
+  auto current = store.get_meta(kRunUsageKey);
+  if (!current) return current.status();
+  json usage = *current && (*current)->is_object() ? **current : json::object();
+  json& acc = usage[stage];
+  if (!acc.is_object()) acc = json::object();
+  acc["calls"] = acc.value("calls", int64_t{0}) + calls;
+  acc["prompt_tokens"] = acc.value("prompt_tokens", int64_t{0}) + prompt_tokens;
+  acc["completion_tokens"] = acc.value("completion_tokens", int64_t{0}) + completion_tokens;
+  acc["cost_usd"] = acc.value("cost_usd", 0.0) + cost_usd;
+  acc["latency_s"] = acc.value("latency_s", 0.0) + latency_s;
+  return store.set_meta(kRunUsageKey, usage);
 }
 
 const json& field(const json& obj, const char* key) {

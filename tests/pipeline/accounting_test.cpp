@@ -62,8 +62,10 @@ TEST(Accounting, ReportCountsEveryRequestTheServerAnsweredAndCacheHitsApart) {
   LoggingEndpoint endpoint;
   const fs::path cache = dir.path() / "cache.sqlite";
 
-  RunOptions o = testing::mini_run_options(config_for(endpoint.server.base_url(), "read-write", cache), data,
-                                           dir.path() / "run", dir.path() / "index");
+  // With the preflight on: its one request per profile belongs to no question, and is counted too.
+  core::Config with_preflight = config_for(endpoint.server.base_url(), "read-write", cache);
+  with_preflight.set("llm.preflight", true);
+  RunOptions o = testing::mini_run_options(with_preflight, data, dir.path() / "run", dir.path() / "index");
   o.filter.ranges = "0-5";
   auto summary = testing::run_and_report(o);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
@@ -79,6 +81,8 @@ TEST(Accounting, ReportCountsEveryRequestTheServerAnsweredAndCacheHitsApart) {
   EXPECT_NEAR(summary->cost_usd, server_cost, 1e-9);  // the CLI line's figure
   // The curves' re-runs of the tournament are a stage of their own; their pairs were all asked by
   // the pool's tournament, whose verdicts they reuse, so they send no request.
+  ASSERT_TRUE(usage.at("stages").contains("preflight"));
+  EXPECT_EQ(usage.at("stages").at("preflight").at("calls").get<double>(), 1);
   ASSERT_TRUE(usage.at("stages").contains("curves"));
   EXPECT_EQ(usage.at("stages").at("curves").at("calls").get<double>(), 0);
   // The curves' re-runs repeat some of the tournament's requests: those were answered from the
@@ -87,18 +91,22 @@ TEST(Accounting, ReportCountsEveryRequestTheServerAnsweredAndCacheHitsApart) {
 
   // The same questions again in a new folder: every answer comes from the cache.
   const int64_t requests_before = endpoint.server.requests();
-  RunOptions again = o;
-  again.out_dir = dir.path() / "again";
+  RunOptions again = testing::mini_run_options(config_for(endpoint.server.base_url(), "read-write", cache), data,
+                                               dir.path() / "again", dir.path() / "index");
+  again.filter.ranges = o.filter.ranges;
   auto cached = testing::run_and_report(again);
   ASSERT_TRUE(cached.is_ok()) << cached.status().message();
   EXPECT_EQ(endpoint.server.requests(), requests_before);
   const json t2 = testing::read_json_file(dir.path() / "again" / "report.json").at("usage").at("total");
   EXPECT_EQ(t2.at("calls").get<double>(), 0);
   EXPECT_EQ(t2.at("cost_usd").get<double>(), 0);
-  EXPECT_EQ(t2.at("cache_hits").get<double>(), static_cast<double>(requests_before) + hits);
-  EXPECT_NEAR(t2.at("saved_usd").get<double>(), server_cost + saved, 1e-9);
+  // Every request of the first run but its preflight (which is never cached) is now a hit.
+  const json& preflight = usage.at("stages").at("preflight");
+  EXPECT_EQ(t2.at("cache_hits").get<double>(), static_cast<double>(requests_before) - 1 + hits);
+  EXPECT_NEAR(t2.at("saved_usd").get<double>(), server_cost - preflight.at("cost_usd").get<double>() + saved, 1e-9);
   EXPECT_EQ(t2.at("cache_prompt_tokens").get<double>(),
-            static_cast<double>(endpoint.prompt_tokens.load()) + total.value("cache_prompt_tokens", 0.0));
+            static_cast<double>(endpoint.prompt_tokens.load()) - preflight.at("prompt_tokens").get<double>() +
+                total.value("cache_prompt_tokens", 0.0));
   EXPECT_EQ(cached->cost_usd, 0);
 }
 

@@ -38,7 +38,17 @@ struct RunData {
   nlohmann::json manifest = nlohmann::json::object();
   nlohmann::json config = nlohmann::json::object();  // resolved config (may be empty)
   std::vector<QuestionRecord> records;               // final records ordered by index
+  // Model calls that belong to no question (the preflight of each invocation), by stage:
+  // {"preflight": {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s"}}.
+  nlohmann::json run_usage = nlohmann::json::object();
 };
+
+// The store's meta key of RunData::run_usage.
+inline constexpr const char* kRunUsageKey = "run_usage";
+// Adds one invocation's calls of `stage` to the stored run usage (read, add, write).
+class RunStore;
+Status add_run_usage(RunStore& store, const std::string& stage, int64_t calls, int64_t prompt_tokens,
+                     int64_t completion_tokens, double cost_usd, double latency_s);
 
 // Reads manifest, resolved config and final records from `dir`'s run store; a record that does
 // not read is an error naming the store, the question and the field.
