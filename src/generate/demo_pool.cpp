@@ -83,7 +83,9 @@ double jaccard(const std::vector<std::string>& a, const std::vector<std::string>
 
 std::string normalized(const std::string& q) { return core::squash_spaces(core::trim(core::lower(q))); }
 
-std::set<std::string> schema_words_of(const db::SchemaInfo& schema) {
+// The words of every table and column name (data::Schema and db::SchemaInfo alike).
+template <class AnySchema>
+std::set<std::string> table_and_column_words(const AnySchema& schema) {
   std::set<std::string> out;
   for (const auto& t : schema.tables) {
     for (auto& w : name_words(t.name)) out.insert(w);
@@ -92,6 +94,8 @@ std::set<std::string> schema_words_of(const db::SchemaInfo& schema) {
   }
   return out;
 }
+
+std::set<std::string> schema_words_of(const db::SchemaInfo& schema) { return table_and_column_words(schema); }
 
 }  // namespace
 
@@ -113,15 +117,7 @@ std::set<std::string> name_words(const std::string& name) {
   return out;
 }
 
-std::set<std::string> schema_words_of(const data::Schema& schema) {
-  std::set<std::string> out;
-  for (const auto& t : schema.tables) {
-    for (auto& w : name_words(t.name)) out.insert(w);
-    for (const auto& c : t.columns)
-      for (auto& w : name_words(c.name)) out.insert(w);
-  }
-  return out;
-}
+std::set<std::string> schema_words_of(const data::Schema& schema) { return table_and_column_words(schema); }
 
 std::vector<std::string> masked_question(const std::string& question, const std::set<std::string>& schema_words) {
   std::set<std::string> out;

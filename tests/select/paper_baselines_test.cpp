@@ -11,6 +11,7 @@
 #include "nl2sql/llm/client.h"
 #include "nl2sql/select/selector.h"
 #include "support/fake_openai_server.h"
+#include "support/selection_pool.h"
 
 namespace nl2sql::select {
 namespace {
@@ -19,41 +20,16 @@ using json = nlohmann::json;
 using llm::testing::completion_body;
 using llm::testing::FakeOpenAiServer;
 using llm::testing::FakeReply;
+using testing::cand;
+using testing::I;
+using testing::N;
+using testing::rs;
+using testing::T;
 
-db::ResultSet rs(std::vector<db::Row> rows, size_t cols = 1) {
-  db::ResultSet r;
-  for (size_t c = 0; c < cols; ++c) r.columns.push_back("c" + std::to_string(c));
-  r.rows = std::move(rows);
-  return r;
-}
-db::Value I(int64_t v) { return db::Value::integer(v); }
-db::Value T(const std::string& s) { return db::Value::text(s); }
-db::Value N() { return db::Value::null(); }
 
-PoolCandidate cand(std::string id, std::string gen, std::string sql,
-                   std::optional<db::ResultSet> r) {
-  PoolCandidate c;
-  c.id = std::move(id);
-  c.generator = std::move(gen);
-  c.sql = std::move(sql);
-  if (r) {
-    db::ExecutionResult e;
-    e.result = std::move(*r);
-    c.result = std::make_shared<const db::ExecutionResult>(std::move(e));
-  }
-  return c;
-}
 
-struct Pool {
-  data::Question question;
-  SelectionInput input;
-  Pool() {
-    question.question_id = "q1";
-    question.question = "Which value?";
-    input.question = &question;
-    input.generator_order = {"dc", "qp", "os"};
-    input.seed = 11;
-  }
+struct Pool : testing::Pool {
+  Pool() : testing::Pool("q1", 11) {}
 };
 
 std::unique_ptr<llm::Client> fake_client(const FakeOpenAiServer& server) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/fake_openai_server.h"
+#include "support/selection_pool.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/select/clusters.h"
@@ -17,40 +18,15 @@ namespace {
 using llm::testing::completion_body;
 using llm::testing::FakeOpenAiServer;
 using llm::testing::FakeReply;
+using testing::cand;
+using testing::I;
+using testing::N;
+using testing::rs;
+using testing::T;
+using testing::Pool;
 
-db::ResultSet rs(std::vector<db::Row> rows, size_t cols = 1) {
-  db::ResultSet r;
-  for (size_t c = 0; c < cols; ++c) r.columns.push_back("c" + std::to_string(c));
-  r.rows = std::move(rows);
-  return r;
-}
-db::Value I(int64_t v) { return db::Value::integer(v); }
-db::Value T(const std::string& s) { return db::Value::text(s); }
 
-PoolCandidate cand(std::string id, std::string gen, std::string sql, std::optional<db::ResultSet> r) {
-  PoolCandidate c;
-  c.id = std::move(id);
-  c.generator = std::move(gen);
-  c.profile = "p_" + c.generator;
-  c.sql = std::move(sql);
-  if (r) {
-    db::ExecutionResult e;
-    e.result = std::move(*r);
-    c.result = std::make_shared<const db::ExecutionResult>(std::move(e));
-  }
-  return c;
-}
 
-struct Pool {
-  data::Question question;
-  SelectionInput input;
-  Pool() {
-    question.question_id = "q7";
-    question.question = "Which value?";
-    input.question = &question;
-    input.generator_order = {"dc", "qp", "os"};
-  }
-};
 
 TEST(SelectClusters, RelaxedIgnoresOrderDuplicatesAndAllNullRowsExactDoesNot) {
   auto a = rs({{I(1), T("x")}, {I(2), T("y")}}, 2);
