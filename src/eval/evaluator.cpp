@@ -438,7 +438,8 @@ db::CachedExecution ItemJudge::gold(const data::Question& q, const fs::path& db_
 
 ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
                             const std::string& fp, const Prediction& p,
-                            db::ExecutionResult* pred_out, double* exec_ms_out) const {
+                            db::ExecutionResult* pred_out, double* exec_ms_out,
+                            const db::ExecutionResult* known_pred) const {
   auto t0 = std::chrono::steady_clock::now();
   ItemResult item;
   item.question_id = q.question_id;
@@ -488,7 +489,12 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
     pred.result.status = ExecStatus::kError;
     pred.result.error = item.error;
   } else {
-    pred = run(db_path, fp, p.sql, verdict_limits_, &item.pred_cached);
+    if (known_pred && known_pred->ok()) {
+      pred.result = *known_pred;  // its first rows and the shared digest of the whole answer
+      item.pred_cached = true;
+    } else {
+      pred = run(db_path, fp, p.sql, verdict_limits_, &item.pred_cached);
+    }
     exec_ms += item.pred_cached ? 0 : pred.result.elapsed_ms;
     item.pred_status = db::exec_status_name(pred.result.status);
     item.error = pred.result.error;

@@ -44,7 +44,7 @@ ExecutionSummary summarize_execution(const db::ExecutionResult& r, size_t previe
   s.executed = r.status != db::ExecStatus::kRejected;
   s.status = r.status;
   s.error = r.error;
-  s.rows = r.result.rows.size();
+  s.rows = r.row_count();  // the whole answer, also when only its first rows are held
   s.columns = r.result.columns.size();
   s.elapsed_ms = r.elapsed_ms;
   if (r.ok()) {
@@ -54,8 +54,7 @@ ExecutionSummary summarize_execution(const db::ExecutionResult& r, size_t previe
       for (const auto& v : r.result.rows[i]) line += (line.empty() ? "" : " | ") + cut(v.to_display(), 60);
       p += "\n" + line;
     }
-    if (r.result.rows.size() > preview_rows)
-      p += "\n… (" + std::to_string(r.result.rows.size()) + " rows)";
+    if (r.row_count() > preview_rows) p += "\n… (" + std::to_string(r.row_count()) + " rows)";
     s.preview = p;
   }
   return s;

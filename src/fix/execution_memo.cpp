@@ -68,6 +68,11 @@ ExecutionMemo::ExecutionMemo(const db::Executor& executor, std::filesystem::path
         return executor.run(db_path, sql);
       }) {}
 
+ExecutionMemo::ExecutionMemo(const db::Executor& executor, std::filesystem::path db_path, db::QueryLimits limits)
+    : runner_([&executor, db_path = std::move(db_path), limits](const std::string& sql) {
+        return executor.run(db_path, sql, limits);
+      }) {}
+
 ExecutionMemo::Shared ExecutionMemo::run(const std::string& sql) {
   std::string key = normalize_sql(sql);
   std::promise<Shared> promise;

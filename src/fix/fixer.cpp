@@ -38,7 +38,7 @@ Result<FixOptions> load_fix_options(const core::Config& config) {
   if (const auto* f = config.find("fix")) {
     if (!f->is_object()) return invalid_input("config key \"fix\" must be an object");
     static const std::set<std::string> kKeys = {"enabled", "max_rounds", "on_empty_result", "role",
-                                                "profile", "temperature", "preview_rows", "hint_names"};
+                                                "profile", "temperature", "preview_rows", "hint_names", "keep_rows"};
     for (const auto& [k, v] : f->items())
       if (!kKeys.count(k)) return invalid_input("config key \"fix." + k + "\" is not known");
   }
@@ -73,7 +73,18 @@ Result<FixOptions> load_fix_options(const core::Config& config) {
   if (!hn) return hn.status();
   if (*hn < 1) return invalid_input("config key \"fix.hint_names\" must be >= 1");
   o.hint_names = static_cast<size_t>(*hn);
+  auto kr = config.get_int("fix.keep_rows");
+  if (!kr) return kr.status();
+  if (*kr < 0) return invalid_input("config key \"fix.keep_rows\" must be >= 0");
+  o.keep_rows = static_cast<size_t>(*kr);
   return o;
+}
+
+size_t kept_rows(const FixOptions& options) {
+  if (options.keep_rows == 0) return 0;
+  // The selectors' result previews show 5 rows (select/prompt_parts.h).
+  constexpr size_t kSelectPreviewRows = 5;
+  return std::max({options.keep_rows, options.preview_rows, kSelectPreviewRows});
 }
 
 void execute_candidate(Candidate& c, const db::Executor& executor, const std::filesystem::path& db_path,

@@ -354,7 +354,10 @@ Status QuestionRun::stage_judge() {
       s_.exec_cache->put(db::ResultCache::key(fp, c.sql), e);
     }
     db::ExecutionResult exec;
-    items_[i] = s_.judge->judge(q_, db_path_, fp, p, known ? nullptr : &exec);
+    // A result hashed past fix.keep_rows is not in the result cache (only its first rows are
+    // held): the judge takes it as it is, and compares it on its digest.
+    const db::ExecutionResult* hashed = known && known->ok() && known->digest ? known.get() : nullptr;
+    items_[i] = s_.judge->judge(q_, db_path_, fp, p, known ? nullptr : &exec, nullptr, hashed);
     if (!p.present || c.rejected) continue;
     if (known) {
       if (known->ok()) results_[i] = std::move(known);
@@ -604,7 +607,11 @@ run::QuestionRecord QuestionRun::final_record() {
     eval::Prediction p;
     p.present = !rec.prediction.empty();
     p.sql = rec.prediction;
-    verdict_ = s_.judge->judge(q_, db_path_, s_.fingerprints.at(q_.db_id), p);
+    // The chosen query's result, when it was hashed past fix.keep_rows (so not in the cache).
+    const db::ExecutionResult* hashed = nullptr;
+    for (size_t i = 0; i < candidates_.size() && !hashed; ++i)
+      if (p.present && candidates_[i].sql == p.sql && results_[i] && results_[i]->digest) hashed = results_[i].get();
+    verdict_ = s_.judge->judge(q_, db_path_, s_.fingerprints.at(q_.db_id), p, nullptr, nullptr, hashed);
     latency_["eval"] += seconds_since(t0);
   }
   rec.verdict = verdict_of(*verdict_);

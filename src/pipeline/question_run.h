@@ -75,9 +75,14 @@ class QuestionRun {
     return Status::ok();
   }
 
-  // The question's executions (fix stage, then judging), created on first use.
+  // The question's executions (fix stage, then judging), created on first use. A result past
+  // fix.keep_rows rows keeps its first rows and the digest of the whole answer.
   fix::ExecutionMemo& memo() {
-    if (!memo_) memo_ = std::make_unique<fix::ExecutionMemo>(*s_.executor, db_path_);
+    if (!memo_) {
+      db::QueryLimits limits = s_.executor->options().limits;
+      limits.hash_rows_after = fix::kept_rows(s_.fixer->options());
+      memo_ = std::make_unique<fix::ExecutionMemo>(*s_.executor, db_path_, limits);
+    }
     return *memo_;
   }
 

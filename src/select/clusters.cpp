@@ -5,7 +5,9 @@
 #include <map>
 #include <set>
 
+#include "nl2sql/core/hash.h"
 #include "nl2sql/db/result_compare.h"
+#include "nl2sql/db/result_digest.h"
 
 namespace nl2sql::select {
 namespace {
@@ -40,6 +42,37 @@ std::string result_key(const db::ResultSet& result, ResultEquality equality) {
   return key;
 }
 
+std::string result_key(const db::ExecutionResult& execution, ResultEquality equality) {
+  std::shared_ptr<const db::ResultDigest> own;
+  const db::ResultDigest* d = execution.digest.get();
+  if (!d) {
+    own = std::make_shared<const db::ResultDigest>(db::digest_of(execution.result));
+    d = own.get();
+  }
+  static const db::Hash128 kNull = [] {
+    db::ResultSet one;
+    one.rows.push_back({db::Value::null()});
+    return db::digest_of(one).cell(0, 0);
+  }();
+  // The same construction as result_key(ResultSet), each value's Python key replaced by its
+  // 128-bit hash (cell(): the bytes as stored, as python_key reads them).
+  std::set<std::string> rows;
+  std::vector<db::Hash128> cells;
+  for (size_t r = 0; r < d->rows(); ++r) {
+    cells.clear();
+    for (size_t c = 0; c < d->columns(); ++c) cells.push_back(d->cell(r, c));
+    if (equality == ResultEquality::kRelaxed) {
+      if (std::all_of(cells.begin(), cells.end(), [](const db::Hash128& h) { return h == kNull; })) continue;
+      std::sort(cells.begin(), cells.end());
+      cells.erase(std::unique(cells.begin(), cells.end()), cells.end());
+    }
+    rows.insert(std::string(reinterpret_cast<const char*>(cells.data()), cells.size() * sizeof(db::Hash128)));
+  }
+  core::KeyHasher h;
+  for (const auto& r : rows) h.add(r);  // length-prefixed fields
+  return h.hex();
+}
+
 bool executable(const PoolCandidate& candidate) {
   return candidate.result != nullptr && candidate.result->ok();
 }
@@ -60,7 +93,7 @@ PoolClusters cluster_pool(const std::vector<PoolCandidate>& pool, ResultEquality
   for (size_t i = 0; i < pool.size(); ++i) {
     if (!executable(pool[i])) continue;
     ++out.executable;
-    auto key = result_key(pool[i].result->result, equality);
+    auto key = result_key(*pool[i].result, equality);
     auto [it, fresh] = by_key.emplace(std::move(key), clusters.size());
     if (fresh) clusters.emplace_back();
     clusters[it->second].members.push_back(static_cast<int>(i));

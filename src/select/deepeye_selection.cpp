@@ -50,7 +50,7 @@ class DeepEyeSelection : public Selector {
     s.selector = name();
     bool fallback = false;
     auto g = first_nonempty_groups(
-        in, ResultEquality::kExact, [](const db::ResultSet& r) { return !r.rows.empty(); },
+        in, ResultEquality::kExact, [](const db::ExecutionResult& r) { return r.row_count() > 0; },
         fallback);
     if (g.groups.empty()) {
       s.chosen = -1;
@@ -102,8 +102,8 @@ class DeepEyeSelection : public Selector {
           auto text = ask_model(
               {client_, &tpl_, "select", in.ask_memo.get()},
               detail::pairwise_values(in.question->question, in.question->evidence, schema, a.sql,
-                                      detail::result_preview(a.result->result), b.sql,
-                                      detail::result_preview(b.result->result)),
+                                      detail::result_preview(*a.result), b.sql,
+                                      detail::result_preview(*b.result)),
               req, s.calls);
           if (!text.is_ok()) {
             said.push_back({{"error", text.status().message()}});

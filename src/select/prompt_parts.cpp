@@ -38,7 +38,12 @@ std::string union_schema_text(const data::Schema& schema, const sql::Schema* sql
   return context::render_schema(context::SchemaSources{&schema, nullptr, nullptr, metadata}, options);
 }
 
-std::string result_preview(const db::ResultSet& result, size_t max_rows) {
+std::string result_preview(const db::ExecutionResult& execution, size_t max_rows) {
+  return result_preview(execution.result, max_rows, execution.row_count());
+}
+
+std::string result_preview(const db::ResultSet& result, size_t max_rows, std::optional<size_t> total_rows) {
+  const size_t total = total_rows ? *total_rows : result.rows.size();
   if (result.rows.empty()) return "(no rows)";
   std::string out;
   for (size_t c = 0; c < result.columns.size(); ++c) out += (c ? " | " : "") + result.columns[c];
@@ -52,8 +57,7 @@ std::string result_preview(const db::ResultSet& result, size_t max_rows) {
     }
     out += "\n";
   }
-  if (result.rows.size() > max_rows)
-    out += "… (" + std::to_string(result.rows.size()) + " rows in total)\n";
+  if (total > max_rows) out += "… (" + std::to_string(total) + " rows in total)\n";
   return out;
 }
 
@@ -76,8 +80,8 @@ std::map<std::string, std::string> pairwise_values(const std::string& question,
 std::map<std::string, std::string> pair_prompt_values(const PairPrompt& p) {
   const std::string schema = p.schema ? union_schema_text(*p.schema, p.sql_schema, p.metadata, {p.sql_a, p.sql_b})
                                       : "(schema not available)";
-  return pairwise_values(p.question, p.evidence, schema, p.sql_a, p.result_a ? result_preview(*p.result_a) : "",
-                         p.sql_b, p.result_b ? result_preview(*p.result_b) : "");
+  return pairwise_values(p.question, p.evidence, schema, p.sql_a, p.result_a ? result_preview(*p.result_a, 5, p.total_a) : "",
+                         p.sql_b, p.result_b ? result_preview(*p.result_b, 5, p.total_b) : "");
 }
 
 std::string pairwise_answer(const std::string& winner, const std::string& reason) {

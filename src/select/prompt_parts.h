@@ -11,6 +11,7 @@
 #include "nl2sql/context/metadata.h"
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
+#include "nl2sql/db/executor.h"
 #include "nl2sql/db/value.h"
 #include "nl2sql/sql/analysis.h"
 
@@ -25,8 +26,12 @@ inline constexpr const char* kSystemPrompt =
 std::string union_schema_text(const data::Schema& schema, const sql::Schema* sql_schema,
                               const context::DatabaseMetadata* metadata, const std::vector<std::string>& sqls);
 
-// The first rows of a result as a small text table for prompts.
-std::string result_preview(const db::ResultSet& result, size_t max_rows = 5);
+// The first rows of a result as a small text table for prompts; `total_rows`: the whole
+// answer's row count when `result` holds only its first rows (unset: result.rows.size()).
+std::string result_preview(const db::ResultSet& result, size_t max_rows = 5,
+                           std::optional<size_t> total_rows = std::nullopt);
+// The same for an execution (its row_count(): the whole answer, also when it was hashed).
+std::string result_preview(const db::ExecutionResult& execution, size_t max_rows = 5);
 
 // One pair prompt's inputs. The tournament at inference and the selector's training data
 // (build_selector_training_data) both fill prompts/select_pairwise.txt from this through
@@ -39,6 +44,8 @@ struct PairPrompt {
   std::string sql_a, sql_b;
   const db::ResultSet* result_a = nullptr;               // null: "(not shown)"
   const db::ResultSet* result_b = nullptr;
+  // Rows of the whole answers when result_a/result_b hold only their first rows.
+  std::optional<size_t> total_a, total_b;
 };
 std::map<std::string, std::string> pair_prompt_values(const PairPrompt& pair);
 

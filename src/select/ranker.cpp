@@ -35,7 +35,7 @@ class Ranker : public Selector {
       const auto& c = in.candidates[static_cast<size_t>(players[k])];
       sqls.push_back(c.sql);
       listing += "Candidate " + std::to_string(k) + ":\n```sql\n" + c.sql + "\n```\nResult:\n" +
-                 detail::result_preview(c.result->result) + "\n";
+                 detail::result_preview(*c.result) + "\n";
     }
     auto req = base_request(in, llm::CallTask::kRank, 0);
     req.tag.generator = "ranker";

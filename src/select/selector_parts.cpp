@@ -1,6 +1,7 @@
 #include "selector_parts.h"
 
 #include "nl2sql/core/hash.h"
+#include "nl2sql/db/result_digest.h"
 #include "nl2sql/llm/model_call.h"
 #include "prompt_parts.h"
 
@@ -54,32 +55,42 @@ Result<ResultEquality> read_equality(const core::Config& config, const std::stri
 
 
 ResultGroups result_groups(const SelectionInput& in, ResultEquality equality,
-                           const std::function<bool(const db::ResultSet&)>& keep) {
+                           const std::function<bool(const db::ExecutionResult&)>& keep) {
   ResultGroups out;
   std::map<std::string, size_t> by_key;
   for (size_t i = 0; i < in.candidates.size(); ++i) {
     const auto& c = in.candidates[i];
-    if (!executable(c) || !keep(c.result->result)) continue;
+    if (!executable(c) || !keep(*c.result)) continue;
     ++out.total;
-    auto [it, fresh] = by_key.emplace(result_key(c.result->result, equality), out.groups.size());
+    auto [it, fresh] = by_key.emplace(result_key(*c.result, equality), out.groups.size());
     if (fresh) out.groups.emplace_back();
     out.groups[it->second].push_back(static_cast<int>(i));
   }
   return out;
 }
 
-bool has_non_null_row(const db::ResultSet& result) {
-  for (const auto& row : result.rows)
+bool has_non_null_row(const db::ExecutionResult& execution) {
+  for (const auto& row : execution.result.rows)
     for (const auto& v : row)
       if (!v.is_null()) return true;
+  if (!execution.digest) return false;
+  static const db::Hash128 kNull = [] {
+    db::ResultSet one;
+    one.rows.push_back({db::Value::null()});
+    return db::digest_of(one).cell(0, 0);
+  }();
+  const db::ResultDigest& d = *execution.digest;
+  for (size_t r = 0; r < d.rows(); ++r)
+    for (size_t c = 0; c < d.columns(); ++c)
+      if (!(d.cell(r, c) == kNull)) return true;
   return false;
 }
 
 ResultGroups first_nonempty_groups(const SelectionInput& in, ResultEquality equality,
-                                   const std::function<bool(const db::ResultSet&)>& strict, bool& fallback_used) {
+                                   const std::function<bool(const db::ExecutionResult&)>& strict, bool& fallback_used) {
   auto g = result_groups(in, equality, strict);
   fallback_used = g.groups.empty();
-  if (fallback_used) g = result_groups(in, equality, [](const db::ResultSet&) { return true; });
+  if (fallback_used) g = result_groups(in, equality, [](const db::ExecutionResult&) { return true; });
   return g;
 }
 

@@ -46,13 +46,14 @@ struct ResultGroups {
   size_t total = 0;
 };
 ResultGroups result_groups(const SelectionInput& in, ResultEquality equality,
-                           const std::function<bool(const db::ResultSet&)>& keep);
-// AlphaSQL's valid result: at least one row holding a non-NULL value.
-bool has_non_null_row(const db::ResultSet& result);
+                           const std::function<bool(const db::ExecutionResult&)>& keep);
+// AlphaSQL's valid result: at least one row holding a non-NULL value (in the whole answer: read
+// from the digest when only the first rows are held).
+bool has_non_null_row(const db::ExecutionResult& execution);
 // The groups of the first `keep` test that groups anything (AlphaSQL and DeepEye-SQL fall back
 // from "valid" results to every successful one): which test was used is `fallback_used`.
 ResultGroups first_nonempty_groups(const SelectionInput& in, ResultEquality equality,
-                                   const std::function<bool(const db::ResultSet&)>& strict, bool& fallback_used);
+                                   const std::function<bool(const db::ExecutionResult&)>& strict, bool& fallback_used);
 // The seed of one sampled ask of a selector (distinct per selection seed, purpose and index).
 int64_t ask_seed(const SelectionInput& in, const std::string& purpose, int64_t index);
 

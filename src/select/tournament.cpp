@@ -94,8 +94,10 @@ class Tournament : public Selector {
           pair.metadata = in.metadata;
           pair.sql_a = ca.sql;
           pair.result_a = &ca.result->result;
+          pair.total_a = ca.result->row_count();
           pair.sql_b = cb.sql;
           pair.result_b = &cb.result->result;
+          pair.total_b = cb.result->row_count();
           auto text = ask_model(ask, detail::pair_prompt_values(pair), req, s.calls);
           json d = {{"a", ca.id}, {"b", cb.id}, {"by", "model"}};
           if (!text.is_ok()) {

@@ -165,10 +165,13 @@ class ItemJudge {
  public:
   ItemJudge(data::Benchmark benchmark, EvalOptions options, db::ResultCache* cache = nullptr);
   // `fingerprint` = db::database_fingerprint(db_path). `pred_out` receives the prediction's
-  // execution (for selection), `exec_ms` accumulates time spent in SQLite.
+  // execution (for selection), `exec_ms` accumulates time spent in SQLite. `known_pred`: the
+  // prediction's successful execution when the caller holds it (the pipeline's, hashed past
+  // fix.keep_rows): judged as it is, as if read from the cache, instead of being run again.
   ItemResult judge(const data::Question& q, const std::filesystem::path& db_path,
                    const std::string& fingerprint, const Prediction& prediction,
-                   db::ExecutionResult* pred_out = nullptr, double* exec_ms = nullptr) const;
+                   db::ExecutionResult* pred_out = nullptr, double* exec_ms = nullptr,
+                   const db::ExecutionResult* known_pred = nullptr) const;
   // Gold's execution (cached) with its tie check.
   db::CachedExecution gold(const data::Question& q, const std::filesystem::path& db_path,
                            const std::string& fingerprint, bool* cached = nullptr,

@@ -8,6 +8,9 @@
 // db::Executor); every later request, from any thread, gets the same shared, immutable result.
 // Two threads asking for the same new query at once: one executes, the other waits for it.
 //
+// Memory: with QueryLimits::hash_rows_after set (fix.keep_rows in the pipeline), a result held
+// here keeps its first rows and a digest of the whole answer (db/result_digest.h), never more.
+//
 // Lifetime: one memo per question (results are held until it is destroyed). Thread-safe.
 #pragma once
 
@@ -39,6 +42,9 @@ class ExecutionMemo {
   explicit ExecutionMemo(Runner runner) : runner_(std::move(runner)) {}
   // The runner executes through `executor` on `db_path` with the executor's limits.
   ExecutionMemo(const db::Executor& executor, std::filesystem::path db_path);
+  // The same with `limits` (the pipeline's: the executor's with QueryLimits::hash_rows_after set,
+  // so a large result keeps its first rows and the digest of the whole answer).
+  ExecutionMemo(const db::Executor& executor, std::filesystem::path db_path, db::QueryLimits limits);
 
   // The result of `sql`: executed by the runner the first time its normalized text is seen,
   // shared afterwards.

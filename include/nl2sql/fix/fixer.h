@@ -52,7 +52,14 @@ struct FixOptions {
   std::optional<double> temperature;
   size_t preview_rows = 5;
   size_t hint_names = 3;        // closest schema names offered per unknown name
+  // Rows of a result kept in memory by the pipeline's executions; past them a result keeps the
+  // digest of the whole answer instead (db::QueryLimits::hash_rows_after). 0: every row.
+  size_t keep_rows = 100;
 };
+
+// The hash_rows_after the pipeline's executions use: keep_rows, raised to the rows any prompt
+// shows (the fixer's preview_rows, the selectors' previews); 0 when keep_rows is 0.
+size_t kept_rows(const FixOptions& options);
 
 // Reads fix.* (errors name the key).
 Result<FixOptions> load_fix_options(const core::Config& config);

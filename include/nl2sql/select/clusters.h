@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "nl2sql/db/executor.h"
 #include "nl2sql/db/value.h"
 #include "nl2sql/select/selector.h"
 
@@ -32,6 +33,12 @@ struct PoolClusters {
 
 // A byte key equal for two results exactly when they are equal under `equality`.
 std::string result_key(const db::ResultSet& result, ResultEquality equality);
+// The same for an execution, read from its digest (db/result_digest.h) when the executor hashed
+// it past QueryLimits::hash_rows_after, else from the digest of its rows: a result that keeps
+// only its first rows gets the key its whole answer would. The key (the hash of the sorted set
+// of row keys) differs from result_key(ResultSet)'s: compare keys of one kind only. Two
+// results unequal under `equality` share a key only on a 128-bit hash collision.
+std::string result_key(const db::ExecutionResult& execution, ResultEquality equality);
 
 // Rank of a candidate for deterministic tie-breaks: (position of its generator in
 // `generator_order`, unknown generators last; SQL length; pool index). Smaller is better.
