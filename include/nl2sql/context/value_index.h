@@ -35,7 +35,8 @@
 // normalized) in memory and leaves the band and short-value tables, four fifths of the file, in
 // the file: a lookup reads the 1 KB blocks that can hold its key (one block, or a run of them for
 // a key many values share) with one pread per table, found through a directory of each block's
-// first key (a 256th of a table). The blocks come from the page cache, shared by
+// first key (a 256th of a table), and skipped when the table's key filter (a bit per slot of the
+// keys' top bits, built at open) says the key is absent. The blocks come from the page cache, shared by
 // every process using the file; no process's memory carries the tables. (Mapping the file was
 // tried first: on Linux 6 kernels with large page-cache folios a touch maps a whole folio, and a
 // few hundred lookups brought the whole tables into the process's resident memory.) Written to a
