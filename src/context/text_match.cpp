@@ -283,7 +283,7 @@ size_t EditMatcher::distance(std::u32string_view text) const {
   const uint64_t top = uint64_t{1} << (m - 1);
   size_t score = m;
   for (char32_t c : text) {
-    const uint64_t eq = mask_of(c);
+    const uint64_t eq = c < 128 ? ascii_[c] : mask_of(c);
     const uint64_t xv = eq | mv;
     const uint64_t xh = (((eq & pv) + pv) ^ pv) | eq;
     uint64_t ph = mv | ~(xh | pv);

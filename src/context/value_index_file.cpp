@@ -321,6 +321,7 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
   std::vector<Section> sections;
   std::vector<uint64_t> sums;
   std::vector<std::vector<uint32_t>> directories;  // one per table section
+  std::vector<KeyFilter> filters;                  // one per table section
   std::string header;
   std::vector<char> buf(size_t{1} << 20);
   uint64_t pos = detail::kIndexPrologue;
@@ -358,6 +359,7 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
       // A table: streamed, its directory kept (chunks are whole numbers of blocks).
       auto& dir = directories.emplace_back();
       dir.reserve((len / 8 + kBlock - 1) / kBlock);
+      auto& filter = filters.emplace_back(len / 8);
       XXH3_state_t* st = XXH3_createState();
       XXH3_64bits_reset(st);
       uint64_t done = 0;
@@ -371,6 +373,12 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
           std::memcpy(&entry, buf.data() + e * 8, 8);
           dir.push_back(static_cast<uint32_t>(entry >> 32));
         }
+        if (filter.enabled())
+          for (size_t e = 0; e < chunk / 8; ++e) {
+            uint64_t entry = 0;
+            std::memcpy(&entry, buf.data() + e * 8, 8);
+            filter.add(static_cast<uint32_t>(entry >> 32));
+          }
         done += chunk;
       }
       sums.push_back(XXH3_64bits_digest(st));
@@ -415,6 +423,7 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
     ft.offset = sections[5 + t].offset;
     ft.entries = sections[5 + t].size / 8;
     ft.first_keys = std::move(directories[t]);
+    ft.filter = std::move(filters[t]);
     if (t < bands) idx.band_tables_.push_back(std::move(ft));
     else idx.short_table_ = std::move(ft);
   }

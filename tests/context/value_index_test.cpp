@@ -1,10 +1,13 @@
 // ValueIndex: skip rules, LSH candidate recall on synthetic data, persistence and staleness.
 #include <fstream>
+#include <map>
 #include <random>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "context/band_keys.h"
+#include "context/short_keys.h"
 #include "nl2sql/context/retrieve.h"
 #include "nl2sql/context/text_match.h"
 #include "nl2sql/context/value_index.h"
@@ -323,6 +326,103 @@ TEST(ShortValueIndex, IndexRetrievalFindsWhatExhaustiveFinds) {
   EXPECT_GT(exhaustive_hits, 200u);
   EXPECT_EQ(index_hits, exhaustive_hits);
   EXPECT_LT(lsh_only_hits, exhaustive_hits);
+}
+
+// Candidates as their definition says, computed from every value without the tables: a value is
+// an LSH candidate when any band key of its signature equals the query's, a short-value
+// candidate when it has at most short_length code points, the query at most short_length + 1,
+// and their deletion keys meet. Every value's keys are computed once.
+class CandidateDefinition {
+ public:
+  explicit CandidateDefinition(const ValueIndex& idx)
+      : p_(idx.params()), hasher_(p_.num_perm, p_.seed), bands_(idx.size()), deletions_(idx.size()) {
+    for (uint32_t id = 0; id < idx.size(); ++id) {
+      const auto v = idx.normalized(id);
+      bands_[id] = keys_of(v);
+      if (v.size() <= static_cast<size_t>(p_.short_length)) detail::short_keys(v, deletions_[id]);
+    }
+  }
+  std::vector<uint32_t> keys_of(std::u32string_view s) const {
+    auto sig = hasher_.signature(char_ngram_hashes(s, p_.ngram));
+    std::vector<uint32_t> k(static_cast<size_t>(p_.bands));
+    detail::band_keys(sig.data(), p_.bands, p_.rows, k.data());
+    return k;
+  }
+  std::vector<uint32_t> candidates(std::u32string_view q, bool lsh, bool shorts) const {
+    std::vector<uint32_t> out;
+    if (q.empty()) return out;
+    const auto qk = keys_of(q);
+    std::vector<uint32_t> qs;
+    const bool short_query = shorts && p_.short_length > 0 && q.size() <= static_cast<size_t>(p_.short_length) + 1;
+    if (short_query) detail::short_keys(q, qs);
+    for (uint32_t id = 0; id < bands_.size(); ++id) {
+      bool hit = false;
+      for (size_t b = 0; lsh && b < qk.size() && !hit; ++b) hit = bands_[id][b] == qk[b];
+      for (uint32_t k : deletions_[id]) hit = hit || (short_query && std::binary_search(qs.begin(), qs.end(), k));
+      if (hit) out.push_back(id);
+    }
+    return out;
+  }
+  const std::vector<std::vector<uint32_t>>& bands() const { return bands_; }
+
+ private:
+  IndexParams p_;
+  MinHasher hasher_;
+  std::vector<std::vector<uint32_t>> bands_, deletions_;
+};
+
+// The lookups (one pread per key's run of blocks, distinct ids gathered through a bit set) return
+// exactly the candidates the definition gives, on random queries: values, their one-edit typos,
+// words and prefixes, and keys that hundreds of near-copies share (runs of several blocks).
+TEST(ValueIndex, CandidatesEqualTheirDefinitionOnRandomQueries) {
+  testing::TempDir dir;
+  const fs::path db = dir / "heroes.sqlite";
+  std::vector<std::string> words;
+  std::string sql = short_fixture_sql(&words, 300, 11);
+  // 600 near-copies of two names (as the scaled BIRD copies are): their band keys repeat far more
+  // often than the 128 entries of a block.
+  sql += "CREATE TABLE copy (copy_id INTEGER PRIMARY KEY, title TEXT);\n";
+  for (int i = 0; i < 600; ++i)
+    sql += fmt::format("INSERT INTO copy VALUES ({}, '{} {}');\n", i, i % 2 ? "Spider-Man" : "Captain Marvel", i / 2);
+  testing::build_database(db, "BEGIN;\n" + sql + "COMMIT;\n");  // one transaction: one sync, not 900
+  db::Executor ex;
+  auto idx = ValueIndex::build("heroes", db, schema_of(db), IndexParams{}, ex, 2);
+  ASSERT_TRUE(idx.is_ok()) << idx.status().message();
+  ASSERT_GT(idx->size(), 1200u);
+  std::mt19937_64 rng(12);
+  std::vector<std::string> queries = {"spider man", "Spider-Man 17", "captain marvel", "Capt Marvel 2", "x", "", "bleu"};
+  for (int i = 0; i < 300; ++i) {
+    const std::string v(idx->value(static_cast<uint32_t>(rng() % idx->size())));
+    switch (i % 4) {
+      case 0: queries.push_back(v); break;
+      case 1: queries.push_back(v.substr(0, 1 + rng() % v.size())); break;
+      case 2: queries.push_back(random_word(rng, 2 + rng() % 9)); break;
+      default: {
+        auto t = one_edit_typos(normalize_text(v.substr(0, std::min<size_t>(v.size(), 9))));
+        if (!t.empty()) queries.push_back(t[rng() % t.size()]);
+      }
+    }
+  }
+  const CandidateDefinition definition(*idx);
+  // Some band key is shared by more values than two blocks hold: its run spans several blocks.
+  {
+    std::map<std::pair<size_t, uint32_t>, size_t> per_key;
+    for (const auto& keys : definition.bands())
+      for (size_t b = 0; b < keys.size(); ++b) ++per_key[{b, keys[b]}];
+    size_t most = 0;
+    for (const auto& [key, n] : per_key) most = std::max(most, n);
+    EXPECT_GT(most, 256u);
+  }
+  size_t big = 0;
+  for (const auto& text : queries) {
+    const auto q = normalize_code_points(text);
+    const auto lsh = idx->lsh_candidates(q), sh = idx->short_candidates(q), all = idx->candidates(q);
+    ASSERT_EQ(lsh, definition.candidates(q, true, false)) << "'" << text << "'";
+    ASSERT_EQ(sh, definition.candidates(q, false, true)) << "'" << text << "'";
+    ASSERT_EQ(all, definition.candidates(q, true, true)) << "'" << text << "'";
+    big += lsh.size() > 128;
+  }
+  EXPECT_GT(big, 2u);  // some keys did span more than a block
 }
 
 // The file: a loaded index keeps its tables in the file and answers exactly as the built one; save()

@@ -33,8 +33,10 @@
 // ends with a 64-bit XXH3 over the XXH3 of each section (checked, reading the file through a
 // small buffer, before anything is used). An opened index holds the values (stored and
 // normalized) in memory and leaves the band and short-value tables, four fifths of the file, in
-// the file: a lookup reads one 1 KB block per table through pread, found through a directory of
-// each block's first key (a 256th of a table). The blocks come from the page cache, shared by
+// the file: a lookup reads the 1 KB blocks that can hold its key (one block, or a run of them for
+// a key many values share) with one pread per table, found through a directory of each block's
+// first key (a 256th of a table), and skipped when the table's key filter (a bit per slot of the
+// keys' top bits, built at open) says the key is absent. The blocks come from the page cache, shared by
 // every process using the file; no process's memory carries the tables. (Mapping the file was
 // tried first: on Linux 6 kernels with large page-cache folios a touch maps a whole folio, and a
 // few hundred lookups brought the whole tables into the process's resident memory.) Written to a
@@ -137,8 +139,12 @@ class ValueIndex {
   std::vector<uint32_t> short_candidates(std::u32string_view normalized_query) const;
 
   size_t size() const { return raw_offsets_.empty() ? 0 : raw_offsets_.size() - 1; }
-  std::string_view value(uint32_t id) const;
-  std::u32string_view normalized(uint32_t id) const;
+  std::string_view value(uint32_t id) const {
+    return raw_.substr(raw_offsets_[id], raw_offsets_[id + 1] - raw_offsets_[id]);
+  }
+  std::u32string_view normalized(uint32_t id) const {
+    return norm_.substr(norm_offsets_[id], norm_offsets_[id + 1] - norm_offsets_[id]);
+  }
   const IndexedColumn& column_of(uint32_t id) const;
   // The value id of `value` stored exactly so in table.column (case-insensitive names), or -1.
   int64_t find_exact(std::string_view table, std::string_view column, std::string_view value) const;
@@ -162,15 +168,40 @@ class ValueIndex {
   static Result<ValueIndex> open_file(const std::filesystem::path& file, bool verify);
   std::vector<uint32_t> band_keys_of(std::u32string_view normalized) const;
 
+  // Which keys a table holds, approximately: one bit per slot of the keys' top bits, set for every
+  // key in the table, so a lookup whose bit is clear needs no read (never a false negative). Slots:
+  // the smallest power of two not below half the entries (at most 1/64 of the table's bytes).
+  // Built while the table is streamed at open; at x300 it spares most of a question's reads.
+  class KeyFilter {
+   public:
+    KeyFilter() = default;
+    explicit KeyFilter(size_t entries);
+    bool enabled() const { return !bits_.empty(); }
+    void add(uint32_t key) { bits_[key >> shift_ >> 6] |= uint64_t{1} << ((key >> shift_) & 63); }
+    bool may_hold(uint32_t key) const {
+      return bits_.empty() || (bits_[key >> shift_ >> 6] >> ((key >> shift_) & 63) & 1);
+    }
+    size_t bytes() const { return bits_.size() * 8; }
+
+   private:
+    std::vector<uint64_t> bits_;
+    int shift_ = 32;
+  };
   // A sorted table of (key << 32 | value id) entries left in the index file: a lookup reads the
   // one block (rarely two) that can hold the key, found through the first key of every block.
   struct FileTable {
     uint64_t offset = 0;  // file offset of the first entry
     size_t entries = 0;
     std::vector<uint32_t> first_keys;  // key of entry i * kBlock
+    KeyFilter filter;
   };
   static constexpr size_t kBlock = 128;  // entries per block (1 KB)
-  void append_matches(const FileTable& t, uint32_t key, std::vector<uint32_t>& out) const;
+  // Calls sink(value id) for every entry with `key` (one pread of the blocks that can hold it,
+  // through `scratch`).
+  template <class Sink>
+  void for_each_match(const FileTable& t, uint32_t key, std::vector<uint64_t>& scratch, Sink&& sink) const;
+  // The distinct value ids of the LSH bands and/or the short-value table, ascending.
+  std::vector<uint32_t> collect(std::u32string_view normalized_query, bool lsh, bool short_values) const;
 
   struct Storage;  // the values in memory and the open index file (value_index_file.cpp)
 
