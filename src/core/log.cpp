@@ -238,10 +238,25 @@ std::string redact_and_cut(std::string_view text, size_t max_bytes) {
   return out;
 }
 
-std::string strip_url_credentials(std::string_view text) {
+namespace {
+std::string strip_userinfo(std::string_view text) {
   static const std::regex kUserInfo(R"(([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s"'?#]*@)");
-  return redact(std::regex_replace(std::string(text), kUserInfo, "$1***@"));
+  return std::regex_replace(std::string(text), kUserInfo, "$1***@");
 }
+}  // namespace
+
+std::string strip_url_credentials(std::string_view text) { return redact(strip_userinfo(text)); }
+
+namespace {
+// An object key is a name (a config key, a field), never a cut piece of a secret: only whole
+// forms are replaced there, so "metadata" survives a key that happens to end in "metadata".
+std::string redact_key(const std::string& key) {
+  std::string out = strip_userinfo(key);
+  std::shared_lock lock(g_secrets_mu);
+  for (const auto& f : secret_forms()) replace_all(out, f);
+  return out;
+}
+}  // namespace
 
 nlohmann::json redact_json(const nlohmann::json& value) {
   if (value.is_string()) return strip_url_credentials(value.get<std::string>());
@@ -252,7 +267,7 @@ nlohmann::json redact_json(const nlohmann::json& value) {
   }
   if (value.is_object()) {
     nlohmann::json out = nlohmann::json::object();
-    for (const auto& [k, v] : value.items()) out[strip_url_credentials(k)] = redact_json(v);
+    for (const auto& [k, v] : value.items()) out[redact_key(k)] = redact_json(v);
     return out;
   }
   return value;

@@ -47,6 +47,20 @@ TEST(Redact, AKeyCutByAnotherWriterLosesTheVisiblePieceToo) {
   EXPECT_EQ(redact("a sk-REDACT2-4f8a b"), "a sk-REDACT2-4f8a b");
 }
 
+TEST(Redact, JsonKeysLoseWholeSecretsButNotNamesThatMatchAPiece) {
+  // A key whose tail is a config name: edge redaction used to turn the key "metadata" of a
+  // saved config into "***", so a reader of the config saw the section as absent.
+  const std::string key = "sk-REDACT5-metadata";
+  register_secret(key);
+  const auto in = nlohmann::json::parse(R"({"context": {"metadata": {"enabled": true}}, ")" + key +
+                                        R"(": 1, "note": "metadata"})");
+  const auto out = redact_json(in);
+  EXPECT_TRUE(out["context"].contains("metadata"));
+  EXPECT_EQ(out["context"]["metadata"]["enabled"], true);
+  EXPECT_TRUE(out.contains("***"));  // a whole secret as a key is still replaced
+  EXPECT_FALSE(out.dump().find(key) != std::string::npos);
+}
+
 TEST(Redact, RedactBeforeCuttingNeverLeavesAPrefix) {
   const std::string key = "sk-REDACT3-93e1a7c05d2f11aa";
   register_secret(key);

@@ -75,6 +75,14 @@ std::string integrity(const fs::path& db_path) {
 // uninterrupted run's calls. Prices are 0 in this config so cost_usd is 0 on both sides and
 // compared. Everything else is compared as is.
 json stable(json j) {
+  // Every invocation sends its own preflight (one request per profile): a run resumed 20 times
+  // sent 20. They are counted, under their own stage; take them out of the comparison.
+  if (j.contains("usage") && j["usage"]["stages"].contains("preflight")) {
+    const json pre = j["usage"]["stages"]["preflight"];
+    for (const char* k : {"calls", "prompt_tokens", "completion_tokens", "cost_usd"})
+      j["usage"]["total"][k] = j["usage"]["total"][k].get<double>() - pre.value(k, 0.0);
+    j["usage"]["stages"].erase("preflight");
+  }
   std::function<void(json&)> strip = [&](json& v) {
     if (v.is_object()) {
       for (const char* k : {"elapsed_ms", "updated_at", "created_at", "from_cache", "request_hash", "duplicate_requests"})
