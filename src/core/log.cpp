@@ -238,20 +238,17 @@ std::string redact_and_cut(std::string_view text, size_t max_bytes) {
   return out;
 }
 
-namespace {
-std::string strip_userinfo(std::string_view text) {
+std::string strip_url_credentials(std::string_view text) {
   static const std::regex kUserInfo(R"(([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s"'?#]*@)");
-  return std::regex_replace(std::string(text), kUserInfo, "$1***@");
+  return redact(std::regex_replace(std::string(text), kUserInfo, "$1***@"));
 }
-}  // namespace
-
-std::string strip_url_credentials(std::string_view text) { return redact(strip_userinfo(text)); }
 
 namespace {
 // An object key is a name (a config key, a field), never a cut piece of a secret: only whole
 // forms are replaced there, so "metadata" survives a key that happens to end in "metadata".
 std::string redact_key(const std::string& key) {
-  std::string out = strip_userinfo(key);
+  // (URL credentials are registered as secrets too, so a URL key loses its userinfo here.)
+  std::string out = key;
   std::shared_lock lock(g_secrets_mu);
   for (const auto& f : secret_forms()) replace_all(out, f);
   return out;
