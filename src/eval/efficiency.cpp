@@ -85,8 +85,20 @@ FilteredRatios drop_outliers(const std::vector<double>& ratios) {
   const double half = 1.96 * f.sd / std::sqrt(k);
   f.low = f.mean - half;
   f.high = f.mean + half;
-  // Batch means over consecutive kept rounds: up to 10 batches of at least 5 rounds.
+  // Independent rounds: Student's t on the sample σ (with 3 rounds, 1.96·σ/√3 is far too
+  // narrow); the t of the largest tabulated df not above kept − 1, so never narrower than exact.
   double rerun_half = half;
+  if (kept.size() >= 2) {
+    static constexpr std::pair<size_t, double> kT[] = {{1, 12.706}, {2, 4.303}, {3, 3.182}, {4, 2.776}, {5, 2.571},
+                                                       {6, 2.447},  {7, 2.365}, {8, 2.306}, {9, 2.262}, {10, 2.228},
+                                                       {15, 2.131}, {20, 2.086}, {30, 2.042}, {60, 2.000}, {120, 1.980}};
+    const size_t df = kept.size() - 1;
+    double t = kT[0].second;
+    for (const auto& [d, v] : kT)
+      if (d <= df) t = v;
+    rerun_half = t * f.sd * std::sqrt(k / (k - 1)) / std::sqrt(k);
+  }
+  // Batch means over consecutive kept rounds: up to 10 batches of at least 5 rounds.
   const size_t batches = std::min<size_t>(10, kept.size() / 5);
   if (batches >= 2) {
     static constexpr double kT975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262};

@@ -74,7 +74,8 @@ TEST(VesOutliers, IntervalOfTheKeptMean) {
 TEST(VesOutliers, RerunIntervalWidensWhenConsecutiveRoundsDrift) {
   // Ten rounds at 1 then ten at 2 (the machine changed half-way): mean 1.5, σ 0.5, all kept.
   // Four batches of five: means 1, 1, 2, 2; their sample variance 1/3, SE sqrt(1/3)/2; t(3 df)
-  // 3.182 gives 0.9186, above the independent-rounds 1.96·0.5/√20 = 0.2191; ×√2 for the rerun.
+  // 3.182 gives 0.9186, above the independent rounds' t(15 df, the table's step below 19)
+  // 2.131 · 0.5·√(20/19) / √20 = 0.2444; ×√2 for the rerun.
   std::vector<double> drift(10, 1.0);
   drift.insert(drift.end(), 10, 2.0);
   auto f = drop_outliers(drift);
@@ -88,12 +89,13 @@ TEST(VesOutliers, RerunIntervalWidensWhenConsecutiveRoundsDrift) {
   std::vector<double> alternating;
   for (int i = 0; i < 20; ++i) alternating.push_back(i % 2 == 0 ? 1.0 : 2.0);
   auto g = drop_outliers(alternating);
-  const double iid = 1.96 * 0.5 / std::sqrt(20.0) * std::sqrt(2.0);
+  const double iid = 2.131 * 0.5 * std::sqrt(20.0 / 19.0) / std::sqrt(20.0) * std::sqrt(2.0);
   EXPECT_NEAR(g.rerun_high - g.mean, iid, 1e-12);
   EXPECT_NEAR(g.mean - g.rerun_low, iid, 1e-12);
-  // Fewer than ten kept rounds: no batches, only the independent half-width ×√2.
+  // Fewer than ten kept rounds: no batches, only the independent half-width ×√2; three rounds
+  // {1, 2, 3}: sample σ 1, t(2 df) 4.303.
   auto h = drop_outliers({1, 2, 3});
-  EXPECT_NEAR(h.rerun_high - h.mean, 1.96 * std::sqrt(2.0 / 3.0) / std::sqrt(3.0) * std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(h.rerun_high - h.mean, 4.303 * 1.0 / std::sqrt(3.0) * std::sqrt(2.0), 1e-12);
 }
 
 TEST(VesStatistics, SpearmanWithTiesAndBootstrap) {

@@ -56,7 +56,8 @@ struct FilteredRatios {
   size_t kept = 0;
   double low = 0, high = 0;  // 95% interval of the kept ratios' mean (mean ± 1.96 σ/√kept)
   // Where an independent rerun's mean would fall (95%) under the same conditions: half-width
-  // √2 × the larger of 1.96 σ/√kept and t·SE of consecutive batch means (rounds timed close
+  // √2 × the larger of t·s/√kept (s the sample σ, t Student's for kept − 1 df) and t·SE of
+  // consecutive batch means (rounds timed close
   // together share the machine's state, so they are not independent; batches see that).
   double rerun_low = 0, rerun_high = 0;
 };
