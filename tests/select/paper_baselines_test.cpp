@@ -21,6 +21,7 @@ using llm::testing::completion_body;
 using llm::testing::FakeOpenAiServer;
 using llm::testing::FakeReply;
 using testing::cand;
+using testing::fake_client;
 using testing::I;
 using testing::N;
 using testing::rs;
@@ -32,22 +33,6 @@ struct Pool : testing::Pool {
   Pool() : testing::Pool("q1", 11) {}
 };
 
-std::unique_ptr<llm::Client> fake_client(const FakeOpenAiServer& server) {
-  llm::LlmSettings s;
-  llm::ModelProfile p;
-  p.name = "main";
-  p.base_url = server.base_url();
-  p.model = "fake-model";
-  p.api_key_env = "";
-  p.timeout_s = 5;
-  s.profiles["main"] = p;
-  s.default_profile = "main";
-  s.retry.max_attempts = 1;
-  s.cache.mode = llm::CacheMode::kOff;
-  auto c = llm::Client::create(s);
-  EXPECT_TRUE(c.is_ok()) << c.status().to_string();
-  return std::move(c).value();
-}
 
 std::string user_prompt(const httplib::Request& req) {
   return json::parse(req.body)["messages"][1]["content"].get<std::string>();

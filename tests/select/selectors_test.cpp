@@ -19,6 +19,7 @@ using llm::testing::completion_body;
 using llm::testing::FakeOpenAiServer;
 using llm::testing::FakeReply;
 using testing::cand;
+using testing::fake_client;
 using testing::I;
 using testing::N;
 using testing::rs;
@@ -91,22 +92,6 @@ FakeReply pairwise_model(const httplib::Request& req, int64_t) {
   return FakeReply(200, completion_body("Looking at both.\n```json\n{\"winner\": \"" + w + "\"}\n```"));
 }
 
-std::unique_ptr<llm::Client> fake_client(const FakeOpenAiServer& server) {
-  llm::LlmSettings s;
-  llm::ModelProfile p;
-  p.name = "main";
-  p.base_url = server.base_url();
-  p.model = "fake-model";
-  p.api_key_env = "";
-  p.timeout_s = 5;
-  s.profiles["main"] = p;
-  s.default_profile = "main";
-  s.retry.max_attempts = 1;
-  s.cache.mode = llm::CacheMode::kOff;
-  auto c = llm::Client::create(s);
-  EXPECT_TRUE(c.is_ok()) << c.status().to_string();
-  return std::move(c).value();
-}
 
 std::vector<PoolCandidate> tournament_pool() {
   return {cand("dc#0", "dc", "SELECT 1 -- x", rs({{I(1)}})),

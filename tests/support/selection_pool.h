@@ -1,5 +1,5 @@
-// Hand-built candidate pools for the selector tests: result sets, values, candidates and a
-// question with its selection input.
+// Hand-built candidate pools for the selector tests: result sets, values, candidates, a
+// question with its selection input, and a client of a fake model server.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,11 @@
 
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/executor.h"
+#include <gtest/gtest.h>
+
+#include "nl2sql/llm/client.h"
 #include "nl2sql/select/selector.h"
+#include "support/fake_openai_server.h"
 
 namespace nl2sql::select::testing {
 
@@ -52,5 +56,23 @@ struct Pool {
     input.seed = seed;
   }
 };
+
+// A client with one profile, "main", served by `server`: no retries, no cache.
+inline std::unique_ptr<llm::Client> fake_client(const llm::testing::FakeOpenAiServer& server) {
+  llm::LlmSettings s;
+  llm::ModelProfile p;
+  p.name = "main";
+  p.base_url = server.base_url();
+  p.model = "fake-model";
+  p.api_key_env = "";
+  p.timeout_s = 5;
+  s.profiles["main"] = p;
+  s.default_profile = "main";
+  s.retry.max_attempts = 1;
+  s.cache.mode = llm::CacheMode::kOff;
+  auto c = llm::Client::create(s);
+  EXPECT_TRUE(c.is_ok()) << c.status().to_string();
+  return std::move(c).value();
+}
 
 }  // namespace nl2sql::select::testing
