@@ -376,6 +376,7 @@ Result<RunSummary> run(const RunOptions& options) {
     pool.wait_idle();
   }
   progress.stop();
+  summary.eval_executions = s.judge->executions();
   s.exec_cache->flush();
   if (s.weights) {
     auto st = s.weights->save(options.out_dir / "weights.json");

@@ -335,6 +335,19 @@ Status QuestionRun::stage_judge() {
   items_.assign(candidates_.size(), eval::ItemResult{});
   results_.assign(candidates_.size(), nullptr);
   std::map<std::tuple<bool, bool, std::string>, size_t> judged;  // (present, rejected, sql) → first
+  // Gold is one more query of the question: when a candidate ran the same text (after
+  // normalisation) to a whole result, the judge takes gold's answer from it instead of running
+  // gold again. A result cut to its first rows plus a digest, a timeout or an error is not
+  // shared: gold then runs under its own limits.
+  if (memo_ && s_.exec_cache) {
+    ExecutionMemo::Shared same = memo_->find(q_.gold_sql);
+    if (same && same->ok() && !same->digest) {
+      db::CachedExecution e;
+      e.result = *same;
+      e.row_cap = limits.row_cap;
+      s_.exec_cache->put(db::ResultCache::key(fp, q_.gold_sql), e);
+    }
+  }
   for (size_t i = 0; i < candidates_.size(); ++i) {
     const auto& c = candidates_[i];
     eval::Prediction p;

@@ -189,5 +189,37 @@ TEST_F(ExecutionSharing, ACandidatesFixRoundsDoNotWaitForOtherCandidates) {
   for (const auto& c : records[0]["candidates"]) EXPECT_EQ(c.value("sql", ""), kFixed);
 }
 
+TEST_F(ExecutionSharing, GoldIsNotRunAgainWhenACandidateRanTheSameQuery) {
+  // Every sample answers its question's gold query, laid out differently (blanks only): the
+  // judge takes gold's answer from the candidate's result. Questions 0-3 of regional_schools
+  // have four gold queries; only question 2's (ORDER BY population DESC LIMIT 1) needs one
+  // more query, the tie probe. With another answer, gold runs for every question.
+  const json dev = testing::read_json_file(data_ / "dev.json");
+  auto gold_of = [&](const std::string& content) -> std::string {
+    for (const auto& q : dev)
+      if (q.value("db_id", "") == "regional_schools" && content.find(q.value("question", "")) != std::string::npos)
+        return q.value("SQL", "");
+    return "";
+  };
+  bool answer_gold = true;
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
+    const std::string gold = gold_of(content_of(req));
+    if (!answer_gold || gold.empty()) return sql_reply(kFixed);
+    std::string relaid = gold;  // no literal of these queries holds " FROM "
+    relaid.replace(relaid.find(" FROM "), 6, "\n    FROM  ");
+    return sql_reply(relaid);
+  });
+  auto same = run(options(sharing_config(server.base_url()), dir_ / "same"));
+  ASSERT_TRUE(same.is_ok()) << same.status().message();
+  ASSERT_EQ(same->finished, 4u);
+  EXPECT_EQ(same->correct, 4u);  // gold's answer, whichever way it came
+  EXPECT_EQ(same->eval_executions, 1u);
+  answer_gold = false;
+  auto other = run(options(sharing_config(server.base_url()), dir_ / "other"));
+  ASSERT_TRUE(other.is_ok()) << other.status().message();
+  ASSERT_EQ(other->finished, 4u);
+  EXPECT_EQ(other->eval_executions, 4u);
+}
+
 }  // namespace
 }  // namespace nl2sql::pipeline

@@ -92,6 +92,9 @@ struct RunSummary {
   int64_t llm_failed = 0;    // … of which failed after their retries
   int64_t llm_retries = 0;   // HTTP attempts beyond the first
   double wall_s = 0;
+  // Queries the judge executed in this invocation (gold, tie probes; not the candidates', which
+  // it takes from the fix stage).
+  size_t eval_executions = 0;
   double ex() const { return finished ? 100.0 * correct / finished : 0.0; }
 };
 
