@@ -31,7 +31,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <fstream>
+#include <mutex>
 #include <iostream>
 #include <set>
 #include <string>
@@ -194,6 +196,7 @@ int main(int argc, char** argv) {
   int port = 0;
   fake::FaultPlan faults;
   double fault_rate = 0;
+  std::string timeline_file;  // --timeline FILE: each request's arrival, ms since start, one per line
   int positional = 0;
   GoldMap gold;
   try {
@@ -206,6 +209,7 @@ int main(int argc, char** argv) {
       if (a == "--latency-ms") latency = std::stoi(value());
       else if (a == "--port") port = std::stoi(value());
       else if (a == "--gold") load_gold(value(), gold);
+      else if (a == "--timeline") timeline_file = value();
       else if (a == "--fault-rate") fault_rate = std::stod(value());
       else if (a == "--fault-seed") faults.seed = std::stoull(value());
       else if (a == "--fail-401-after") faults.fail_401_from = std::stoll(value());
@@ -254,8 +258,15 @@ int main(int argc, char** argv) {
   };
   // One thread per connection the pipeline may keep open (threads x in-flight cap stays far below).
   std::atomic<int64_t> known{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  std::mutex timeline_mu;
+  std::vector<double> arrivals;  // ms since start, one per request (--timeline)
   fake::FakeOpenAiServer server(
-      [latency, &gold, &known](const httplib::Request& req, int64_t) {
+      [latency, &gold, &known, &t0, &timeline_mu, &arrivals](const httplib::Request& req, int64_t) {
+        {
+          std::lock_guard lock(timeline_mu);
+          arrivals.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
         const uint64_t h = nl2sql::core::xxh64(req.body);
         std::string sql = kSql[h % 5];
         std::string terms = "[\"name\", \"count\"]";
@@ -291,6 +302,11 @@ int main(int argc, char** argv) {
     total += n;
   }
   std::cerr << " total=" << total << "\n";
+  if (!timeline_file.empty()) {
+    std::ofstream out(timeline_file);
+    std::lock_guard lock(timeline_mu);
+    for (double t : arrivals) out << t << "\n";
+  }
   if (!gold.empty()) std::cerr << "known questions: " << known.load() << " requests\n";
   return 0;
 }

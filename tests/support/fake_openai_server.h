@@ -15,6 +15,8 @@
 #pragma once
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -167,6 +169,7 @@ class FakeOpenAiServer {
     server_.Post("/v1/embeddings", handler);
     port_ = port > 0 ? (server_.bind_to_port("127.0.0.1", port) ? port : -1) : server_.bind_to_any_port("127.0.0.1");
     if (port_ < 0) throw std::runtime_error("fake OpenAI server: cannot bind 127.0.0.1:" + std::to_string(port));
+    widen_backlog(port_);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     for (int i = 0; i < 2000 && !server_.is_running(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -214,6 +217,25 @@ class FakeOpenAiServer {
   }
 
  private:
+  // Debian's cpp-httplib is a compiled library that listens with a backlog of 5: a client
+  // opening 32 connections at once then loses SYNs and waits a 1 s retransmit for some of them,
+  // which real endpoints do not make it do (uvicorn, under vLLM, listens with 2048). Listening
+  // again on the bound socket raises the backlog (Linux allows it on a listening socket).
+  static void widen_backlog(int port) {
+    for (int fd = 0; fd < 4096; ++fd) {
+      sockaddr_in addr{};
+      socklen_t len = sizeof(addr);
+      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || addr.sin_family != AF_INET) continue;
+      int listening = 0;
+      socklen_t optlen = sizeof(listening);
+      if (ntohs(addr.sin_port) == port && ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) == 0 &&
+          listening) {
+        ::listen(fd, 512);
+        return;
+      }
+    }
+  }
+
   void handle(const httplib::Request& req, httplib::Response& res) {
     int64_t now = ++in_flight_;
     int64_t peak = peak_.load();
