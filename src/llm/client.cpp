@@ -639,7 +639,8 @@ Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileS
   for (;;) {  // at most twice: the second time with a doubled budget after finish_reason "length"
     http.body = build_chat_body(profile, request);
     int these = 0;
-    auto posted = post_with_retries(profile, state, http, estimated, describe_call(profile, request), &these);
+    auto posted = post_with_retries(profile, state, http, estimated, describe_call(profile, request), &these,
+                                    0, priority_ ? priority_(request) : SlotPriority{});
     attempts += these;
     if (!posted) return posted.status();
     // Read cut answers too: a complete final answer before the cut is salvaged below.
@@ -744,7 +745,7 @@ Clock::Duration Client::backoff(int attempt, const HttpResponse* response) {
 Result<HttpResponse> Client::post_with_retries(const ModelProfile& profile, ProfileState& state,
                                                const HttpRequest& http, double estimated_tokens,
                                                const std::string& call_label, int* attempts,
-                                               int max_attempts_override) {
+                                               int max_attempts_override, SlotPriority priority) {
   const int max_attempts = max_attempts_override > 0 ? max_attempts_override : settings_.retry.max_attempts;
   int timeouts = 0;
   auto is_cancelled = [this] { return cancelled(); };
@@ -757,10 +758,10 @@ Result<HttpResponse> Client::post_with_retries(const ModelProfile& profile, Prof
     Result<HttpResponse> posted = internal_error("not sent");
     {
       // Profile slot first, then global: the global count is then exactly what is on the wire.
-      if (Status p = state.limit.acquire(); !p)
+      if (Status p = state.limit.acquire(priority); !p)
         return make_call_error(CallErrorKind::kCancelled, p.message() + " (" + call_label + ")");
       InFlightSlot profile_slot(&state.limit);
-      if (Status g = global_limit_.acquire(); !g)
+      if (Status g = global_limit_.acquire(priority); !g)
         return make_call_error(CallErrorKind::kCancelled, g.message() + " (" + call_label + ")");
       InFlightSlot global_slot(&global_limit_);
       *attempts = attempt;

@@ -5,34 +5,52 @@
 
 namespace nl2sql::llm {
 
-Status InFlightLimit::acquire() {
+Status InFlightLimit::acquire(SlotPriority priority) {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return cancelled_ || max_ <= 0 || in_flight_ < max_; });
   if (cancelled_) return Status(ErrorCode::kCancelled, "cancelled while waiting for a slot");
-  ++in_flight_;
-  peak_ = std::max(peak_, in_flight_);
-  return Status::ok();
+  if (max_ <= 0 || (in_flight_ < max_ && waiters_.empty())) {
+    ++in_flight_;
+    peak_ = std::max(peak_, in_flight_);
+    return Status::ok();
+  }
+  Waiter me;
+  const Key key{priority.rank, priority.order, tickets_++};
+  waiters_.emplace(key, &me);
+  me.cv.wait(lock, [&] { return me.granted || cancelled_; });
+  if (!me.granted) {  // cancelled before a slot came
+    waiters_.erase(key);
+    return Status(ErrorCode::kCancelled, "cancelled while waiting for a slot");
+  }
+  return Status::ok();  // release() handed its slot over: in_flight_ already counts it
 }
 
 void InFlightLimit::release() {
-  {
-    std::lock_guard lock(mu_);
-    --in_flight_;
+  std::lock_guard lock(mu_);
+  if (!waiters_.empty() && !cancelled_) {
+    auto first = waiters_.begin();
+    Waiter* next = first->second;
+    waiters_.erase(first);
+    next->granted = true;
+    next->cv.notify_one();  // under the lock: `next` lives on its waiter's stack until it wakes
+    return;
   }
-  cv_.notify_one();
+  --in_flight_;
 }
 
 void InFlightLimit::cancel() {
-  {
-    std::lock_guard lock(mu_);
-    cancelled_ = true;
-  }
-  cv_.notify_all();
+  std::lock_guard lock(mu_);
+  cancelled_ = true;
+  for (auto& [key, w] : waiters_) w->cv.notify_one();
 }
 
 int64_t InFlightLimit::in_flight() {
   std::lock_guard lock(mu_);
   return in_flight_;
+}
+
+int64_t InFlightLimit::waiting() {
+  std::lock_guard lock(mu_);
+  return static_cast<int64_t>(waiters_.size());
 }
 
 int64_t InFlightLimit::peak() {

@@ -230,6 +230,21 @@ Result<RunSummary> run(const RunOptions& options) {
       positions.push_back(pos);
     }
   }
+  {
+    // Requests waiting for a model slot go out oldest question first (run order), not in
+    // arrival order: a question that started earlier finishes earlier, so its SQL runs while
+    // later questions still wait for the model, instead of every question reaching its
+    // executions at once when the model work ends. (Superhero x300, 30 questions, chase.json
+    // against a 100 ms fake endpoint: 9.2-10.3 s against 10.8-12.1 s in arrival order; neutral
+    // on Spider, where SQL is cheap.)
+    auto position = std::make_shared<std::map<std::string, int64_t>>();
+    for (size_t pos = 0; pos < s.order.size(); ++pos) position->emplace(s.order[pos], static_cast<int64_t>(pos));
+    s.client->set_priority([position](const llm::ChatRequest& r) {
+      llm::SlotPriority p;
+      if (auto it = position->find(r.question_id); it != position->end()) p.rank = it->second;
+      return p;
+    });
+  }
   if (s.weights) {
     // Replays the stored weight updates in run order, up to the first unfinished question.
     std::lock_guard lock(s.seq_mu);

@@ -325,6 +325,57 @@ TEST(LlmClient, ThirtyTwoInFlightReallyRunConcurrently) {
   EXPECT_EQ(client->peak_in_flight(), 32);
 }
 
+// Waits (bounded) until `n` callers are queued on `limit`.
+bool wait_for_waiters(InFlightLimit& limit, int64_t n) {
+  for (int i = 0; i < 5000 && limit.waiting() < n; ++i) std::this_thread::sleep_for(1ms);
+  return limit.waiting() == n;
+}
+
+TEST(InFlightLimit, AFreedSlotGoesToTheLowestRankThenTheEarliestArrival) {
+  InFlightLimit limit(1);
+  ASSERT_TRUE(limit.acquire().is_ok());
+  std::mutex mu;
+  std::vector<std::string> served;
+  std::vector<std::thread> threads;
+  // Queued in this order while the only slot is held.
+  const std::vector<std::pair<std::string, int64_t>> callers = {
+      {"rank2", 2}, {"rank0-first", 0}, {"rank1", 1}, {"rank0-second", 0}};
+  for (const auto& [name, rank] : callers) {
+    threads.emplace_back([&, name = name, rank = rank] {
+      ASSERT_TRUE(limit.acquire(SlotPriority{rank, 0}).is_ok());
+      {
+        std::lock_guard lock(mu);
+        served.push_back(name);
+      }
+      limit.release();
+    });
+    ASSERT_TRUE(wait_for_waiters(limit, static_cast<int64_t>(threads.size())));
+  }
+  limit.release();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(served, (std::vector<std::string>{"rank0-first", "rank0-second", "rank1", "rank2"}));
+  EXPECT_EQ(limit.in_flight(), 0);
+  EXPECT_EQ(limit.peak(), 1);
+}
+
+TEST(InFlightLimit, ANewcomerDoesNotTakeASlotPastTheQueueAndCancelWakesEveryWaiter) {
+  InFlightLimit limit(1);
+  ASSERT_TRUE(limit.acquire().is_ok());
+  std::atomic<int> cancelled{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&] {
+      if (limit.acquire().code() == ErrorCode::kCancelled) ++cancelled;
+    });
+    ASSERT_TRUE(wait_for_waiters(limit, i + 1));
+  }
+  limit.cancel();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(cancelled.load(), 3);
+  EXPECT_EQ(limit.waiting(), 0);
+  EXPECT_EQ(limit.acquire().code(), ErrorCode::kCancelled);
+}
+
 TEST(LlmClient, GlobalLimitCapsAllProfilesTogether) {
   Harness h([](const httplib::Request&, int64_t) {
     return FakeReply{200, completion_body("SELECT 1"), {}, 30ms};

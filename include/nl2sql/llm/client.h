@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -112,6 +113,10 @@ class Client {
   // … of the profiles every known role resolves to (llm.roles, else the default profile): a
   // sim profile that is defined but serves no role does not make a run simulated.
   bool any_simulated() const;
+  // How requests waiting for an in-flight slot are ordered (lowest first; ties first come, first
+  // served, which is also the default). Set before the first call.
+  using PriorityFn = std::function<SlotPriority(const ChatRequest&)>;
+  void set_priority(PriorityFn fn) { priority_ = std::move(fn); }
   // Peak requests in flight across all profiles (for tests and benchmarks).
   int64_t peak_in_flight() { return global_limit_.peak(); }
 
@@ -123,7 +128,7 @@ class Client {
   Result<HttpResponse> post_with_retries(const ModelProfile& profile, ProfileState& state,
                                          const HttpRequest& http, double estimated_tokens,
                                          const std::string& call_label, int* attempts,
-                                         int max_attempts = 0);
+                                         int max_attempts = 0, SlotPriority priority = {});
   HttpRequest http_request(const ModelProfile& profile, const std::string& path) const;
   void stop_with(const Status& fatal);
   Clock::Duration backoff(int attempt, const HttpResponse* response);
@@ -133,6 +138,7 @@ class Client {
   ClientOptions options_;
   std::atomic<bool> cancelled_{false};
   InFlightLimit global_limit_;
+  PriorityFn priority_;
   std::map<std::string, std::unique_ptr<ProfileState>> states_;  // fixed after construction
   Accounting accounting_;
   std::mutex jitter_mu_;

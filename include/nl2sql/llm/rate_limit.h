@@ -8,31 +8,49 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
 #include "nl2sql/core/status.h"
 #include "nl2sql/llm/clock.h"
 
 namespace nl2sql::llm {
 
+// Which waiter gets the next free slot: the lowest rank, then the lowest order, then the
+// earliest arrival. All zero (the default) is plain first come, first served.
+struct SlotPriority {
+  int64_t rank = 0;
+  int64_t order = 0;
+};
+
 class InFlightLimit {
  public:
   explicit InFlightLimit(int64_t max_in_flight) : max_(max_in_flight) {}
-  // Blocks until a slot is free; kCancelled after cancel(). max <= 0 means unlimited.
-  Status acquire();
+  // Blocks until a slot is free; kCancelled after cancel(). max <= 0 means unlimited. A freed
+  // slot goes to the waiter first by `priority` (never to a caller that arrives later: no
+  // barging past the queue).
+  Status acquire(SlotPriority priority = {});
   void release();
   void cancel();
   int64_t in_flight();
   int64_t peak();
+  int64_t waiting();  // callers blocked in acquire()
 
  private:
+  struct Waiter {
+    std::condition_variable cv;
+    bool granted = false;
+  };
+  using Key = std::tuple<int64_t, int64_t, uint64_t>;  // rank, order, arrival ticket
   const int64_t max_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  int64_t in_flight_ = 0;  // guarded by mu_
-  int64_t peak_ = 0;       // guarded by mu_
-  bool cancelled_ = false;  // guarded by mu_
+  std::map<Key, Waiter*> waiters_;  // guarded by mu_
+  uint64_t tickets_ = 0;            // guarded by mu_
+  int64_t in_flight_ = 0;           // guarded by mu_
+  int64_t peak_ = 0;                // guarded by mu_
+  bool cancelled_ = false;          // guarded by mu_
 };
 
 // RAII slot holder.
