@@ -1,7 +1,9 @@
-// Building a value index: every text column's distinct values read from the database (columns
-// in parallel), skip rules, normalization; then MinHash signatures in chunks of values whose band
-// keys are written straight into the index file, each band table sorted on its own, and the
-// short values' deletion table; the file is then opened (ValueIndex::open_file).
+// Building a value index: every text column's distinct values streamed from the database
+// (columns in parallel), skip rules, normalization; then MinHash signatures in chunks of values
+// whose band keys are written straight into the index file, each band table sorted on its own
+// (its key filter and block directory taken on the way), the short values' deletion table and
+// the lookup section; the file is then opened without reading the tables back
+// (ValueIndex::open_file).
 #include "nl2sql/context/value_index.h"
 
 #include <algorithm>
@@ -44,15 +46,15 @@ bool looks_like_url(std::string_view s) {
   return starts("http://") || starts("https://") || starts("www.") || starts("ftp://");
 }
 
-// One column's share of a build: its values as stored (UTF-8) and normalized (UTF-8, with the
-// number of code points), nothing else: signatures are computed later, in chunks.
+// One column's share of a build: its values as stored and normalized (both UTF-8, concatenated,
+// with each value's length in bytes), nothing else: signatures are computed later, in chunks.
 struct ColumnWork {
   const data::Table* table = nullptr;
   const data::Column* column = nullptr;
   bool skipped = false;
   std::string reason;
   std::string raw, norm;
-  std::vector<uint32_t> raw_len, norm_len, norm_points;
+  std::vector<uint32_t> raw_len, norm_len;
   size_t dropped_long = 0;
   double scan_s = 0, index_s = 0;
 };
@@ -96,35 +98,54 @@ void process_column(const fs::path& db_path, const IndexParams& p, const db::Exe
   if (avg_len > rules.max_avg_length)
     return skip(fmt::format("long free text (average {:.0f} characters)", avg_len));
 
+  // The DISTINCT scan, streamed: values are normalized in batches as they arrive (no result set
+  // is kept), its temporary B-tree in memory (a temporary file made the scan wait on the file
+  // system about as long as it computed).
   t0 = std::chrono::steady_clock::now();
   db::QueryLimits scan_limits;
   scan_limits.timeout_s = p.scan_timeout_s;
   scan_limits.row_cap = rules.max_distinct;
-  auto scan = ex.run(db_path,
-                     fmt::format("SELECT DISTINCT {} FROM {} WHERE typeof({}) = 'text'", col, tab, col),
-                     scan_limits);
-  w.scan_s += seconds_since(t0);
-  if (scan.status == db::ExecStatus::kRowCap)
-    return skip(fmt::format("more than {} distinct values", rules.max_distinct));
-  if (!scan.ok()) return skip("scan failed: " + scan.error);
-
-  t0 = std::chrono::steady_clock::now();
-  for (auto& r : scan.result.rows) {
-    std::u32string n = normalize_code_points(r[0].s);
-    if (n.empty()) continue;
-    if (n.size() > rules.max_value_length) {
-      ++w.dropped_long;
-      continue;
+  scan_limits.temp_store_memory = true;
+  constexpr size_t kBatch = 256;
+  std::vector<std::string> batch(kBatch);
+  size_t batched = 0;
+  double normalize_s = 0;
+  auto normalize_batch = [&] {
+    const auto tn = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < batched; ++i) {
+      const std::string& v = batch[i];
+      const std::u32string n = normalize_code_points(v);
+      if (n.empty()) continue;
+      if (n.size() > rules.max_value_length) {
+        ++w.dropped_long;
+        continue;
+      }
+      w.raw += v;
+      w.raw_len.push_back(static_cast<uint32_t>(v.size()));
+      const size_t before = w.norm.size();
+      w.norm += encode_utf8(n);
+      w.norm_len.push_back(static_cast<uint32_t>(w.norm.size() - before));
     }
-    const std::string n8 = encode_utf8(n);
-    w.raw += r[0].s;
-    w.raw_len.push_back(static_cast<uint32_t>(r[0].s.size()));
-    w.norm += n8;
-    w.norm_len.push_back(static_cast<uint32_t>(n8.size()));
-    w.norm_points.push_back(static_cast<uint32_t>(n.size()));
-    std::string().swap(r[0].s);  // the scan's copy is not needed any more
+    batched = 0;
+    normalize_s += seconds_since(tn);
+  };
+  auto scan = ex.run(db_path, fmt::format("SELECT DISTINCT {} FROM {} WHERE typeof({}) = 'text'", col, tab, col),
+                     scan_limits, [&](const db::Row& r) {
+                       if (r[0].type != db::ValueType::kText) return;
+                       batch[batched++].assign(r[0].s);
+                       if (batched == kBatch) normalize_batch();
+                     });
+  normalize_batch();
+  w.scan_s += seconds_since(t0) - normalize_s;
+  w.index_s += normalize_s;
+  if (!scan.ok()) {
+    w.raw = w.norm = std::string();
+    w.raw_len = w.norm_len = std::vector<uint32_t>();
+    w.dropped_long = 0;
+    if (scan.status == db::ExecStatus::kRowCap)
+      return skip(fmt::format("more than {} distinct values", rules.max_distinct));
+    return skip("scan failed: " + scan.error);
   }
-  w.index_s += seconds_since(t0);
 }
 
 // Sorts entries (key << 32 | id) of one table: a counting sort on the key's top `bits` bits (one
@@ -154,10 +175,6 @@ void sort_band(const uint32_t* keys, size_t n, uint64_t* out) {
   }
 }
 
-// Sorts (key << 32 | id) entries: std::sort is fine for the short-value table (a fraction of the
-// values, a few entries each).
-void sort_entries(std::vector<uint64_t>& t) { std::sort(t.begin(), t.end()); }
-
 }  // namespace
 
 Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& db_path,
@@ -183,43 +200,30 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
   auto t0 = std::chrono::steady_clock::now();
   std::vector<IndexedColumn> columns;
   std::vector<SkippedColumn> skipped;
-  size_t total = 0;
-  for (const auto& w : work) total += w.raw_len.size();
-  if (total >= 0xFFFFFFFFull) return invalid_input(db_id + ": more than 2^32 - 1 values");
-  // The values, concatenated in column order (value id order), with their offsets.
-  std::string raw, norm;
-  std::vector<uint64_t> raw_off{0}, norm_off{0}, point_off{0};
-  raw_off.reserve(total + 1);
-  norm_off.reserve(total + 1);
-  point_off.reserve(total + 1);
+  size_t total = 0, raw_bytes = 0, norm_bytes = 0;
   for (auto& w : work) {
     timings.scan_s += w.scan_s;
     timings.index_s += w.index_s;
     if (w.skipped) {
       skipped.push_back({w.table->name, w.column->name, w.reason});
-      continue;
-    }
-    if (w.raw_len.empty()) {
+    } else if (w.raw_len.empty()) {
       skipped.push_back({w.table->name, w.column->name, "no text values"});
+    } else {
+      columns.push_back({w.table->name, w.column->name, static_cast<uint32_t>(total),
+                         static_cast<uint32_t>(w.raw_len.size()), w.dropped_long});
+      total += w.raw_len.size();
+      raw_bytes += w.raw.size();
+      norm_bytes += w.norm.size();
       continue;
     }
-    columns.push_back({w.table->name, w.column->name, static_cast<uint32_t>(raw_off.size() - 1),
-                       static_cast<uint32_t>(w.raw_len.size()), w.dropped_long});
-    raw += w.raw;
-    norm += w.norm;
-    for (size_t i = 0; i < w.raw_len.size(); ++i) {
-      raw_off.push_back(raw_off.back() + w.raw_len[i]);
-      norm_off.push_back(norm_off.back() + w.norm_len[i]);
-      point_off.push_back(point_off.back() + w.norm_points[i]);
-    }
-    w = ColumnWork{};  // release memory early
+    w = ColumnWork{};
   }
+  std::erase_if(work, [](const ColumnWork& w) { return w.raw_len.empty(); });
+  if (total >= 0xFFFFFFFFull) return invalid_input(db_id + ": more than 2^32 - 1 values");
   const size_t n = total;
-  auto normalized = [&](size_t id) {
-    return decode_utf8(std::string_view(norm).substr(norm_off[id], norm_off[id + 1] - norm_off[id]));
-  };
 
-  // 2. The file: header and values written in order, the band tables reserved.
+  // 2. The file: header and values written in order (each column's stored values straight from
+  // its buffer), the normalized values concatenated for the signatures, the tables reserved.
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   const fs::path tmp = detail::temporary_index_path(file);
@@ -240,65 +244,106 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
     out.end_section();
   };
   section(header.data(), header.size());
-  section(raw.data(), raw.size());
-  std::string().swap(raw);
-  section(raw_off.data(), raw_off.size() * 8);
-  std::vector<uint64_t>().swap(raw_off);
-  out.begin_section(point_off.back() * sizeof(char32_t));
-  for (size_t id = 0; id < n; ++id) {
-    const std::u32string v = normalized(id);
-    out.append(v.data(), v.size() * sizeof(char32_t));
+  out.begin_section(raw_bytes);
+  for (auto& w : work) {
+    out.append(w.raw.data(), w.raw.size());
+    std::string().swap(w.raw);
   }
   out.end_section();
-  section(point_off.data(), point_off.size() * 8);
-  std::vector<uint64_t>().swap(point_off);
+  out.begin_section((n + 1) * 8);
+  uint64_t at = 0;
+  out.append(&at, 8);
+  for (auto& w : work) {
+    for (uint32_t len : w.raw_len) {
+      at += len;
+      out.append(&at, 8);
+    }
+    std::vector<uint32_t>().swap(w.raw_len);
+  }
+  out.end_section();
+  std::string norm;
+  norm.reserve(norm_bytes);
+  std::vector<uint64_t> norm_off;
+  norm_off.reserve(n + 1);
+  norm_off.push_back(0);
+  for (auto& w : work) {
+    norm += w.norm;
+    for (uint32_t len : w.norm_len) norm_off.push_back(norm_off.back() + len);
+    w = ColumnWork{};
+  }
+  section(norm.data(), norm.size());
+  section(norm_off.data(), norm_off.size() * 8);
   const size_t bands = static_cast<size_t>(params.bands);
   std::vector<uint64_t> band_at(bands);
   std::vector<size_t> band_section(bands);
   for (size_t b = 0; b < bands; ++b) band_at[b] = out.reserve_section(n * 8, &band_section[b]);
+  const size_t workers = std::max<size_t>(1, threads);
 
   // 3. Signatures in chunks of values, in parallel: each chunk's band keys (u32) go into the first
-  // half of each band's reserved section; short values' deletion keys are kept (they are few).
+  // half of each band's reserved section (the page cache holds them, not the process); short
+  // values' deletion keys are kept (they are few).
   constexpr size_t kChunk = 8192;
   const size_t chunks = (n + kChunk - 1) / kChunk;
   const size_t short_limit = static_cast<size_t>(params.short_length);
   std::vector<std::vector<uint64_t>> short_parts(chunks);
   MinHasher hasher(params.num_perm, params.seed);
   std::atomic<bool> write_failed{false};
-  core::parallel_for(chunks, threads, [&](size_t c) {
-    const size_t first = c * kChunk, count = std::min(kChunk, n - first);
-    std::vector<uint32_t> keys(bands * count);
+  std::atomic<size_t> next_chunk{0};
+  core::parallel_for(workers, workers, [&](size_t) {
+    std::vector<uint32_t> keys(bands * kChunk);
     std::vector<uint32_t> sig(static_cast<size_t>(params.num_perm)), band(bands), deletions;
-    auto& shorts = short_parts[c];
-    for (size_t j = 0; j < count; ++j) {
-      const uint32_t id = static_cast<uint32_t>(first + j);
-      const std::u32string v = normalized(id);
-      hasher.signature_into(char_ngram_hashes(v, params.ngram), sig.data());
-      detail::band_keys(sig.data(), params.bands, params.rows, band.data());
-      for (size_t b = 0; b < bands; ++b) keys[b * count + j] = band[b];
-      if (v.size() <= short_limit) {
-        detail::short_keys(v, deletions);
-        for (uint32_t k : deletions) shorts.push_back((static_cast<uint64_t>(k) << 32) | id);
+    std::vector<uint64_t> grams;
+    std::u32string v;
+    for (size_t c; (c = next_chunk++) < chunks;) {
+      const size_t first = c * kChunk, count = std::min(kChunk, n - first);
+      auto& shorts = short_parts[c];
+      for (size_t j = 0; j < count; ++j) {
+        const uint32_t id = static_cast<uint32_t>(first + j);
+        decode_utf8_into(std::string_view(norm).substr(norm_off[id], norm_off[id + 1] - norm_off[id]), v);
+        char_ngram_hashes_unsorted(v, params.ngram, grams);
+        hasher.signature_into(grams, sig.data());
+        detail::band_keys(sig.data(), params.bands, params.rows, band.data());
+        for (size_t b = 0; b < bands; ++b) keys[b * count + j] = band[b];
+        if (v.size() <= short_limit) {
+          detail::short_keys(v, deletions);
+          for (uint32_t k : deletions) shorts.push_back((static_cast<uint64_t>(k) << 32) | id);
+        }
       }
+      for (size_t b = 0; b < bands; ++b)
+        if (!out.write_at(keys.data() + b * count, count * 4, band_at[b] + first * 4)) write_failed = true;
     }
-    for (size_t b = 0; b < bands; ++b)
-      if (!out.write_at(keys.data() + b * count, count * 4, band_at[b] + first * 4)) write_failed = true;
   });
+  std::string().swap(norm);
+  std::vector<uint64_t>().swap(norm_off);
 
-  // 4. Each band: its keys read back, sorted into (key, id) entries, hashed, written in place.
-  core::parallel_for(bands, threads, [&](size_t b) {
+  // 4. Each band: its keys read back, sorted into (key, id) entries, its lookup (block directory
+  // and key filter) taken from the sorted entries, hashed, written in place. A worker's buffers
+  // serve all its bands.
+  std::vector<FileTable> tables(bands + 1);
+  auto lookup_of = [](const uint64_t* entries, size_t count, FileTable& t) {
+    t.entries = count;
+    t.first_keys.resize((count + kBlock - 1) / kBlock);
+    for (size_t i = 0; i < t.first_keys.size(); ++i) t.first_keys[i] = static_cast<uint32_t>(entries[i * kBlock] >> 32);
+    t.filter = KeyFilter(count);
+    if (t.filter.enabled())
+      for (size_t e = 0; e < count; ++e) t.filter.add(static_cast<uint32_t>(entries[e] >> 32));
+  };
+  core::parallel_for(workers, workers, [&](size_t w) {
     std::vector<uint32_t> keys(n);
     std::vector<uint64_t> table(n);
-    if (!out.read_at(keys.data(), n * 4, band_at[b])) {
-      write_failed = true;
-      return;
+    for (size_t b = w; b < bands; b += workers) {
+      if (!out.read_at(keys.data(), n * 4, band_at[b])) {
+        write_failed = true;
+        return;
+      }
+      sort_band(keys.data(), n, table.data());
+      lookup_of(table.data(), n, tables[b]);
+      out.set_sum(band_section[b], core::xxh64({reinterpret_cast<const char*>(table.data()), n * 8}));
+      if (!out.write_at(table.data(), n * 8, band_at[b])) write_failed = true;
     }
-    sort_band(keys.data(), n, table.data());
-    out.set_sum(band_section[b], core::xxh64({reinterpret_cast<const char*>(table.data()), n * 8}));
-    if (!out.write_at(table.data(), n * 8, band_at[b])) write_failed = true;
   });
 
-  // 5. The short-value table, then the checksum.
+  // 5. The short-value table, the lookup section, then the checksum.
   std::vector<uint64_t> short_table;
   size_t short_n = 0;
   for (const auto& p : short_parts) short_n += p.size();
@@ -307,12 +352,16 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
     short_table.insert(short_table.end(), p.begin(), p.end());
     std::vector<uint64_t>().swap(p);
   }
-  sort_entries(short_table);
+  std::sort(short_table.begin(), short_table.end());
+  lookup_of(short_table.data(), short_table.size(), tables[bands]);
   section(short_table.data(), short_table.size() * 8);
-  // Released before the file is opened (which reads the values back into memory).
   std::vector<uint64_t>().swap(short_table);
-  std::string().swap(norm);
-  std::vector<uint64_t>().swap(norm_off);
+  {
+    std::vector<const FileTable*> all;
+    for (const auto& t : tables) all.push_back(&t);
+    const std::string lookup = lookup_section(all);
+    section(lookup.data(), lookup.size());
+  }
   if (write_failed) return io_error("write failed for " + tmp.string());
   NL2SQL_RETURN_IF_ERROR(out.finish());
   fs::rename(tmp, file, ec);

@@ -1,8 +1,9 @@
 // The value index file: a JSON header (db_id, fingerprint, parameters, counts) and binary
 // sections (layout in index_file.h), with a checksum over all of them. IndexFileWriter writes
-// them (the build streams into it; save() copies an index); opening reads the values into
-// memory and the tables through a small buffer (keeping each table's block directory), checks
-// the checksum, and keeps the file open for the lookups' preads. A file that does not check out
+// them (the build streams into it; save() copies an index); opening reads the values and the
+// lookup section (the tables' key filters and block directories) into memory, streams the
+// tables through a small buffer for the checksum (not when opening the file a build has just
+// written), checks it, and keeps the file open for the lookups' preads. A file that does not check out
 // exactly is refused, never half-used.
 #include "nl2sql/context/value_index.h"
 
@@ -230,6 +231,15 @@ fs::path temporary_index_path(const fs::path& file) {
 
 }  // namespace detail
 
+std::string ValueIndex::lookup_section(const std::vector<const FileTable*>& tables) {
+  std::string out;
+  for (const FileTable* t : tables)
+    out.append(reinterpret_cast<const char*>(t->filter.words().data()), t->filter.words().size() * 8);
+  for (const FileTable* t : tables)
+    out.append(reinterpret_cast<const char*>(t->first_keys.data()), t->first_keys.size() * 4);
+  return out;
+}
+
 Status ValueIndex::save(const fs::path& file) const {
   const std::string h = detail::index_header(db_id_, fingerprint_, params_, size(), columns_, skipped_);
   std::error_code ec;
@@ -246,8 +256,15 @@ Status ValueIndex::save(const fs::path& file) const {
     section(h.data(), h.size());
     section(raw_.data(), raw_.size());
     section(raw_offsets_.data(), raw_offsets_.size_bytes());
-    section(norm_.data(), norm_.size() * sizeof(char32_t));
-    section(norm_offsets_.data(), norm_offsets_.size_bytes());
+    // The normalized values back to UTF-8 (the file's form), with their byte offsets.
+    std::string norm;
+    std::vector<uint64_t> norm_offsets{0};
+    for (uint32_t id = 0; id < size(); ++id) {
+      norm += encode_utf8(normalized(id));
+      norm_offsets.push_back(norm.size());
+    }
+    section(norm.data(), norm.size());
+    section(norm_offsets.data(), norm_offsets.size() * 8);
     // The tables are copied from this index's file through a buffer.
     std::vector<char> buf(size_t{1} << 20);
     auto table = [&](const FileTable& t) {
@@ -261,9 +278,13 @@ Status ValueIndex::save(const fs::path& file) const {
       w.end_section();
       return true;
     };
-    for (const auto& t : band_tables_)
-      if (!table(t)) return io_error("cannot read the tables of the index being saved");
-    if (!table(short_table_)) return io_error("cannot read the tables of the index being saved");
+    std::vector<const FileTable*> all;
+    for (const auto& t : band_tables_) all.push_back(&t);
+    all.push_back(&short_table_);
+    for (const FileTable* t : all)
+      if (!table(*t)) return io_error("cannot read the tables of the index being saved");
+    const std::string lookup = lookup_section(all);
+    section(lookup.data(), lookup.size());
     return w.finish();
   }();
   if (!written) {
@@ -311,21 +332,23 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
   if (version != detail::kIndexFormatVersion)
     return corrupt(fmt::format("format version {}, this binary reads version {}", version, detail::kIndexFormatVersion));
 
-  // Walk the sections: the first five (header, values, offsets, normalized values, offsets) are
-  // read into memory, the tables after them are read through a 1 MB buffer that keeps every
-  // kBlock-th key for the directory. Every section's XXH3 is taken on the way; the checksum is
-  // compared before anything is interpreted.
+  // Walk the sections: the header, the values and their offsets are read into memory, the
+  // tables only when verifying (through a 1 MB buffer, for their XXH3; lookups read them in
+  // place later), the lookup section into memory. Every section's XXH3 is taken on the way; the
+  // checksum is compared before anything is interpreted.
   struct Section {
     uint64_t offset, size;
   };
   std::vector<Section> sections;
   std::vector<uint64_t> sums;
-  std::vector<std::vector<uint32_t>> directories;  // one per table section
-  std::vector<KeyFilter> filters;                  // one per table section
-  std::string header;
-  std::vector<char> buf(size_t{1} << 20);
+  std::string header, norm_utf8, lookup;
+  std::vector<uint64_t> norm_bytes;  // byte offsets into norm_utf8
+  std::vector<char> buf;
   uint64_t pos = detail::kIndexPrologue;
   const uint64_t end = size - 8;
+  // Sections in file order: 0 header, 1 values, 2 offsets, 3 normalized values, 4 offsets, then
+  // the tables and, last, the lookup section (told apart once the walk has ended).
+  std::vector<uint64_t> table_sums;
   while (pos < end) {
     uint64_t len = 0;
     if (pos + 8 > end || !read_at(fd, &len, 8, pos)) return corrupt("truncated");
@@ -347,42 +370,31 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
       ok = into_memory(storage->raw.data());
     } else if (i == 2 || i == 4) {
       if (len % 8) return corrupt("section sizes");
-      auto& v = i == 2 ? storage->raw_offsets : storage->norm_offsets;
+      auto& v = i == 2 ? storage->raw_offsets : norm_bytes;
       v.resize(len / 8);
       ok = into_memory(v.data());
     } else if (i == 3) {
-      if (len % 4) return corrupt("section sizes");
-      storage->norm.resize(len / 4);
-      ok = into_memory(storage->norm.data());
+      norm_utf8.resize(len);
+      ok = into_memory(norm_utf8.data());
+    } else if (pos + 8 + detail::padded8(len) == end) {
+      // The last section: the lookup section.
+      lookup.resize(len);
+      ok = into_memory(lookup.data());
     } else {
       if (len % 8) return corrupt("section sizes");
-      // A table: streamed, its directory kept (chunks are whole numbers of blocks).
-      auto& dir = directories.emplace_back();
-      dir.reserve((len / 8 + kBlock - 1) / kBlock);
-      auto& filter = filters.emplace_back(len / 8);
-      XXH3_state_t* st = XXH3_createState();
-      XXH3_64bits_reset(st);
-      uint64_t done = 0;
-      while (ok && done < len) {
-        const size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - done, buf.size()));
-        ok = read_at(fd, buf.data(), chunk, at + done);
-        if (!ok) break;
-        if (verify) XXH3_64bits_update(st, buf.data(), chunk);
-        for (size_t e = 0; e < chunk / 8; e += kBlock) {
-          uint64_t entry = 0;
-          std::memcpy(&entry, buf.data() + e * 8, 8);
-          dir.push_back(static_cast<uint32_t>(entry >> 32));
+      if (verify) {
+        if (buf.empty()) buf.resize(size_t{1} << 20);
+        XXH3_state_t* st = XXH3_createState();
+        XXH3_64bits_reset(st);
+        for (uint64_t done = 0; ok && done < len;) {
+          const size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - done, buf.size()));
+          ok = read_at(fd, buf.data(), chunk, at + done);
+          if (ok) XXH3_64bits_update(st, buf.data(), chunk);
+          done += chunk;
         }
-        if (filter.enabled())
-          for (size_t e = 0; e < chunk / 8; ++e) {
-            uint64_t entry = 0;
-            std::memcpy(&entry, buf.data() + e * 8, 8);
-            filter.add(static_cast<uint32_t>(entry >> 32));
-          }
-        done += chunk;
+        sums.push_back(XXH3_64bits_digest(st));
+        XXH3_freeState(st);
       }
-      sums.push_back(XXH3_64bits_digest(st));
-      XXH3_freeState(st);
     }
     if (!ok) return corrupt("truncated");
     pos = at + detail::padded8(len);
@@ -391,7 +403,7 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
   if (pos != end || !read_at(fd, &stored, 8, end)) return corrupt("truncated");
   if (verify && stored != core::xxh64({reinterpret_cast<const char*>(sums.data()), sums.size() * 8}))
     return corrupt("checksum mismatch");
-  if (sections.size() < 6) return corrupt("truncated");
+  if (sections.size() < 8) return corrupt("truncated");
 
   ValueIndex idx;
   try {
@@ -413,20 +425,57 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
     return corrupt(std::string("header: ") + e.what());
   }
   const size_t bands = static_cast<size_t>(idx.params_.bands);
-  if (sections.size() != 6 + bands) return corrupt("section count");
+  if (sections.size() != 7 + bands) return corrupt("section count");
+
+  // The tables and their lookup structures (filters, then directories, in table order).
+  std::vector<FileTable> tables(bands + 1);
+  uint64_t need = 0;
+  for (size_t t = 0; t <= bands; ++t) {
+    FileTable& ft = tables[t];
+    ft.offset = sections[5 + t].offset;
+    ft.entries = sections[5 + t].size / 8;
+    ft.filter = KeyFilter(ft.entries);
+    ft.first_keys.resize((ft.entries + kBlock - 1) / kBlock);
+    need += ft.filter.words().size() * 8 + ft.first_keys.size() * 4;
+  }
+  if (lookup.size() != need) return corrupt("section sizes");
+  size_t off = 0;
+  for (auto& ft : tables) {
+    auto& words = ft.filter.words();
+    std::memcpy(words.data(), lookup.data() + off, words.size() * 8);
+    off += words.size() * 8;
+  }
+  for (auto& ft : tables) {
+    std::memcpy(ft.first_keys.data(), lookup.data() + off, ft.first_keys.size() * 4);
+    off += ft.first_keys.size() * 4;
+  }
+  std::string().swap(lookup);
+  for (size_t t = 0; t < bands; ++t) idx.band_tables_.push_back(std::move(tables[t]));
+  idx.short_table_ = std::move(tables[bands]);
+
+  // The normalized values decoded to code points, with their offsets.
+  const size_t values = storage->raw_offsets.empty() ? 0 : storage->raw_offsets.size() - 1;
+  if (norm_bytes.size() != values + 1 || (values > 0 && norm_bytes.back() != norm_utf8.size()) ||
+      (values == 0 && !norm_utf8.empty()))
+    return corrupt("inconsistent sizes");
+  storage->norm.reserve(norm_utf8.size());
+  storage->norm_offsets.reserve(values + 1);
+  storage->norm_offsets.push_back(0);
+  std::u32string v;
+  for (size_t id = 0; id < values; ++id) {
+    if (norm_bytes[id] > norm_bytes[id + 1] || norm_bytes[id + 1] > norm_utf8.size())
+      return corrupt("inconsistent sizes");
+    decode_utf8_into(std::string_view(norm_utf8).substr(norm_bytes[id], norm_bytes[id + 1] - norm_bytes[id]), v);
+    storage->norm += v;
+    storage->norm_offsets.push_back(storage->norm.size());
+  }
+  std::string().swap(norm_utf8);
+  std::vector<uint64_t>().swap(norm_bytes);
+  storage->norm.shrink_to_fit();
   idx.raw_ = storage->raw;
   idx.raw_offsets_ = storage->raw_offsets;
   idx.norm_ = storage->norm;
   idx.norm_offsets_ = storage->norm_offsets;
-  for (size_t t = 0; t <= bands; ++t) {
-    FileTable ft;
-    ft.offset = sections[5 + t].offset;
-    ft.entries = sections[5 + t].size / 8;
-    ft.first_keys = std::move(directories[t]);
-    ft.filter = std::move(filters[t]);
-    if (t < bands) idx.band_tables_.push_back(std::move(ft));
-    else idx.short_table_ = std::move(ft);
-  }
   idx.storage_ = std::move(storage);
 
   const size_t n = idx.raw_offsets_.empty() ? 0 : idx.raw_offsets_.size() - 1;
