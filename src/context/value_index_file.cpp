@@ -256,15 +256,10 @@ Status ValueIndex::save(const fs::path& file) const {
     section(h.data(), h.size());
     section(raw_.data(), raw_.size());
     section(raw_offsets_.data(), raw_offsets_.size_bytes());
-    // The normalized values back to UTF-8 (the file's form), with their byte offsets.
-    std::string norm;
-    std::vector<uint64_t> norm_offsets{0};
-    for (uint32_t id = 0; id < size(); ++id) {
-      norm += encode_utf8(normalized(id));
-      norm_offsets.push_back(norm.size());
-    }
+    // The normalized values back to UTF-8 (the file's form), their offsets in code points.
+    const std::string norm = encode_utf8(norm_);
     section(norm.data(), norm.size());
-    section(norm_offsets.data(), norm_offsets.size() * 8);
+    section(norm_offsets_.data(), norm_offsets_.size_bytes());
     // The tables are copied from this index's file through a buffer.
     std::vector<char> buf(size_t{1} << 20);
     auto table = [&](const FileTable& t) {
@@ -342,7 +337,6 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
   std::vector<Section> sections;
   std::vector<uint64_t> sums;
   std::string header, norm_utf8, lookup;
-  std::vector<uint64_t> norm_bytes;  // byte offsets into norm_utf8
   std::vector<char> buf;
   uint64_t pos = detail::kIndexPrologue;
   const uint64_t end = size - 8;
@@ -370,7 +364,7 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
       ok = into_memory(storage->raw.data());
     } else if (i == 2 || i == 4) {
       if (len % 8) return corrupt("section sizes");
-      auto& v = i == 2 ? storage->raw_offsets : norm_bytes;
+      auto& v = i == 2 ? storage->raw_offsets : storage->norm_offsets;
       v.resize(len / 8);
       ok = into_memory(v.data());
     } else if (i == 3) {
@@ -453,25 +447,22 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
   for (size_t t = 0; t < bands; ++t) idx.band_tables_.push_back(std::move(tables[t]));
   idx.short_table_ = std::move(tables[bands]);
 
-  // The normalized values decoded to code points, with their offsets.
-  const size_t values = storage->raw_offsets.empty() ? 0 : storage->raw_offsets.size() - 1;
-  if (norm_bytes.size() != values + 1 || (values > 0 && norm_bytes.back() != norm_utf8.size()) ||
-      (values == 0 && !norm_utf8.empty()))
-    return corrupt("inconsistent sizes");
-  storage->norm.reserve(norm_utf8.size());
-  storage->norm_offsets.reserve(values + 1);
-  storage->norm_offsets.push_back(0);
-  std::u32string v;
-  for (size_t id = 0; id < values; ++id) {
-    if (norm_bytes[id] > norm_bytes[id + 1] || norm_bytes[id + 1] > norm_utf8.size())
-      return corrupt("inconsistent sizes");
-    decode_utf8_into(std::string_view(norm_utf8).substr(norm_bytes[id], norm_bytes[id + 1] - norm_bytes[id]), v);
-    storage->norm += v;
-    storage->norm_offsets.push_back(storage->norm.size());
+  // The normalized values decoded to code points (the whole section at once in 64 KB pieces cut
+  // before a byte that starts a UTF-8 sequence, which decodes as the values one by one would:
+  // every value is whole UTF-8), exactly as many as the last offset says.
+  const uint64_t points = storage->norm_offsets.empty() ? 0 : storage->norm_offsets.back();
+  if (points > norm_utf8.size()) return corrupt("inconsistent sizes");  // at least a byte each
+  storage->norm.reserve(points);
+  std::u32string part;
+  for (size_t b = 0; b < norm_utf8.size();) {
+    size_t e = std::min(norm_utf8.size(), b + (size_t{1} << 16));
+    while (e < norm_utf8.size() && (static_cast<unsigned char>(norm_utf8[e]) & 0xC0) == 0x80) ++e;
+    decode_utf8_into(std::string_view(norm_utf8).substr(b, e - b), part);
+    if (storage->norm.size() + part.size() > points) return corrupt("inconsistent sizes");
+    storage->norm += part;
+    b = e;
   }
   std::string().swap(norm_utf8);
-  std::vector<uint64_t>().swap(norm_bytes);
-  storage->norm.shrink_to_fit();
   idx.raw_ = storage->raw;
   idx.raw_offsets_ = storage->raw_offsets;
   idx.norm_ = storage->norm;
