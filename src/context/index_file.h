@@ -4,7 +4,7 @@
 // Layout (format version 3, little-endian): "NL2VIDX\0", u32 version, u32 zero; then sections,
 // each a u64 byte length, the bytes and zero padding to a multiple of 8 (so every section starts
 // 8-aligned): the JSON header, the values' UTF-8 bytes, their u64 byte offsets (values + 1), the
-// normalized values' UTF-8 bytes, their u64 offsets in code points, one table per LSH band and the
+// normalized values' u64 offsets in code points, their UTF-8 bytes, one table per LSH band and the
 // short-value table (u64 entries key << 32 | value id, sorted), the lookup section (every
 // table's key filter as u64 words, then every table's block directory: the u32 key of entries
 // 0, kBlock, 2 kBlock, ...; tables in file order); last, the 64-bit XXH3 over the 64-bit XXH3 of

@@ -334,19 +334,8 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
     std::vector<uint32_t>().swap(w.raw_len);
   }
   out.end_section();
-  // The normalized values: their bytes (kept, with byte offsets, for the signatures), then their
-  // offsets in code points (the file's).
-  std::string norm;
-  norm.reserve(norm_bytes);
-  std::vector<uint64_t> norm_off;
-  norm_off.reserve(n + 1);
-  norm_off.push_back(0);
-  for (auto& w : work) {
-    norm += w.norm;
-    std::string().swap(w.norm);
-    for (uint32_t len : w.norm_len) norm_off.push_back(norm_off.back() + len);
-  }
-  section(norm.data(), norm.size());
+  // The normalized values: their offsets in code points (the file's), then their bytes (kept,
+  // with byte offsets, for the signatures).
   out.begin_section((n + 1) * 8);
   at = 0;
   out.append(&at, 8);
@@ -355,9 +344,20 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
       at += points;
       out.append(&at, 8);
     }
-    w = ColumnWork{};
+    std::vector<uint32_t>().swap(w.norm_points);
   }
   out.end_section();
+  std::string norm;
+  norm.reserve(norm_bytes);
+  std::vector<uint64_t> norm_off;
+  norm_off.reserve(n + 1);
+  norm_off.push_back(0);
+  for (auto& w : work) {
+    norm += w.norm;
+    for (uint32_t len : w.norm_len) norm_off.push_back(norm_off.back() + len);
+    w = ColumnWork{};
+  }
+  section(norm.data(), norm.size());
   const size_t bands = static_cast<size_t>(params.bands);
   std::vector<uint64_t> band_at(bands);
   std::vector<size_t> band_section(bands);

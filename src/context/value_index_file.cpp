@@ -256,10 +256,10 @@ Status ValueIndex::save(const fs::path& file) const {
     section(h.data(), h.size());
     section(raw_.data(), raw_.size());
     section(raw_offsets_.data(), raw_offsets_.size_bytes());
-    // The normalized values back to UTF-8 (the file's form), their offsets in code points.
+    // The normalized values' offsets in code points, then the values back to UTF-8 (the file's form).
+    section(norm_offsets_.data(), norm_offsets_.size_bytes());
     const std::string norm = encode_utf8(norm_);
     section(norm.data(), norm.size());
-    section(norm_offsets_.data(), norm_offsets_.size_bytes());
     // The tables are copied from this index's file through a buffer.
     std::vector<char> buf(size_t{1} << 20);
     auto table = [&](const FileTable& t) {
@@ -327,77 +327,126 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
   if (version != detail::kIndexFormatVersion)
     return corrupt(fmt::format("format version {}, this binary reads version {}", version, detail::kIndexFormatVersion));
 
-  // Walk the sections: the header, the values and their offsets are read into memory, the
-  // tables only when verifying (through a 1 MB buffer, for their XXH3; lookups read them in
-  // place later), the lookup section into memory. Every section's XXH3 is taken on the way; the
-  // checksum is compared before anything is interpreted.
+  // Walk the sections in file order: 0 header, 1 values, 2 their offsets, 3 the normalized
+  // values' offsets, 4 the normalized values (decoded to code points as they are read, in 64 KB
+  // pieces cut before a byte that starts a UTF-8 sequence, which decodes as the values one by one
+  // would: every value is whole UTF-8), then the tables (read only when verifying, through a
+  // 1 MB buffer, for their XXH3; lookups read them in place later) and, last, the lookup section
+  // (read straight into the tables' filters and directories). No section is held twice. Every
+  // section's XXH3 is taken on the way; the checksum is compared before any inconsistency found
+  // on the way is reported.
   struct Section {
     uint64_t offset, size;
   };
   std::vector<Section> sections;
   std::vector<uint64_t> sums;
-  std::string header, norm_utf8, lookup;
-  std::vector<char> buf;
+  std::string header, problem;
+  std::vector<char> buf(size_t{1} << 16);
+  std::vector<FileTable> tables;
   uint64_t pos = detail::kIndexPrologue;
   const uint64_t end = size - 8;
-  // Sections in file order: 0 header, 1 values, 2 offsets, 3 normalized values, 4 offsets, then
-  // the tables and, last, the lookup section (told apart once the walk has ended).
-  std::vector<uint64_t> table_sums;
+  XXH3_state_t* st = XXH3_createState();
+  struct FreeState {
+    XXH3_state_t* s;
+    ~FreeState() { XXH3_freeState(s); }
+  } free_state{st};
   while (pos < end) {
     uint64_t len = 0;
     if (pos + 8 > end || !read_at(fd, &len, 8, pos)) return corrupt("truncated");
     if (len > end - pos - 8 || detail::padded8(len) > end - pos - 8) return corrupt("truncated");
     const uint64_t at = pos + 8;
     const size_t i = sections.size();
+    const bool last = at + detail::padded8(len) == end;
     sections.push_back({at, len});
-    auto into_memory = [&](void* p) {
-      if (!read_at(fd, p, len, at)) return false;
-      sums.push_back(core::xxh64({static_cast<const char*>(p), len}));
+    XXH3_64bits_reset(st);
+    // Reads n bytes at `from` into p, hashed.
+    auto take = [&](void* p, size_t n, uint64_t from) {
+      if (!read_at(fd, p, n, from)) return false;
+      XXH3_64bits_update(st, p, n);
       return true;
     };
     bool ok = true;
     if (i == 0) {
       header.resize(len);
-      ok = into_memory(header.data());
+      ok = take(header.data(), len, at);
     } else if (i == 1) {
       storage->raw.resize(len);
-      ok = into_memory(storage->raw.data());
-    } else if (i == 2 || i == 4) {
+      ok = take(storage->raw.data(), len, at);
+    } else if (i == 2 || i == 3) {
       if (len % 8) return corrupt("section sizes");
       auto& v = i == 2 ? storage->raw_offsets : storage->norm_offsets;
       v.resize(len / 8);
-      ok = into_memory(v.data());
-    } else if (i == 3) {
-      norm_utf8.resize(len);
-      ok = into_memory(norm_utf8.data());
-    } else if (pos + 8 + detail::padded8(len) == end) {
-      // The last section: the lookup section.
-      lookup.resize(len);
-      ok = into_memory(lookup.data());
+      ok = take(v.data(), len, at);
+    } else if (i == 4) {
+      const uint64_t points = storage->norm_offsets.empty() ? 0 : storage->norm_offsets.back();
+      if (points > len) return corrupt("inconsistent sizes");  // a byte at least per code point
+      storage->norm.reserve(points);
+      std::u32string part;
+      for (uint64_t done = 0; ok && done < len;) {
+        const size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - done, buf.size()));
+        ok = read_at(fd, buf.data(), chunk, at + done);
+        if (!ok) break;
+        size_t cut = chunk;
+        if (done + chunk < len) {
+          size_t start = chunk - 1;
+          while (start > 0 && (static_cast<unsigned char>(buf[start]) & 0xC0) == 0x80) --start;
+          if (start > 0) cut = start;  // the sequence starting there goes with the next piece
+        }
+        XXH3_64bits_update(st, buf.data(), cut);
+        decode_utf8_into(std::string_view(buf.data(), cut), part);
+        if (storage->norm.size() + part.size() > points) {
+          if (problem.empty()) problem = "inconsistent sizes";
+        } else {
+          storage->norm += part;
+        }
+        done += cut;
+      }
+      if (storage->norm.size() != points && problem.empty()) problem = "inconsistent sizes";
+    } else if (last) {
+      // The lookup section: every table's filter words, then every table's directory.
+      tables.resize(sections.size() - 6);
+      uint64_t need = 0;
+      for (size_t t = 0; t < tables.size(); ++t) {
+        FileTable& ft = tables[t];
+        ft.offset = sections[5 + t].offset;
+        ft.entries = sections[5 + t].size / 8;
+        ft.filter = KeyFilter(ft.entries);
+        ft.first_keys.resize((ft.entries + kBlock - 1) / kBlock);
+        need += ft.filter.words().size() * 8 + ft.first_keys.size() * 4;
+      }
+      if (len != need) return corrupt("section sizes");
+      uint64_t from = at;
+      for (auto& ft : tables) {
+        auto& words = ft.filter.words();
+        ok = ok && take(words.data(), words.size() * 8, from);
+        from += words.size() * 8;
+      }
+      for (auto& ft : tables) {
+        ok = ok && take(ft.first_keys.data(), ft.first_keys.size() * 4, from);
+        from += ft.first_keys.size() * 4;
+      }
     } else {
       if (len % 8) return corrupt("section sizes");
       if (verify) {
-        if (buf.empty()) buf.resize(size_t{1} << 20);
-        XXH3_state_t* st = XXH3_createState();
-        XXH3_64bits_reset(st);
+        if (buf.size() < (size_t{1} << 20)) buf.resize(size_t{1} << 20);
         for (uint64_t done = 0; ok && done < len;) {
           const size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - done, buf.size()));
-          ok = read_at(fd, buf.data(), chunk, at + done);
-          if (ok) XXH3_64bits_update(st, buf.data(), chunk);
+          ok = take(buf.data(), chunk, at + done);
           done += chunk;
         }
-        sums.push_back(XXH3_64bits_digest(st));
-        XXH3_freeState(st);
       }
     }
     if (!ok) return corrupt("truncated");
+    sums.push_back(XXH3_64bits_digest(st));
     pos = at + detail::padded8(len);
   }
+  std::vector<char>().swap(buf);
   uint64_t stored = 0;
   if (pos != end || !read_at(fd, &stored, 8, end)) return corrupt("truncated");
   if (verify && stored != core::xxh64({reinterpret_cast<const char*>(sums.data()), sums.size() * 8}))
     return corrupt("checksum mismatch");
   if (sections.size() < 8) return corrupt("truncated");
+  if (!problem.empty()) return corrupt(problem);
 
   ValueIndex idx;
   try {
@@ -419,50 +468,9 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
     return corrupt(std::string("header: ") + e.what());
   }
   const size_t bands = static_cast<size_t>(idx.params_.bands);
-  if (sections.size() != 7 + bands) return corrupt("section count");
-
-  // The tables and their lookup structures (filters, then directories, in table order).
-  std::vector<FileTable> tables(bands + 1);
-  uint64_t need = 0;
-  for (size_t t = 0; t <= bands; ++t) {
-    FileTable& ft = tables[t];
-    ft.offset = sections[5 + t].offset;
-    ft.entries = sections[5 + t].size / 8;
-    ft.filter = KeyFilter(ft.entries);
-    ft.first_keys.resize((ft.entries + kBlock - 1) / kBlock);
-    need += ft.filter.words().size() * 8 + ft.first_keys.size() * 4;
-  }
-  if (lookup.size() != need) return corrupt("section sizes");
-  size_t off = 0;
-  for (auto& ft : tables) {
-    auto& words = ft.filter.words();
-    std::memcpy(words.data(), lookup.data() + off, words.size() * 8);
-    off += words.size() * 8;
-  }
-  for (auto& ft : tables) {
-    std::memcpy(ft.first_keys.data(), lookup.data() + off, ft.first_keys.size() * 4);
-    off += ft.first_keys.size() * 4;
-  }
-  std::string().swap(lookup);
+  if (sections.size() != 7 + bands || tables.size() != bands + 1) return corrupt("section count");
   for (size_t t = 0; t < bands; ++t) idx.band_tables_.push_back(std::move(tables[t]));
   idx.short_table_ = std::move(tables[bands]);
-
-  // The normalized values decoded to code points (the whole section at once in 64 KB pieces cut
-  // before a byte that starts a UTF-8 sequence, which decodes as the values one by one would:
-  // every value is whole UTF-8), exactly as many as the last offset says.
-  const uint64_t points = storage->norm_offsets.empty() ? 0 : storage->norm_offsets.back();
-  if (points > norm_utf8.size()) return corrupt("inconsistent sizes");  // at least a byte each
-  storage->norm.reserve(points);
-  std::u32string part;
-  for (size_t b = 0; b < norm_utf8.size();) {
-    size_t e = std::min(norm_utf8.size(), b + (size_t{1} << 16));
-    while (e < norm_utf8.size() && (static_cast<unsigned char>(norm_utf8[e]) & 0xC0) == 0x80) ++e;
-    decode_utf8_into(std::string_view(norm_utf8).substr(b, e - b), part);
-    if (storage->norm.size() + part.size() > points) return corrupt("inconsistent sizes");
-    storage->norm += part;
-    b = e;
-  }
-  std::string().swap(norm_utf8);
   idx.raw_ = storage->raw;
   idx.raw_offsets_ = storage->raw_offsets;
   idx.norm_ = storage->norm;

@@ -589,8 +589,8 @@ TEST(ValueIndexFile, FormatThreeLayoutByHand) {
   ASSERT_EQ(f.sections.size(), 7 + bands);
   EXPECT_EQ(f.sections[1], "BlueBleu\xCE\xA9" "a");  // capital omega: two bytes
   EXPECT_EQ(words_of<uint64_t>(f.sections[2]), (std::vector<uint64_t>{0, 4, 8, 11}));  // bytes
-  EXPECT_EQ(f.sections[3], "bluebleu\xCF\x89" "a");  // lowered: small omega
-  EXPECT_EQ(words_of<uint64_t>(f.sections[4]), (std::vector<uint64_t>{0, 4, 8, 10}));  // code points
+  EXPECT_EQ(words_of<uint64_t>(f.sections[3]), (std::vector<uint64_t>{0, 4, 8, 10}));  // code points
+  EXPECT_EQ(f.sections[4], "bluebleu\xCF\x89" "a");  // lowered: small omega
 
   const std::u32string norm[3] = {U"blue", U"bleu", U"\u03C9a"};
   const CandidateDefinition definition(*idx);
@@ -683,17 +683,50 @@ TEST(ValueIndexFile, DamagedFilesAreRefusedNamingTheFile) {
   sections[48].resize(sections[48].size() - 4);
   EXPECT_TRUE(refused(assemble_index_file(3, sections), "section sizes"));
   sections = f.sections;
-  auto offsets = words_of<uint64_t>(sections[4]);
-  offsets.back() += 1;  // one code point more than the normalized values decode to
-  sections[4].assign(reinterpret_cast<const char*>(offsets.data()), offsets.size() * 8);
+  auto offsets = words_of<uint64_t>(sections[3]);
+  offsets.back() -= 1;  // one code point fewer than the normalized values decode to
+  sections[3].assign(reinterpret_cast<const char*>(offsets.data()), offsets.size() * 8);
   EXPECT_TRUE(refused(assemble_index_file(3, sections), "inconsistent sizes"));
   sections = f.sections;
-  sections.pop_back();  // no lookup section: the last table taken for it
-  EXPECT_TRUE(refused(assemble_index_file(3, sections), "section count"));
+  sections.pop_back();  // no lookup section: the short-value table, taken for it, has another size
+  EXPECT_TRUE(refused(assemble_index_file(3, sections), "section sizes"));
+  sections = f.sections;
+  sections.erase(sections.begin() + 5);  // a band table missing
+  EXPECT_TRUE(refused(assemble_index_file(3, sections), "section sizes"));
   EXPECT_TRUE(refused(assemble_index_file(2, f.sections), "format version 2, this binary reads version 3"));
   // Intact, reassembled: loads.
   { std::ofstream(bad, std::ios::binary | std::ios::trunc) << assemble_index_file(3, f.sections); }
   EXPECT_TRUE(ValueIndex::load(bad).is_ok());
+}
+
+// Normalized values of one to four UTF-8 bytes per code point (and stored bytes that are not
+// UTF-8), more of them than one 64 KB read: loaded, every value's normalized form is the
+// normalization of its stored text, across the pieces the section is decoded in.
+TEST(ValueIndexFile, NormalizedValuesDecodeAcrossReadPieces) {
+  testing::TempDir dir;
+  const fs::path db = dir / "names.sqlite";
+  const std::string sql =
+      "CREATE TABLE names (name TEXT);\n"
+      "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 5999)\n"
+      "INSERT INTO names SELECT '\xCE\xA9mega \xC3\x91o\xC3\xB1o \xE6\x9D\xB1\xE4\xBA\xAC \xF0\x9F\x8E\xB5 ' || i FROM n;\n"
+      "INSERT INTO names VALUES (CAST(x'C361FF62' AS TEXT));\n";
+  testing::build_database(db, sql);
+  auto schema = data::read_schema_from_database(db, "names");
+  ASSERT_TRUE(schema.is_ok());
+  db::Executor ex;
+  const fs::path file = dir / "names.vidx";
+  auto built = ValueIndex::build("names", db, *schema, IndexParams{}, ex, 2, file);
+  ASSERT_TRUE(built.is_ok()) << built.status().message();
+  ASSERT_EQ(built->size(), 6001u);
+  const ParsedIndexFile f = parse_index_file(*core::read_file(file));
+  EXPECT_GT(f.sections[4].size(), 2u * 65536);
+  auto loaded = ValueIndex::load(file);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  for (uint32_t id = 0; id < loaded->size(); ++id) {
+    ASSERT_EQ(loaded->value(id), built->value(id));
+    ASSERT_EQ(loaded->normalized(id), normalize_code_points(loaded->value(id))) << id;
+  }
+  EXPECT_EQ(loaded->normalized(0).substr(0, 5), U"\u03C9mega");
 }
 
 TEST(ValueIndex, ParamsValidation) {
