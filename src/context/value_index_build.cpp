@@ -61,6 +61,75 @@ struct ColumnWork {
   double scan_s = 0, index_s = 0;
 };
 
+// True when SQLite answers `distinct_sql` by scanning `table` itself and dropping repeats through
+// a temporary B-tree (EXPLAIN QUERY PLAN: exactly "SCAN <table>", "USE TEMP B-TREE FOR DISTINCT"),
+// and the table's declaration names no collation: its rows are then the first occurrence of each
+// value in the table's stored order, repeats being byte-equal values, which is what a plain scan
+// of the table in that order (NOT INDEXED) deduplicated by exact bytes gives, in the same order.
+bool distinct_is_a_table_scan(const db::Executor& ex, const fs::path& db_path, const std::string& distinct_sql,
+                              const std::string& table) {
+  auto plan = ex.explain_query_plan(db_path, distinct_sql);
+  if (!plan.ok() || plan.result.rows.size() != 2) return false;
+  auto detail = [&](size_t i) {
+    const auto& r = plan.result.rows[i];
+    return r.empty() || r.back().type != db::ValueType::kText ? std::string() : r.back().s;
+  };
+  if (detail(0) != "SCAN " + table || detail(1) != "USE TEMP B-TREE FOR DISTINCT") return false;
+  std::string literal = "'";
+  for (char c : table) literal += c == '\'' ? std::string("''") : std::string(1, c);
+  literal += "'";
+  auto ddl = ex.run(db_path, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = " + literal);
+  if (!ddl.ok() || ddl.result.rows.size() != 1 || ddl.result.rows[0][0].type != db::ValueType::kText) return false;
+  std::string sql = ddl.result.rows[0][0].s;
+  for (auto& c : sql) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return sql.find("collate") == std::string::npos;
+}
+
+// The distinct values of a scan, kept in first-occurrence order in `arena` (concatenated, with
+// their lengths): an open-addressing table of value numbers over the arena, by XXH3.
+class DistinctValues {
+ public:
+  DistinctValues(std::string& arena, std::vector<uint32_t>& lens) : arena_(arena), lens_(lens) {}
+  // Adds v unless an equal value is already there; true when added.
+  bool insert(std::string_view v) {
+    if ((lens_.size() + 1) * 2 > slots_.size()) grow();
+    const uint64_t h = core::xxh64(v);
+    for (size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      const uint32_t s = slots_[i];
+      if (s == 0) {
+        slots_[i] = static_cast<uint32_t>(lens_.size() + 1);
+        offsets_.push_back(arena_.size());
+        arena_ += v;
+        lens_.push_back(static_cast<uint32_t>(v.size()));
+        return true;
+      }
+      if (lens_[s - 1] == v.size() && std::string_view(arena_).substr(offsets_[s - 1], v.size()) == v) return false;
+    }
+  }
+  size_t size() const { return lens_.size(); }
+  // The table's memory back (the values stay in the arena).
+  void release() {
+    std::vector<uint32_t>().swap(slots_);
+    std::vector<uint64_t>().swap(offsets_);
+  }
+
+ private:
+  void grow() {
+    std::vector<uint32_t> slots(std::max<size_t>(64, slots_.size() * 2), 0);
+    for (uint32_t k = 0; k < lens_.size(); ++k) {
+      const uint64_t h = core::xxh64(std::string_view(arena_).substr(offsets_[k], lens_[k]));
+      size_t i = h & (slots.size() - 1);
+      while (slots[i] != 0) i = (i + 1) & (slots.size() - 1);
+      slots[i] = k + 1;
+    }
+    slots_.swap(slots);
+  }
+  std::string& arena_;
+  std::vector<uint32_t>& lens_;
+  std::vector<uint64_t> offsets_;
+  std::vector<uint32_t> slots_;
+};
+
 void process_column(const fs::path& db_path, const IndexParams& p, const db::Executor& ex, ColumnWork& w) {
   const auto& rules = p.skip;
   const std::string& name = w.column->name;
@@ -100,10 +169,60 @@ void process_column(const fs::path& db_path, const IndexParams& p, const db::Exe
   if (avg_len > rules.max_avg_length)
     return skip(fmt::format("long free text (average {:.0f} characters)", avg_len));
 
-  // The DISTINCT scan, streamed: values are normalized in batches as they arrive (no result set
-  // is kept), its temporary B-tree in memory (a temporary file made the scan wait on the file
-  // system about as long as it computed).
+  const std::string distinct_sql =
+      fmt::format("SELECT DISTINCT {} FROM {} WHERE typeof({}) = 'text'", col, tab, col);
   t0 = std::chrono::steady_clock::now();
+  if (distinct_is_a_table_scan(ex, db_path, distinct_sql, w.table->name)) {
+    // The same rows without SQLite's temporary B-tree (its seeks and compares were most of a
+    // BIRD-scale scan): the table scanned in its stored order, repeats dropped here by exact
+    // bytes, the distinct values normalized afterwards and compacted in place.
+    db::QueryLimits plain_limits;
+    plain_limits.timeout_s = p.scan_timeout_s;
+    plain_limits.row_cap = 0;
+    DistinctValues distinct(w.raw, w.raw_len);
+    bool over = false;
+    auto scan = ex.run(db_path, fmt::format("SELECT {} FROM {} NOT INDEXED WHERE typeof({}) = 'text'", col, tab, col),
+                       plain_limits, [&](const db::Row& r) {
+                         if (over || r[0].type != db::ValueType::kText) return;
+                         if (distinct.insert(r[0].s) && distinct.size() > rules.max_distinct) over = true;
+                       });
+    distinct.release();
+    w.scan_s += seconds_since(t0);
+    if (!scan.ok() || over) {
+      w.raw = std::string();
+      w.raw_len = std::vector<uint32_t>();
+      if (over) return skip(fmt::format("more than {} distinct values", rules.max_distinct));
+      return skip("scan failed: " + scan.error);
+    }
+    t0 = std::chrono::steady_clock::now();
+    std::vector<uint32_t> all_len;
+    all_len.swap(w.raw_len);
+    size_t read = 0, write = 0;
+    for (uint32_t len : all_len) {
+      const std::string_view v = std::string_view(w.raw).substr(read, len);
+      read += len;
+      const std::u32string n = normalize_code_points(v);
+      if (n.empty()) continue;
+      if (n.size() > rules.max_value_length) {
+        ++w.dropped_long;
+        continue;
+      }
+      if (write != read - len) std::memmove(w.raw.data() + write, v.data(), len);
+      write += len;
+      w.raw_len.push_back(len);
+      const size_t before = w.norm.size();
+      w.norm += encode_utf8(n);
+      w.norm_len.push_back(static_cast<uint32_t>(w.norm.size() - before));
+      w.norm_points.push_back(static_cast<uint32_t>(n.size()));
+    }
+    w.raw.resize(write);
+    w.index_s += seconds_since(t0);
+    return;
+  }
+
+  // Otherwise the DISTINCT scan itself, streamed: values are normalized in batches as they
+  // arrive (no result set is kept), its temporary B-tree in memory (a temporary file made the
+  // scan wait on the file system about as long as it computed).
   db::QueryLimits scan_limits;
   scan_limits.timeout_s = p.scan_timeout_s;
   scan_limits.row_cap = rules.max_distinct;
@@ -132,8 +251,7 @@ void process_column(const fs::path& db_path, const IndexParams& p, const db::Exe
     batched = 0;
     normalize_s += seconds_since(tn);
   };
-  auto scan = ex.run(db_path, fmt::format("SELECT DISTINCT {} FROM {} WHERE typeof({}) = 'text'", col, tab, col),
-                     scan_limits, [&](const db::Row& r) {
+  auto scan = ex.run(db_path, distinct_sql, scan_limits, [&](const db::Row& r) {
                        if (r[0].type != db::ValueType::kText) return;
                        batch[batched++].assign(r[0].s);
                        if (batched == kBatch) normalize_batch();

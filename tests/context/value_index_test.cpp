@@ -762,6 +762,60 @@ TEST(ValueIndexFile, LargeBandTablesAreSortedByKeyThenId) {
   EXPECT_GT(longest_run, 64u);  // runs longer than a bucket's usual few entries
 }
 
+// The values of each column and their order (their ids) are SQLite's SELECT DISTINCT rows, less
+// those normalizing to nothing or too long, whichever way the scan runs: a plain table (scanned
+// in its stored order, repeats dropped by exact bytes), a column with an index (the DISTINCT
+// reads the index: its order), a NOCASE column (the DISTINCT merges case variants, keeping the
+// first); a column with more distinct values than max_distinct is skipped either way.
+TEST(ValueIndex, ColumnValuesAreTheDistinctRowsInTheirOrder) {
+  testing::TempDir dir;
+  const fs::path db = dir / "kinds.sqlite";
+  const std::string long_value(400, 'q');
+  testing::build_database(db, "CREATE TABLE plain (name TEXT);\n"
+                              "INSERT INTO plain VALUES ('b'), ('a'), ('b'), ('   '), ('c'), (123), (NULL), (x'0102'), "
+                              "('a'), ('" + long_value + "'), ('A'), ('" + long_value + "'), ('c');\n"
+                              "CREATE TABLE indexed (name TEXT);\n"
+                              "INSERT INTO indexed VALUES ('z'), ('y'), ('x'), ('y'), ('w');\n"
+                              "CREATE INDEX indexed_name ON indexed (name);\n"
+                              "CREATE TABLE nocase (name TEXT COLLATE NOCASE);\n"
+                              "INSERT INTO nocase VALUES ('Blue'), ('BLUE'), ('red'), ('blue'), ('Red');\n"
+                              "CREATE TABLE capped (name TEXT);\n"
+                              "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 49)\n"
+                              "INSERT INTO capped SELECT 'v' || (i % 41) FROM n;\n");
+  auto schema = data::read_schema_from_database(db, "kinds");
+  ASSERT_TRUE(schema.is_ok());
+  db::Executor ex;
+  IndexParams params;
+  params.skip.max_distinct = 40;
+  auto idx = ValueIndex::build("kinds", db, *schema, params, ex, 2, dir / "kinds.vidx");
+  ASSERT_TRUE(idx.is_ok()) << idx.status().message();
+  // The index column's DISTINCT is read from its index, not the table.
+  auto plan = ex.explain_query_plan(db, "SELECT DISTINCT name FROM indexed WHERE typeof(name) = 'text'");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_NE(plan.result.rows.at(0).back().s.find("INDEX"), std::string::npos) << plan.result.rows.at(0).back().s;
+
+  std::map<std::string, std::vector<std::string>> got;
+  for (uint32_t id = 0; id < idx->size(); ++id) got[idx->column_of(id).table].push_back(std::string(idx->value(id)));
+  EXPECT_EQ(got["plain"], (std::vector<std::string>{"b", "a", "c", "123", "A"}));  // TEXT affinity: 123 stored as text
+  EXPECT_EQ(got["indexed"], (std::vector<std::string>{"w", "x", "y", "z"}));
+  EXPECT_EQ(got["nocase"], (std::vector<std::string>{"Blue", "red"}));
+  EXPECT_EQ(got.count("capped"), 0u);
+  for (const char* table : {"plain", "indexed", "nocase"}) {
+    auto rows = ex.run(db, fmt::format("SELECT DISTINCT name FROM {} WHERE typeof(name) = 'text'", table));
+    ASSERT_TRUE(rows.ok());
+    std::vector<std::string> want;
+    for (const auto& r : rows.result.rows)
+      if (!normalize_text(r[0].s).empty() && r[0].s.size() <= 300) want.push_back(r[0].s);
+    EXPECT_EQ(got[table], want) << table;
+  }
+  for (const auto& c : idx->columns())
+    EXPECT_EQ(c.dropped_long, c.table == "plain" ? 1u : 0u) << c.table;
+  bool capped_skipped = false;
+  for (const auto& sk : idx->skipped())
+    if (sk.table == "capped") capped_skipped = sk.reason == "more than 40 distinct values";
+  EXPECT_TRUE(capped_skipped);
+}
+
 TEST(ValueIndex, ParamsValidation) {
   IndexParams p;
   EXPECT_TRUE(p.validate().is_ok());
