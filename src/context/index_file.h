@@ -1,12 +1,14 @@
 // The value index file's layout and its writer (private to the context layer): shared by the
 // build, which streams an index straight into its file, and ValueIndex::save / load.
 //
-// Layout (format version 2, little-endian): "NL2VIDX\0", u32 version, u32 zero; then sections,
+// Layout (format version 3, little-endian): "NL2VIDX\0", u32 version, u32 zero; then sections,
 // each a u64 byte length, the bytes and zero padding to a multiple of 8 (so every section starts
-// 8-aligned): the JSON header, the values' UTF-8 bytes, their
-// u64 offsets (values + 1), the normalized code points (u32), their u64 offsets, one table per
-// LSH band and the short-value table (u64 entries key << 32 | value id, sorted); last, the
-// 64-bit XXH3 over the 64-bit XXH3 of every section's bytes in order (core::xxh64).
+// 8-aligned): the JSON header, the values' UTF-8 bytes, their u64 byte offsets (values + 1), the
+// normalized values' u64 offsets in code points, their UTF-8 bytes, one table per LSH band and the
+// short-value table (u64 entries key << 32 | value id, sorted), the lookup section (every
+// table's key filter as u64 words, then every table's block directory: the u32 key of entries
+// 0, kBlock, 2 kBlock, ...; tables in file order); last, the 64-bit XXH3 over the 64-bit XXH3 of
+// every section's bytes in order (core::xxh64).
 #pragma once
 
 #include <xxhash.h>
@@ -42,7 +44,10 @@ namespace nl2sql::context::detail {
 inline constexpr char kIndexMagic[8] = {'N', 'L', '2', 'V', 'I', 'D', 'X', '\0'};
 // 1: sections packed back to back, read into heap buffers, no short-value table.
 // 2: sections 8-aligned, the short-value table after the bands; tables read block by block.
-inline constexpr uint32_t kIndexFormatVersion = 2;
+// 3: normalized values as UTF-8 (decoded when opened); the tables' block directories and key
+//    filters stored in a lookup section (the build had them computed, every opening streamed
+//    the tables to compute them again).
+inline constexpr uint32_t kIndexFormatVersion = 3;
 inline constexpr uint64_t kIndexPrologue = 16;
 
 inline uint64_t padded8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }

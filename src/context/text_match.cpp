@@ -45,6 +45,12 @@ uint64_t splitmix64(uint64_t& state) {
 
 std::u32string decode_utf8(std::string_view s) {
   std::u32string out;
+  decode_utf8_into(s, out);
+  return out;
+}
+
+void decode_utf8_into(std::string_view s, std::u32string& out) {
+  out.clear();
   out.reserve(s.size());
   size_t i = 0;
   auto cont = [&](size_t k) { return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80; };
@@ -70,7 +76,6 @@ std::u32string decode_utf8(std::string_view s) {
       ++i;
     }
   }
-  return out;
 }
 
 std::string encode_utf8(std::u32string_view s) {
@@ -134,6 +139,23 @@ std::u32string normalize_code_points(std::string_view s) {
 }
 
 std::string normalize_text(std::string_view s) { return encode_utf8(normalize_code_points(s)); }
+
+void char_ngram_hashes_unsorted(std::u32string_view s, int n, std::vector<uint64_t>& out) {
+  out.clear();
+  const size_t un = static_cast<size_t>(std::max(1, n)), len = s.size() + 2;  // padded length
+  if (len <= un || un > 3) {
+    const auto all = char_ngram_hashes(s, n);
+    out.assign(all.begin(), all.end());
+    return;
+  }
+  // Code point i of the string padded with one space on each side.
+  auto at = [&](size_t i) -> char32_t { return i == 0 || i == len - 1 ? U' ' : s[i - 1]; };
+  for (size_t i = 0; i + un <= len; ++i) {
+    uint64_t packed = un;
+    for (size_t k = 0; k < un; ++k) packed = (packed << 21) | static_cast<uint64_t>(at(i + k) & 0x1FFFFF);
+    out.push_back(mix64(packed));
+  }
+}
 
 std::vector<uint64_t> char_ngram_hashes(std::u32string_view normalized, int n) {
   std::u32string padded;

@@ -1,8 +1,9 @@
 // The value index file: a JSON header (db_id, fingerprint, parameters, counts) and binary
 // sections (layout in index_file.h), with a checksum over all of them. IndexFileWriter writes
-// them (the build streams into it; save() copies an index); opening reads the values into
-// memory and the tables through a small buffer (keeping each table's block directory), checks
-// the checksum, and keeps the file open for the lookups' preads. A file that does not check out
+// them (the build streams into it; save() copies an index); opening reads the values and the
+// lookup section (the tables' key filters and block directories) into memory, streams the
+// tables through a small buffer for the checksum (not when opening the file a build has just
+// written), checks it, and keeps the file open for the lookups' preads. A file that does not check out
 // exactly is refused, never half-used.
 #include "nl2sql/context/value_index.h"
 
@@ -230,6 +231,15 @@ fs::path temporary_index_path(const fs::path& file) {
 
 }  // namespace detail
 
+std::string ValueIndex::lookup_section(const std::vector<const FileTable*>& tables) {
+  std::string out;
+  for (const FileTable* t : tables)
+    out.append(reinterpret_cast<const char*>(t->filter.words().data()), t->filter.words().size() * 8);
+  for (const FileTable* t : tables)
+    out.append(reinterpret_cast<const char*>(t->first_keys.data()), t->first_keys.size() * 4);
+  return out;
+}
+
 Status ValueIndex::save(const fs::path& file) const {
   const std::string h = detail::index_header(db_id_, fingerprint_, params_, size(), columns_, skipped_);
   std::error_code ec;
@@ -246,8 +256,10 @@ Status ValueIndex::save(const fs::path& file) const {
     section(h.data(), h.size());
     section(raw_.data(), raw_.size());
     section(raw_offsets_.data(), raw_offsets_.size_bytes());
-    section(norm_.data(), norm_.size() * sizeof(char32_t));
+    // The normalized values' offsets in code points, then the values back to UTF-8 (the file's form).
     section(norm_offsets_.data(), norm_offsets_.size_bytes());
+    const std::string norm = encode_utf8(norm_);
+    section(norm.data(), norm.size());
     // The tables are copied from this index's file through a buffer.
     std::vector<char> buf(size_t{1} << 20);
     auto table = [&](const FileTable& t) {
@@ -261,9 +273,13 @@ Status ValueIndex::save(const fs::path& file) const {
       w.end_section();
       return true;
     };
-    for (const auto& t : band_tables_)
-      if (!table(t)) return io_error("cannot read the tables of the index being saved");
-    if (!table(short_table_)) return io_error("cannot read the tables of the index being saved");
+    std::vector<const FileTable*> all;
+    for (const auto& t : band_tables_) all.push_back(&t);
+    all.push_back(&short_table_);
+    for (const FileTable* t : all)
+      if (!table(*t)) return io_error("cannot read the tables of the index being saved");
+    const std::string lookup = lookup_section(all);
+    section(lookup.data(), lookup.size());
     return w.finish();
   }();
   if (!written) {
@@ -311,87 +327,126 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
   if (version != detail::kIndexFormatVersion)
     return corrupt(fmt::format("format version {}, this binary reads version {}", version, detail::kIndexFormatVersion));
 
-  // Walk the sections: the first five (header, values, offsets, normalized values, offsets) are
-  // read into memory, the tables after them are read through a 1 MB buffer that keeps every
-  // kBlock-th key for the directory. Every section's XXH3 is taken on the way; the checksum is
-  // compared before anything is interpreted.
+  // Walk the sections in file order: 0 header, 1 values, 2 their offsets, 3 the normalized
+  // values' offsets, 4 the normalized values (decoded to code points as they are read, in 64 KB
+  // pieces cut before a byte that starts a UTF-8 sequence, which decodes as the values one by one
+  // would: every value is whole UTF-8), then the tables (read only when verifying, through a
+  // 1 MB buffer, for their XXH3; lookups read them in place later) and, last, the lookup section
+  // (read straight into the tables' filters and directories). No section is held twice. Every
+  // section's XXH3 is taken on the way; the checksum is compared before any inconsistency found
+  // on the way is reported.
   struct Section {
     uint64_t offset, size;
   };
   std::vector<Section> sections;
   std::vector<uint64_t> sums;
-  std::vector<std::vector<uint32_t>> directories;  // one per table section
-  std::vector<KeyFilter> filters;                  // one per table section
-  std::string header;
-  std::vector<char> buf(size_t{1} << 20);
+  std::string header, problem;
+  std::vector<char> buf(size_t{1} << 16);
+  std::vector<FileTable> tables;
   uint64_t pos = detail::kIndexPrologue;
   const uint64_t end = size - 8;
+  XXH3_state_t* st = XXH3_createState();
+  struct FreeState {
+    XXH3_state_t* s;
+    ~FreeState() { XXH3_freeState(s); }
+  } free_state{st};
   while (pos < end) {
     uint64_t len = 0;
     if (pos + 8 > end || !read_at(fd, &len, 8, pos)) return corrupt("truncated");
     if (len > end - pos - 8 || detail::padded8(len) > end - pos - 8) return corrupt("truncated");
     const uint64_t at = pos + 8;
     const size_t i = sections.size();
+    const bool last = at + detail::padded8(len) == end;
     sections.push_back({at, len});
-    auto into_memory = [&](void* p) {
-      if (!read_at(fd, p, len, at)) return false;
-      sums.push_back(core::xxh64({static_cast<const char*>(p), len}));
+    XXH3_64bits_reset(st);
+    // Reads n bytes at `from` into p, hashed.
+    auto take = [&](void* p, size_t n, uint64_t from) {
+      if (!read_at(fd, p, n, from)) return false;
+      XXH3_64bits_update(st, p, n);
       return true;
     };
     bool ok = true;
     if (i == 0) {
       header.resize(len);
-      ok = into_memory(header.data());
+      ok = take(header.data(), len, at);
     } else if (i == 1) {
       storage->raw.resize(len);
-      ok = into_memory(storage->raw.data());
-    } else if (i == 2 || i == 4) {
+      ok = take(storage->raw.data(), len, at);
+    } else if (i == 2 || i == 3) {
       if (len % 8) return corrupt("section sizes");
       auto& v = i == 2 ? storage->raw_offsets : storage->norm_offsets;
       v.resize(len / 8);
-      ok = into_memory(v.data());
-    } else if (i == 3) {
-      if (len % 4) return corrupt("section sizes");
-      storage->norm.resize(len / 4);
-      ok = into_memory(storage->norm.data());
-    } else {
-      if (len % 8) return corrupt("section sizes");
-      // A table: streamed, its directory kept (chunks are whole numbers of blocks).
-      auto& dir = directories.emplace_back();
-      dir.reserve((len / 8 + kBlock - 1) / kBlock);
-      auto& filter = filters.emplace_back(len / 8);
-      XXH3_state_t* st = XXH3_createState();
-      XXH3_64bits_reset(st);
-      uint64_t done = 0;
-      while (ok && done < len) {
+      ok = take(v.data(), len, at);
+    } else if (i == 4) {
+      const uint64_t points = storage->norm_offsets.empty() ? 0 : storage->norm_offsets.back();
+      if (points > len) return corrupt("inconsistent sizes");  // a byte at least per code point
+      storage->norm.reserve(points);
+      std::u32string part;
+      for (uint64_t done = 0; ok && done < len;) {
         const size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - done, buf.size()));
         ok = read_at(fd, buf.data(), chunk, at + done);
         if (!ok) break;
-        if (verify) XXH3_64bits_update(st, buf.data(), chunk);
-        for (size_t e = 0; e < chunk / 8; e += kBlock) {
-          uint64_t entry = 0;
-          std::memcpy(&entry, buf.data() + e * 8, 8);
-          dir.push_back(static_cast<uint32_t>(entry >> 32));
+        size_t cut = chunk;
+        if (done + chunk < len) {
+          size_t start = chunk - 1;
+          while (start > 0 && (static_cast<unsigned char>(buf[start]) & 0xC0) == 0x80) --start;
+          if (start > 0) cut = start;  // the sequence starting there goes with the next piece
         }
-        if (filter.enabled())
-          for (size_t e = 0; e < chunk / 8; ++e) {
-            uint64_t entry = 0;
-            std::memcpy(&entry, buf.data() + e * 8, 8);
-            filter.add(static_cast<uint32_t>(entry >> 32));
-          }
-        done += chunk;
+        XXH3_64bits_update(st, buf.data(), cut);
+        decode_utf8_into(std::string_view(buf.data(), cut), part);
+        if (storage->norm.size() + part.size() > points) {
+          if (problem.empty()) problem = "inconsistent sizes";
+        } else {
+          storage->norm += part;
+        }
+        done += cut;
       }
-      sums.push_back(XXH3_64bits_digest(st));
-      XXH3_freeState(st);
+      if (storage->norm.size() != points && problem.empty()) problem = "inconsistent sizes";
+    } else if (last) {
+      // The lookup section: every table's filter words, then every table's directory.
+      tables.resize(sections.size() - 6);
+      uint64_t need = 0;
+      for (size_t t = 0; t < tables.size(); ++t) {
+        FileTable& ft = tables[t];
+        ft.offset = sections[5 + t].offset;
+        ft.entries = sections[5 + t].size / 8;
+        ft.filter = KeyFilter(ft.entries);
+        ft.first_keys.resize((ft.entries + kBlock - 1) / kBlock);
+        need += ft.filter.words().size() * 8 + ft.first_keys.size() * 4;
+      }
+      if (len != need) return corrupt("section sizes");
+      uint64_t from = at;
+      for (auto& ft : tables) {
+        auto& words = ft.filter.words();
+        ok = ok && take(words.data(), words.size() * 8, from);
+        from += words.size() * 8;
+      }
+      for (auto& ft : tables) {
+        ok = ok && take(ft.first_keys.data(), ft.first_keys.size() * 4, from);
+        from += ft.first_keys.size() * 4;
+      }
+    } else {
+      if (len % 8) return corrupt("section sizes");
+      if (verify) {
+        if (buf.size() < (size_t{1} << 20)) buf.resize(size_t{1} << 20);
+        for (uint64_t done = 0; ok && done < len;) {
+          const size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - done, buf.size()));
+          ok = take(buf.data(), chunk, at + done);
+          done += chunk;
+        }
+      }
     }
     if (!ok) return corrupt("truncated");
+    sums.push_back(XXH3_64bits_digest(st));
     pos = at + detail::padded8(len);
   }
+  std::vector<char>().swap(buf);
   uint64_t stored = 0;
   if (pos != end || !read_at(fd, &stored, 8, end)) return corrupt("truncated");
   if (verify && stored != core::xxh64({reinterpret_cast<const char*>(sums.data()), sums.size() * 8}))
     return corrupt("checksum mismatch");
-  if (sections.size() < 6) return corrupt("truncated");
+  if (sections.size() < 8) return corrupt("truncated");
+  if (!problem.empty()) return corrupt(problem);
 
   ValueIndex idx;
   try {
@@ -413,20 +468,13 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
     return corrupt(std::string("header: ") + e.what());
   }
   const size_t bands = static_cast<size_t>(idx.params_.bands);
-  if (sections.size() != 6 + bands) return corrupt("section count");
+  if (sections.size() != 7 + bands || tables.size() != bands + 1) return corrupt("section count");
+  for (size_t t = 0; t < bands; ++t) idx.band_tables_.push_back(std::move(tables[t]));
+  idx.short_table_ = std::move(tables[bands]);
   idx.raw_ = storage->raw;
   idx.raw_offsets_ = storage->raw_offsets;
   idx.norm_ = storage->norm;
   idx.norm_offsets_ = storage->norm_offsets;
-  for (size_t t = 0; t <= bands; ++t) {
-    FileTable ft;
-    ft.offset = sections[5 + t].offset;
-    ft.entries = sections[5 + t].size / 8;
-    ft.first_keys = std::move(directories[t]);
-    ft.filter = std::move(filters[t]);
-    if (t < bands) idx.band_tables_.push_back(std::move(ft));
-    else idx.short_table_ = std::move(ft);
-  }
   idx.storage_ = std::move(storage);
 
   const size_t n = idx.raw_offsets_.empty() ? 0 : idx.raw_offsets_.size() - 1;

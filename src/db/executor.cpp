@@ -306,7 +306,8 @@ struct FirstStep {
 // Past limits.hash_rows_after rows, `digest` receives every row's hashes and `rs` stops growing.
 std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline& deadline,
                                              const QueryLimits& limits, ResultSet& rs,
-                                             std::shared_ptr<const ResultDigest>& digest, FirstStep& first) {
+                                             std::shared_ptr<const ResultDigest>& digest, FirstStep& first,
+                                             const RowSink* sink = nullptr) {
   const int ncol = sqlite3_column_count(stmt);
   sqlite3* db = sqlite3_db_handle(stmt);
   const size_t cap = limits.max_result_bytes;
@@ -316,6 +317,7 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
   };
   size_t bytes = 0;
   auto& rows = rs.rows;
+  size_t streamed = 0;  // rows handed to `sink`
   std::shared_ptr<ResultDigest> hashed;  // once the result outgrows limits.hash_rows_after
   for (;;) {
     int rc = sqlite3_step(stmt);
@@ -336,10 +338,10 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
         return {ExecStatus::kRowCap, "out of memory while computing the result"};
       return {ExecStatus::kError, sqlite3_errmsg(db)};
     }
-    const size_t seen = hashed ? hashed->rows() : rows.size();
+    const size_t seen = hashed ? hashed->rows() : sink ? streamed : rows.size();
     if (limits.row_cap > 0 && seen >= limits.row_cap)
       return {ExecStatus::kRowCap, "result has more than " + std::to_string(limits.row_cap) + " rows"};
-    if (!hashed && limits.hash_rows_after > 0 && rows.size() >= limits.hash_rows_after) {
+    if (!sink && !hashed && limits.hash_rows_after > 0 && rows.size() >= limits.hash_rows_after) {
       hashed = std::make_shared<ResultDigest>(static_cast<size_t>(ncol));
       for (const auto& r : rows) hashed->add(r);
       bytes += rows.size() * ResultDigest::bytes_per_row(static_cast<size_t>(ncol));
@@ -372,6 +374,12 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
       continue;
     }
     if (cap > 0 && bytes > cap) return over_bytes();
+    if (sink) {
+      (*sink)(row);
+      ++streamed;
+      bytes = 0;
+      continue;
+    }
     rows.push_back(std::move(row));
   }
   return {ExecStatus::kOk, ""};
@@ -383,6 +391,7 @@ struct Executor::Connection {
   sqlite3* db = nullptr;
   Deadline deadline;
   bool reverse_scan = false;
+  bool temp_in_memory = false;
   ~Connection() {
     if (db) sqlite3_close_v2(db);
   }
@@ -428,18 +437,22 @@ void Executor::set_fault_injector(std::function<Status(uint64_t)> injector) {
 }
 
 ExecutionResult Executor::run(const std::filesystem::path& db, std::string_view sql) const {
-  return run_impl(db, sql, options_.limits, false);
+  return run_impl(db, sql, nullptr, options_.limits, false);
 }
 ExecutionResult Executor::run(const std::filesystem::path& db, std::string_view sql,
                               const QueryLimits& limits) const {
-  return run_impl(db, sql, limits, false);
+  return run_impl(db, sql, nullptr, limits, false);
+}
+ExecutionResult Executor::run(const std::filesystem::path& db, std::string_view sql,
+                              const QueryLimits& limits, const RowSink& sink) const {
+  return run_impl(db, sql, &sink, limits, false);
 }
 ExecutionResult Executor::explain_query_plan(const std::filesystem::path& db,
                                              std::string_view sql) const {
-  return run_impl(db, sql, options_.limits, true);
+  return run_impl(db, sql, nullptr, options_.limits, true);
 }
 
-ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::string_view sql,
+ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::string_view sql, const RowSink* sink,
                                    const QueryLimits& limits, bool explain) const {
   // A slot of the bounded SQL pool, released on every return path.
   struct Slot {
@@ -506,6 +519,14 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
                  nullptr, nullptr, nullptr);
     sqlite3_set_authorizer(conn->db, authorizer, nullptr);
     conn->reverse_scan = limits.reverse_scan_order;
+  }
+  if (conn->temp_in_memory != limits.temp_store_memory) {
+    // The same for where temporary B-trees live (DEFAULT: SQLite's, a temporary file).
+    sqlite3_set_authorizer(conn->db, nullptr, nullptr);
+    sqlite3_exec(conn->db, limits.temp_store_memory ? "PRAGMA temp_store=MEMORY" : "PRAGMA temp_store=DEFAULT",
+                 nullptr, nullptr, nullptr);
+    sqlite3_set_authorizer(conn->db, authorizer, nullptr);
+    conn->temp_in_memory = limits.temp_store_memory;
   }
 
   // No single string or blob may outgrow the result's byte budget: SQLite would otherwise
@@ -597,8 +618,8 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
         started + std::chrono::duration_cast<Clock::duration>(
                       std::chrono::duration<double>(limits.timeout_s));
 
-  if (!conn->deadline.active || limits.step_on_caller) {
-    auto [st, err] = step_rows(stmt, conn->deadline, limits, out.result, out.digest, first);
+  if (!conn->deadline.active || limits.step_on_caller || sink) {
+    auto [st, err] = step_rows(stmt, conn->deadline, limits, out.result, out.digest, first, sink);
     measured(stmt);
     conn->deadline.active = false;
     return finish(st, std::move(err));

@@ -1,4 +1,5 @@
 // Normalization, n-grams, MinHash estimates and Unicode edit distance.
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -61,6 +62,31 @@ TEST(NGrams, PaddedDistinctGrams) {
   EXPECT_EQ(char_ngram_hashes(U"m", 3).size(), 1u);
   EXPECT_EQ(char_ngram_hashes(U"", 3).size(), 1u);
   EXPECT_NE(char_ngram_hashes(U"m", 3), char_ngram_hashes(U"n", 3));
+}
+
+// The build's form: every gram of the padded string, repeats kept (" aaaa " has four 3-grams, three
+// distinct), so the same set once sorted and deduplicated, and the same MinHash signature; one
+// buffer reused across strings of every length and n.
+TEST(NGrams, UnsortedFormHasTheSameGramsAndSignature) {
+  std::vector<uint64_t> grams;
+  char_ngram_hashes_unsorted(U"aaaa", 3, grams);
+  EXPECT_EQ(grams.size(), 4u);
+  const MinHasher hasher(128, 7);
+  for (int n : {1, 2, 3, 4})
+    for (std::u32string s : {U"", U"m", U"ab", U"aaaa", U"plze\u0148 east", U"\u6771\u4eac x"}) {
+      char_ngram_hashes_unsorted(s, n, grams);
+      EXPECT_EQ(hasher.signature(grams), hasher.signature(char_ngram_hashes(s, n)));
+      std::sort(grams.begin(), grams.end());
+      grams.erase(std::unique(grams.begin(), grams.end()), grams.end());
+      EXPECT_EQ(grams, [&] {
+        auto g = char_ngram_hashes(s, n);
+        std::sort(g.begin(), g.end());
+        return g;
+      }()) << "n=" << n;
+    }
+  std::u32string out = U"left over";
+  decode_utf8_into("Plze\xC5\x88", out);
+  EXPECT_EQ(out, U"Plze\u0148");
 }
 
 TEST(EditDistance, CodePointsNotBytes) {

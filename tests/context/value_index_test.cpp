@@ -1,4 +1,5 @@
 // ValueIndex: skip rules, LSH candidate recall on synthetic data, persistence and staleness.
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
@@ -12,6 +13,7 @@
 #include "nl2sql/context/text_match.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/files.h"
+#include "nl2sql/core/hash.h"
 #include "nl2sql/db/executor.h"
 #include "support/test_env.h"
 
@@ -487,18 +489,22 @@ TEST(ValueIndexFile, TablesStayInTheFileSaveAndRefusedFiles) {
   EXPECT_NE(st.action.find("built: "), std::string::npos) << st.action;
   EXPECT_NE(st.action.find("truncated"), std::string::npos) << st.action;
 
-  // The previous format (version 1) is detected by its version word and rebuilt.
+  // The previous format (version 2) is detected by its version word and rebuilt.
   bytes = *core::read_file(file);
-  bytes[8] = 1;
+  bytes[8] = 2;
   bytes[9] = bytes[10] = bytes[11] = 0;
   { std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes; }
   auto old = ValueIndex::load(file);
   ASSERT_FALSE(old.is_ok());
-  EXPECT_NE(old.status().message().find("format version 1, this binary reads version 2"), std::string::npos)
+  EXPECT_NE(old.status().message().find("format version 2, this binary reads version 3"), std::string::npos)
       << old.status().message();
   ASSERT_TRUE(open_index("heroes", db, schema, opts, ex, &st).is_ok());
-  EXPECT_NE(st.action.find("format version 1"), std::string::npos) << st.action;
+  EXPECT_NE(st.action.find("format version 2"), std::string::npos) << st.action;
   EXPECT_TRUE(ValueIndex::load(file).is_ok());
+  // Each rebuild replaced the file: the old one renamed aside and removed, nothing left beside it.
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(opts.index_dir)) left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"heroes.vidx"});
 
   // A file that is not an index at all.
   { std::ofstream(file, std::ios::binary | std::ios::trunc) << "not an index, not at all"; }
@@ -506,6 +512,308 @@ TEST(ValueIndexFile, TablesStayInTheFileSaveAndRefusedFiles) {
   ASSERT_FALSE(junk.is_ok());
   EXPECT_NE(junk.status().message().find("bad magic"), std::string::npos) << junk.status().message();
   EXPECT_EQ(ValueIndex::load(dir / "missing.vidx").status().code(), ErrorCode::kNotFound);
+}
+
+// An index file taken apart by its documented layout (format 3): the prologue, then sections of
+// (u64 length, bytes, zero padding to 8), then the XXH3 over the sections' XXH3s.
+struct ParsedIndexFile {
+  uint32_t version = 0;
+  std::vector<std::string> sections;
+  uint64_t checksum = 0;
+};
+
+ParsedIndexFile parse_index_file(const std::string& bytes) {
+  ParsedIndexFile f;
+  EXPECT_EQ(bytes.substr(0, 8), std::string("NL2VIDX\0", 8));
+  std::memcpy(&f.version, bytes.data() + 8, 4);
+  size_t pos = 16;
+  while (pos + 8 < bytes.size()) {
+    uint64_t len = 0;
+    std::memcpy(&len, bytes.data() + pos, 8);
+    f.sections.push_back(bytes.substr(pos + 8, len));
+    const size_t padded = (len + 7) / 8 * 8;
+    EXPECT_EQ(bytes.substr(pos + 8 + len, padded - len), std::string(padded - len, '\0'));
+    pos += 8 + padded;
+  }
+  EXPECT_EQ(pos + 8, bytes.size());
+  std::memcpy(&f.checksum, bytes.data() + pos, 8);
+  return f;
+}
+
+// The inverse, with the checksum recomputed: a file that checks out whatever its sections say.
+std::string assemble_index_file(uint32_t version, const std::vector<std::string>& sections) {
+  std::string out("NL2VIDX\0", 8);
+  out.append(reinterpret_cast<const char*>(&version), 4);
+  out.append(4, '\0');
+  std::vector<uint64_t> sums;
+  for (const auto& s : sections) {
+    const uint64_t len = s.size();
+    out.append(reinterpret_cast<const char*>(&len), 8);
+    out += s;
+    out.append((len + 7) / 8 * 8 - len, '\0');
+    sums.push_back(core::xxh64(s));
+  }
+  const uint64_t sum = core::xxh64({reinterpret_cast<const char*>(sums.data()), sums.size() * 8});
+  out.append(reinterpret_cast<const char*>(&sum), 8);
+  return out;
+}
+
+template <class T>
+std::vector<T> words_of(const std::string& s) {
+  std::vector<T> v(s.size() / sizeof(T));
+  std::memcpy(v.data(), s.data(), v.size() * sizeof(T));
+  return v;
+}
+
+// Format 3 by hand on three values: the stored and the normalized values as UTF-8 with their byte
+// offsets, each band table the sorted (key << 32 | id) of the three values' band keys, the short
+// table their deletion keys, the lookup section each table's filter word (three or thirteen
+// entries: 64 slots, one word; the slot of a key is its top 6 bits) and directory (one block:
+// the first entry's key), and the checksum over the sections' XXH3s.
+TEST(ValueIndexFile, FormatThreeLayoutByHand) {
+  testing::TempDir dir;
+  const fs::path db = dir / "colours.sqlite";
+  testing::build_database(db, "CREATE TABLE paint (name TEXT);\n"
+                              "INSERT INTO paint VALUES ('Blue'), ('Bleu'), ('\xCE\xA9" "a'), ('Blue');\n");
+  auto schema = data::read_schema_from_database(db, "colours");
+  ASSERT_TRUE(schema.is_ok());
+  db::Executor ex;
+  const fs::path file = dir / "colours.vidx";
+  auto idx = ValueIndex::build("colours", db, *schema, IndexParams{}, ex, 1, file);
+  ASSERT_TRUE(idx.is_ok()) << idx.status().message();
+  ASSERT_EQ(idx->size(), 3u);
+  const std::string bytes = *core::read_file(file);
+  const ParsedIndexFile f = parse_index_file(bytes);
+  EXPECT_EQ(f.version, 3u);
+  const size_t bands = 42;
+  ASSERT_EQ(f.sections.size(), 7 + bands);
+  EXPECT_EQ(f.sections[1], "BlueBleu\xCE\xA9" "a");  // capital omega: two bytes
+  EXPECT_EQ(words_of<uint64_t>(f.sections[2]), (std::vector<uint64_t>{0, 4, 8, 11}));  // bytes
+  EXPECT_EQ(words_of<uint64_t>(f.sections[3]), (std::vector<uint64_t>{0, 4, 8, 10}));  // code points
+  EXPECT_EQ(f.sections[4], "bluebleu\xCF\x89" "a");  // lowered: small omega
+
+  const std::u32string norm[3] = {U"blue", U"bleu", U"\u03C9a"};
+  const CandidateDefinition definition(*idx);
+  std::vector<std::vector<uint64_t>> tables;
+  for (size_t b = 0; b < bands; ++b) {
+    std::vector<uint64_t> want;
+    for (uint32_t id = 0; id < 3; ++id) want.push_back((uint64_t{definition.keys_of(norm[id])[b]} << 32) | id);
+    std::sort(want.begin(), want.end());
+    ASSERT_EQ(words_of<uint64_t>(f.sections[5 + b]), want) << "band " << b;
+    tables.push_back(want);
+  }
+  // Deletion keys: blue, lue, bue, ble, blu (5); bleu, leu, beu, blu, ble (5); omega-a, a, omega (3).
+  std::vector<uint64_t> shorts;
+  std::vector<uint32_t> keys;
+  for (uint32_t id = 0; id < 3; ++id) {
+    detail::short_keys(norm[id], keys);
+    for (uint32_t k : keys) shorts.push_back((uint64_t{k} << 32) | id);
+  }
+  std::sort(shorts.begin(), shorts.end());
+  ASSERT_EQ(shorts.size(), 13u);
+  EXPECT_EQ(words_of<uint64_t>(f.sections[5 + bands]), shorts);
+  tables.push_back(shorts);
+
+  const std::string& lookup = f.sections[6 + bands];
+  ASSERT_EQ(lookup.size(), 43u * 8 + 43u * 4);
+  const auto filter_words = words_of<uint64_t>(lookup.substr(0, 43 * 8));
+  const auto directory = words_of<uint32_t>(lookup.substr(43 * 8));
+  for (size_t t = 0; t < tables.size(); ++t) {
+    uint64_t word = 0;
+    for (uint64_t e : tables[t]) word |= uint64_t{1} << (e >> 32 >> 26);
+    EXPECT_EQ(filter_words[t], word) << "table " << t;
+    EXPECT_EQ(directory[t], static_cast<uint32_t>(tables[t][0] >> 32)) << "table " << t;
+  }
+  std::vector<uint64_t> sums;
+  for (const auto& sec : f.sections) sums.push_back(core::xxh64(sec));
+  EXPECT_EQ(f.checksum, core::xxh64({reinterpret_cast<const char*>(sums.data()), sums.size() * 8}));
+  // The layout understood entirely: reassembled, the same bytes.
+  EXPECT_EQ(assemble_index_file(3, f.sections), bytes);
+
+  // Loaded: the normalized values decoded back to code points, the same candidates.
+  auto loaded = ValueIndex::load(file);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  for (uint32_t id = 0; id < 3; ++id) EXPECT_EQ(loaded->normalized(id), norm[id]);
+  EXPECT_EQ(loaded->candidates(U"blu"), (std::vector<uint32_t>{0, 1}));  // one edit from both
+  EXPECT_EQ(loaded->candidates(U"a"), (std::vector<uint32_t>{2}));
+  EXPECT_EQ(loaded->short_entries(), 13u);
+}
+
+// Damaged files are refused with a message naming the file and what is wrong: cut anywhere, one
+// byte changed in a table or in the lookup section, a lookup section or normalized offsets that
+// disagree with the rest (the checksum recomputed, so only the consistency checks can tell).
+TEST(ValueIndexFile, DamagedFilesAreRefusedNamingTheFile) {
+  testing::TempDir dir;
+  const fs::path db = dir / "heroes.sqlite";
+  testing::build_database(db, short_fixture_sql(nullptr, 300, 4));
+  db::Executor ex;
+  const fs::path file = dir / "heroes.vidx";
+  ASSERT_TRUE(ValueIndex::build("heroes", db, schema_of(db), IndexParams{}, ex, 2, file).is_ok());
+  const std::string good = *core::read_file(file);
+  const fs::path bad = dir / "damaged.vidx";
+  auto refused = [&](const std::string& bytes, const std::string& why) {
+    { std::ofstream(bad, std::ios::binary | std::ios::trunc) << bytes; }
+    auto r = ValueIndex::load(bad);
+    if (r.is_ok()) return ::testing::AssertionFailure() << "loaded, expected: " << why;
+    const std::string m = r.status().message();
+    if (m.find(bad.string()) == std::string::npos || m.find(why) == std::string::npos)
+      return ::testing::AssertionFailure() << m << " (expected the file and '" << why << "')";
+    return ::testing::AssertionSuccess();
+  };
+  for (size_t cut : {size_t{10}, size_t{100}, good.size() / 3, good.size() / 2, good.size() - 9, good.size() - 1})
+    EXPECT_TRUE(refused(good.substr(0, cut), "truncated")) << cut;
+
+  ParsedIndexFile f = parse_index_file(good);
+  ASSERT_EQ(f.sections.size(), 49u);
+  // Where a band table's bytes and the lookup section's start in the file.
+  size_t pos = 16, band_at = 0, lookup_at = 0;
+  for (size_t i = 0; i < f.sections.size(); ++i) {
+    if (i == 5) band_at = pos + 8;
+    if (i == 48) lookup_at = pos + 8;
+    pos += 8 + (f.sections[i].size() + 7) / 8 * 8;
+  }
+  std::string flipped = good;
+  flipped[band_at + 13] ^= 0x10;
+  EXPECT_TRUE(refused(flipped, "checksum mismatch"));
+  flipped = good;
+  flipped[lookup_at + 3] ^= 0x01;
+  EXPECT_TRUE(refused(flipped, "checksum mismatch"));
+
+  auto sections = f.sections;
+  sections[48].resize(sections[48].size() - 4);
+  EXPECT_TRUE(refused(assemble_index_file(3, sections), "section sizes"));
+  sections = f.sections;
+  auto offsets = words_of<uint64_t>(sections[3]);
+  offsets.back() -= 1;  // one code point fewer than the normalized values decode to
+  sections[3].assign(reinterpret_cast<const char*>(offsets.data()), offsets.size() * 8);
+  EXPECT_TRUE(refused(assemble_index_file(3, sections), "inconsistent sizes"));
+  sections = f.sections;
+  sections.pop_back();  // no lookup section: the short-value table, taken for it, has another size
+  EXPECT_TRUE(refused(assemble_index_file(3, sections), "section sizes"));
+  sections = f.sections;
+  sections.erase(sections.begin() + 5);  // a band table missing
+  EXPECT_TRUE(refused(assemble_index_file(3, sections), "section sizes"));
+  EXPECT_TRUE(refused(assemble_index_file(2, f.sections), "format version 2, this binary reads version 3"));
+  // Intact, reassembled: loads.
+  { std::ofstream(bad, std::ios::binary | std::ios::trunc) << assemble_index_file(3, f.sections); }
+  EXPECT_TRUE(ValueIndex::load(bad).is_ok());
+}
+
+// Normalized values of one to four UTF-8 bytes per code point (and stored bytes that are not
+// UTF-8), more of them than one 64 KB read: loaded, every value's normalized form is the
+// normalization of its stored text, across the pieces the section is decoded in.
+TEST(ValueIndexFile, NormalizedValuesDecodeAcrossReadPieces) {
+  testing::TempDir dir;
+  const fs::path db = dir / "names.sqlite";
+  const std::string sql =
+      "CREATE TABLE names (name TEXT);\n"
+      "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 5999)\n"
+      "INSERT INTO names SELECT '\xCE\xA9mega \xC3\x91o\xC3\xB1o \xE6\x9D\xB1\xE4\xBA\xAC \xF0\x9F\x8E\xB5 ' || i FROM n;\n"
+      "INSERT INTO names VALUES (CAST(x'C361FF62' AS TEXT));\n";
+  testing::build_database(db, sql);
+  auto schema = data::read_schema_from_database(db, "names");
+  ASSERT_TRUE(schema.is_ok());
+  db::Executor ex;
+  const fs::path file = dir / "names.vidx";
+  auto built = ValueIndex::build("names", db, *schema, IndexParams{}, ex, 2, file);
+  ASSERT_TRUE(built.is_ok()) << built.status().message();
+  ASSERT_EQ(built->size(), 6001u);
+  const ParsedIndexFile f = parse_index_file(*core::read_file(file));
+  EXPECT_GT(f.sections[4].size(), 2u * 65536);
+  auto loaded = ValueIndex::load(file);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  for (uint32_t id = 0; id < loaded->size(); ++id) {
+    ASSERT_EQ(loaded->value(id), built->value(id));
+    ASSERT_EQ(loaded->normalized(id), normalize_code_points(loaded->value(id))) << id;
+  }
+  EXPECT_EQ(loaded->normalized(0).substr(0, 5), U"\u03C9mega");
+}
+
+// A large table (70,000 values, 2^17 buckets of the counting sort; near-copies share band keys,
+// so runs of one key come in id order): every band table in the file is exactly the sorted
+// (key << 32 | id) of the values' band keys.
+TEST(ValueIndexFile, LargeBandTablesAreSortedByKeyThenId) {
+  testing::TempDir dir;
+  const fs::path db = dir / "many.sqlite";
+  testing::build_database(db,
+                          "CREATE TABLE many (name TEXT);\n"
+                          "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 69999)\n"
+                          "INSERT INTO many SELECT printf('%s %d', substr('alpha beta gamma delta', 1 + i % 17, 6), i / 17) FROM n;\n");
+  auto schema = data::read_schema_from_database(db, "many");
+  ASSERT_TRUE(schema.is_ok());
+  db::Executor ex;
+  const fs::path file = dir / "many.vidx";
+  auto idx = ValueIndex::build("many", db, *schema, IndexParams{}, ex, 2, file);
+  ASSERT_TRUE(idx.is_ok()) << idx.status().message();
+  ASSERT_GT(idx->size(), 65536u);
+  const ParsedIndexFile f = parse_index_file(*core::read_file(file));
+  const CandidateDefinition definition(*idx);
+  size_t longest_run = 0;
+  for (size_t b = 0; b < 42; ++b) {
+    std::vector<uint64_t> want(idx->size());
+    for (uint32_t id = 0; id < idx->size(); ++id) want[id] = (uint64_t{definition.bands()[id][b]} << 32) | id;
+    std::sort(want.begin(), want.end());
+    ASSERT_EQ(words_of<uint64_t>(f.sections[5 + b]), want) << "band " << b;
+    for (size_t i = 0, run = 0; i < want.size(); ++i) {
+      run = i > 0 && want[i] >> 32 == want[i - 1] >> 32 ? run + 1 : 1;
+      longest_run = std::max(longest_run, run);
+    }
+  }
+  EXPECT_GT(longest_run, 64u);  // runs longer than a bucket's usual few entries
+}
+
+// The values of each column and their order (their ids) are SQLite's SELECT DISTINCT rows, less
+// those normalizing to nothing or too long, whichever way the scan runs: a plain table (scanned
+// in its stored order, repeats dropped by exact bytes), a column with an index (the DISTINCT
+// reads the index: its order), a NOCASE column (the DISTINCT merges case variants, keeping the
+// first); a column with more distinct values than max_distinct is skipped either way.
+TEST(ValueIndex, ColumnValuesAreTheDistinctRowsInTheirOrder) {
+  testing::TempDir dir;
+  const fs::path db = dir / "kinds.sqlite";
+  const std::string long_value(400, 'q');
+  testing::build_database(db, "CREATE TABLE plain (name TEXT);\n"
+                              "INSERT INTO plain VALUES ('b'), ('a'), ('b'), ('   '), ('c'), (123), (NULL), (x'0102'), "
+                              "('a'), ('" + long_value + "'), ('A'), ('" + long_value + "'), ('c');\n"
+                              "CREATE TABLE indexed (name TEXT);\n"
+                              "INSERT INTO indexed VALUES ('z'), ('y'), ('x'), ('y'), ('w');\n"
+                              "CREATE INDEX indexed_name ON indexed (name);\n"
+                              "CREATE TABLE nocase (name TEXT COLLATE NOCASE);\n"
+                              "INSERT INTO nocase VALUES ('Blue'), ('BLUE'), ('red'), ('blue'), ('Red');\n"
+                              "CREATE TABLE capped (name TEXT);\n"
+                              "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 49)\n"
+                              "INSERT INTO capped SELECT 'v' || (i % 41) FROM n;\n");
+  auto schema = data::read_schema_from_database(db, "kinds");
+  ASSERT_TRUE(schema.is_ok());
+  db::Executor ex;
+  IndexParams params;
+  params.skip.max_distinct = 40;
+  auto idx = ValueIndex::build("kinds", db, *schema, params, ex, 2, dir / "kinds.vidx");
+  ASSERT_TRUE(idx.is_ok()) << idx.status().message();
+  // The index column's DISTINCT is read from its index, not the table.
+  auto plan = ex.explain_query_plan(db, "SELECT DISTINCT name FROM indexed WHERE typeof(name) = 'text'");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_NE(plan.result.rows.at(0).back().s.find("INDEX"), std::string::npos) << plan.result.rows.at(0).back().s;
+
+  std::map<std::string, std::vector<std::string>> got;
+  for (uint32_t id = 0; id < idx->size(); ++id) got[idx->column_of(id).table].push_back(std::string(idx->value(id)));
+  EXPECT_EQ(got["plain"], (std::vector<std::string>{"b", "a", "c", "123", "A"}));  // TEXT affinity: 123 stored as text
+  EXPECT_EQ(got["indexed"], (std::vector<std::string>{"w", "x", "y", "z"}));
+  EXPECT_EQ(got["nocase"], (std::vector<std::string>{"Blue", "red"}));
+  EXPECT_EQ(got.count("capped"), 0u);
+  for (const char* table : {"plain", "indexed", "nocase"}) {
+    auto rows = ex.run(db, fmt::format("SELECT DISTINCT name FROM {} WHERE typeof(name) = 'text'", table));
+    ASSERT_TRUE(rows.ok());
+    std::vector<std::string> want;
+    for (const auto& r : rows.result.rows)
+      if (!normalize_text(r[0].s).empty() && r[0].s.size() <= 300) want.push_back(r[0].s);
+    EXPECT_EQ(got[table], want) << table;
+  }
+  for (const auto& c : idx->columns())
+    EXPECT_EQ(c.dropped_long, c.table == "plain" ? 1u : 0u) << c.table;
+  bool capped_skipped = false;
+  for (const auto& sk : idx->skipped())
+    if (sk.table == "capped") capped_skipped = sk.reason == "more than 40 distinct values";
+  EXPECT_TRUE(capped_skipped);
 }
 
 TEST(ValueIndex, ParamsValidation) {

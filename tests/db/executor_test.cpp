@@ -156,6 +156,47 @@ TEST_F(ExecutorTest, RowCapIsADistinctStatus) {
   EXPECT_EQ(ex.run(db_, "SELECT x FROM big", limits).status, ExecStatus::kRowCap);
 }
 
+// Rows handed to a sink one at a time: the same rows in the same order as a kept result, none
+// kept; the row cap counts the rows handed over (2,000 rows: a cap of 100 stops after 100, a cap
+// of 2,000 lets all through); a temporary B-tree in memory gives the same DISTINCT answer.
+TEST_F(ExecutorTest, RowsStreamToASinkUnderTheRowCap) {
+  Executor ex;
+  QueryLimits limits;
+  limits.row_cap = 0;
+  const std::string sql = "SELECT x % 7 FROM big";
+  auto kept = ex.run(db_, sql, limits);
+  ASSERT_TRUE(kept.ok());
+  std::vector<Row> seen;
+  auto streamed = ex.run(db_, sql, limits, [&](const Row& r) { seen.push_back(r); });
+  ASSERT_TRUE(streamed.ok()) << streamed.error;
+  EXPECT_TRUE(streamed.result.rows.empty());
+  EXPECT_EQ(streamed.result.columns, kept.result.columns);
+  ASSERT_EQ(seen.size(), 2000u);
+  EXPECT_EQ(seen, kept.result.rows);
+
+  size_t count = 0;
+  limits.row_cap = 100;
+  auto capped = ex.run(db_, sql, limits, [&](const Row&) { ++count; });
+  EXPECT_EQ(capped.status, ExecStatus::kRowCap);
+  EXPECT_EQ(count, 100u);
+  limits.row_cap = 2000;
+  count = 0;
+  EXPECT_TRUE(ex.run(db_, sql, limits, [&](const Row&) { ++count; }).ok());
+  EXPECT_EQ(count, 2000u);
+
+  limits.row_cap = 0;
+  const std::string distinct = "SELECT DISTINCT x % 7 FROM big";
+  auto on_file = ex.run(db_, distinct, limits);
+  limits.temp_store_memory = true;
+  std::vector<Row> in_memory;
+  ASSERT_TRUE(ex.run(db_, distinct, limits, [&](const Row& r) { in_memory.push_back(r); }).ok());
+  ASSERT_EQ(in_memory.size(), 7u);
+  EXPECT_EQ(in_memory, on_file.result.rows);
+  // The connection goes back to the pool and serves a query without the setting as before.
+  limits.temp_store_memory = false;
+  EXPECT_EQ(ex.run(db_, distinct, limits).result.rows, on_file.result.rows);
+}
+
 TEST_F(ExecutorTest, MissingDatabaseIsAnError) {
   Executor ex;
   auto r = ex.run(dir_ / "nope.sqlite", "SELECT 1");

@@ -22,6 +22,8 @@ namespace nl2sql::context {
 inline constexpr int kNormalizationVersion = 4;
 
 std::u32string decode_utf8(std::string_view s);
+// The same into `out` (cleared first; no allocation once it has grown).
+void decode_utf8_into(std::string_view s, std::u32string& out);
 std::string encode_utf8(std::u32string_view s);
 
 // Lowers and accent-folds one code point (identity for code points outside the table).
@@ -45,6 +47,10 @@ inline uint64_t mix64(uint64_t x) {
 // the gram's code points are packed into one word and mixed (mix64), else hashed with XXH3.
 // Duplicates are removed; the order is unspecified.
 std::vector<uint64_t> char_ngram_hashes(std::u32string_view normalized, int n);
+// The same hashes into `out` (cleared first), duplicates kept, unsorted: for MinHash, whose
+// minima do not change with repeats. No allocation once `out` has grown (the index build runs
+// it per value).
+void char_ngram_hashes_unsorted(std::u32string_view normalized, int n, std::vector<uint64_t>& out);
 
 // MinHash over 64-bit element hashes (folded to 32 bits) with `num_perm` hash functions
 // h_i(x) = mix(a_i * x + b_i) mod 2^32 (a_i odd; mix = xor-shift-multiply-xor-shift), a_i, b_i

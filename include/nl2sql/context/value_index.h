@@ -32,11 +32,13 @@
 // (IndexParams::key()); every section is length-prefixed and padded to 8 bytes, and the file
 // ends with a 64-bit XXH3 over the XXH3 of each section (checked, reading the file through a
 // small buffer, before anything is used). An opened index holds the values (stored and
-// normalized) in memory and leaves the band and short-value tables, four fifths of the file, in
+// normalized) in memory and leaves the band and short-value tables, nine tenths of the file, in
 // the file: a lookup reads the 1 KB blocks that can hold its key (one block, or a run of them for
 // a key many values share) with one pread per table, found through a directory of each block's
 // first key (a 256th of a table), and skipped when the table's key filter (a bit per slot of the
-// keys' top bits, built at open) says the key is absent. The blocks come from the page cache, shared by
+// keys' top bits) says the key is absent. Directories and filters are computed by the build from
+// the sorted tables and stored in the file's lookup section, so opening reads them instead of
+// the tables. The blocks come from the page cache, shared by
 // every process using the file; no process's memory carries the tables. (Mapping the file was
 // tried first: on Linux 6 kernels with large page-cache folios a touch maps a whole folio, and a
 // few hundred lookups brought the whole tables into the process's resident memory.) Written to a
@@ -171,7 +173,7 @@ class ValueIndex {
   // Which keys a table holds, approximately: one bit per slot of the keys' top bits, set for every
   // key in the table, so a lookup whose bit is clear needs no read (never a false negative). Slots:
   // the smallest power of two not below half the entries (at most 1/64 of the table's bytes).
-  // Built while the table is streamed at open; at x300 it spares most of a question's reads.
+  // Built with the table and stored in the file; at x300 it spares most of a question's reads.
   class KeyFilter {
    public:
     KeyFilter() = default;
@@ -182,6 +184,9 @@ class ValueIndex {
       return bits_.empty() || (bits_[key >> shift_ >> 6] >> ((key >> shift_) & 63) & 1);
     }
     size_t bytes() const { return bits_.size() * 8; }
+    // The slot bits as 64-bit words (stored in the index file's lookup section).
+    const std::vector<uint64_t>& words() const { return bits_; }
+    std::vector<uint64_t>& words() { return bits_; }
 
    private:
     std::vector<uint64_t> bits_;
@@ -196,6 +201,9 @@ class ValueIndex {
     KeyFilter filter;
   };
   static constexpr size_t kBlock = 128;  // entries per block (1 KB)
+  // The lookup section of an index file: every table's key filter words (u64), then every
+  // table's block directory (u32 first keys), tables in file order.
+  static std::string lookup_section(const std::vector<const FileTable*>& tables);
   // Calls sink(value id) for every entry with `key` (one pread of the blocks that can hold it,
   // through `scratch`).
   template <class Sink>

@@ -109,7 +109,16 @@ struct QueryLimits {
   // an evaluation can compare answers of any size without a row cap. The byte cap counts the
   // digest too. Used by the evaluator (eval/evaluator.h).
   size_t hash_rows_after = 0;
+  // Temporary B-trees (DISTINCT, GROUP BY or ORDER BY without a usable index) in memory
+  // (PRAGMA temp_store=MEMORY) instead of a temporary file. For our own scans whose temporary
+  // tables are bounded (the value index's DISTINCT scans: a temporary file costs them about as
+  // much waiting on the file system as computing).
+  bool temp_store_memory = false;
 };
+
+// Receives the rows of Executor::run(db, sql, limits, sink) one at a time; a row is valid only
+// during the call.
+using RowSink = std::function<void(const Row&)>;
 
 struct ExecutorOptions {
   QueryLimits limits;
@@ -132,6 +141,12 @@ class Executor {
   ExecutionResult run(const std::filesystem::path& db, std::string_view sql) const;
   ExecutionResult run(const std::filesystem::path& db, std::string_view sql,
                       const QueryLimits& limits) const;
+  // The same, every row handed to `sink` as it is read instead of kept (result.rows stays
+  // empty; row_cap counts the rows handed over, max_result_bytes applies to each row alone).
+  // Steps on the calling thread (as with step_on_caller), so `sink` is never called after
+  // run() returns.
+  ExecutionResult run(const std::filesystem::path& db, std::string_view sql,
+                      const QueryLimits& limits, const RowSink& sink) const;
 
   // EXPLAIN QUERY PLAN rows (id, parent, detail) for a read-only query.
   ExecutionResult explain_query_plan(const std::filesystem::path& db, std::string_view sql) const;
@@ -150,7 +165,7 @@ class Executor {
  private:
   struct Connection;
   class Pool;
-  ExecutionResult run_impl(const std::filesystem::path& db, std::string_view sql,
+  ExecutionResult run_impl(const std::filesystem::path& db, std::string_view sql, const RowSink* sink,
                            const QueryLimits& limits, bool explain) const;
 
   ExecutorOptions options_;
