@@ -15,7 +15,7 @@
 // so candidates execute real queries on the database and repeat each other as a model's do.
 // Without --gold, or for a prompt naming no known question, the SQL varies over a few queries
 // that do not read the data (the earlier behaviour).
-//   fake_llm_server_tool [LATENCY_MS [PORT]] [--latency-ms N] [--port P] [--gold FILE]…
+//   fake_llm_server_tool [LATENCY_MS [PORT]] [--latency-ms N] [--port P] [--gold FILE]… [--timeline FILE]
 //                        [--fault-rate R] [--fault-seed S] [--fail-401-after N]
 //                        [--fault-at SEQ:KIND[,SEQ:KIND…]] [--slow-body-ms N]
 // Fault mode: --fault-rate is the probability per request of a random fault (429, 429 with
@@ -23,6 +23,9 @@
 // finish_reason length; drawn from --fault-seed and the request's sequence number);
 // --fail-401-after N answers 401 to every request after the first N; --fault-at puts a chosen
 // kind at chosen 0-based request numbers.
+// --timeline FILE writes, at exit, each request's arrival time (ms since the server started), one
+// per line: how many requests were in flight over a run (the client's idle slots) can be read
+// from it.
 // Prints its base URL on stdout, serves until SIGTERM or SIGINT, then prints the request count
 // and the faults injected on stderr ("fake_llm_server_tool: N requests", "faults: kind=n …"),
 // and with --gold how many requests named a known question ("known questions: N requests").

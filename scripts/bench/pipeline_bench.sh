@@ -19,8 +19,12 @@
 # its own generation), then one step of selection calls (duels are independent of each other);
 # the ratio wall / bound (target <= 1.2), peak RSS, and the RSS ratio x300 / x1 (target <= 1.5);
 # beside it, not in the bound, the recorded time of the candidates' distinct queries.
+# Growth: with SCALE_FACTORS="30 100 300" the superhero runs are repeated on each scaled copy, and
+# a table of wall and peak RSS per factor (x1 included) ends the output with the fitted growth
+# exponents (least-squares slope of log wall and log RSS over log factor; target <= 1.1).
 #   NL2SQL_DATA=… scripts/bench/pipeline_bench.sh [SPIDER_QUESTIONS=0-99] [LATENCY_MS=100] [SCALE_SAMPLE=30]
-#   RUNS=3 (runs per measurement), SKIP_BUILD=1 (use BUILD_DIR as it is), BIN (the nl2sql binary)
+#   RUNS=3 (runs per measurement), SKIP_BUILD=1 (use BUILD_DIR as it is), BIN (the nl2sql binary),
+#   SCALE_FACTORS (default "300"), SKIP_SPIDER=1 (superhero runs only)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${NL2SQL_DATA:?set NL2SQL_DATA to the benchmark data folder}"
@@ -54,7 +58,7 @@ stop_server() {  # sets REQUESTS (called in this shell: the server is its child,
 }
 echo "fake server: ${LATENCY} ms per request, $IN_FLIGHT requests in flight, $RUNS runs per measurement"
 
-declare -A RSS_MB
+declare -A RSS_MB WALL_S
 bench() {  # label, then run arguments
   local label=$1; shift
   local results="$WORK/results-$label"
@@ -123,25 +127,55 @@ print(f"{label}: {len(chains)} questions, wall {wall:.2f} s (median of {len(wall
 print(f"  SQL of the distinct candidate queries: {sql_floor * cores:.2f} s recorded, "
       f"{sql_floor:.2f} s over {cores} cores")
 print(f"RSS_MB {statistics.median(rss) / 1024:.1f}")
+print(f"WALL_S {wall:.3f} {bound:.3f}")
 PY
-  grep -v '^RSS_MB' "$WORK/line-$label"
+  grep -v '^RSS_MB\|^WALL_S' "$WORK/line-$label"
   RSS_MB[$label]=$(sed -n 's/^RSS_MB //p' "$WORK/line-$label")
+  WALL_S[$label]=$(sed -n 's/^WALL_S //p' "$WORK/line-$label")
 }
 
-GOLD="$NL2SQL_DATA/spider/dev.json"
-bench spider_dev --benchmark spider --data "$NL2SQL_DATA/spider" --questions "$QUESTIONS"
+if [ -z "${SKIP_SPIDER:-}" ]; then
+  GOLD="$NL2SQL_DATA/spider/dev.json"
+  bench spider_dev --benchmark spider --data "$NL2SQL_DATA/spider" --questions "$QUESTIONS"
+fi
 
 GOLD="$NL2SQL_DATA/bird/dev.json"
 bench superhero_x1 --benchmark bird --data "$NL2SQL_DATA/bird" --db superhero --sample "$SCALE_SAMPLE" --seed 1
 
 SCALE_TOOL="$NL2SQL_DATA/../tools/scale_db.py"
+FACTORS=${SCALE_FACTORS:-300}
 if [ -f "$SCALE_TOOL" ]; then
-  mkdir -p "$WORK/scaled/dev_databases/superhero"
-  cp "$NL2SQL_DATA/bird/dev.json" "$NL2SQL_DATA/bird/dev_tables.json" "$WORK/scaled/"
-  cp -r "$NL2SQL_DATA/bird/dev_databases/superhero/database_description" "$WORK/scaled/dev_databases/superhero/"
-  python3 "$SCALE_TOOL" "$NL2SQL_DATA/bird/dev_databases/superhero/superhero.sqlite" \
-    "$WORK/scaled/dev_databases/superhero/superhero.sqlite" --factor 300 | tail -1
-  bench superhero_x300 --benchmark bird --data "$WORK/scaled" --db superhero --sample "$SCALE_SAMPLE" --seed 1
-  python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'peak RSS x300 / x1: {a:.0f} / {b:.0f} MiB = {a / b:.2f} (target <= 1.5)')" \
-    "${RSS_MB[superhero_x300]}" "${RSS_MB[superhero_x1]}"
+  for f in $FACTORS; do
+    D="$WORK/scaled_x$f"
+    mkdir -p "$D/dev_databases/superhero"
+    cp "$NL2SQL_DATA/bird/dev.json" "$NL2SQL_DATA/bird/dev_tables.json" "$D/"
+    cp -r "$NL2SQL_DATA/bird/dev_databases/superhero/database_description" "$D/dev_databases/superhero/"
+    python3 "$SCALE_TOOL" "$NL2SQL_DATA/bird/dev_databases/superhero/superhero.sqlite" \
+      "$D/dev_databases/superhero/superhero.sqlite" --factor "$f" | tail -1
+    bench "superhero_x$f" --benchmark bird --data "$D" --db superhero --sample "$SCALE_SAMPLE" --seed 1
+    rm -f "$D/dev_databases/superhero/superhero.sqlite"
+  done
+  last=$(echo $FACTORS | awk '{print $NF}')
+  python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'peak RSS x{sys.argv[3]} / x1: {a:.0f} / {b:.0f} MiB = {a / b:.2f} (target <= 1.5)')" \
+    "${RSS_MB[superhero_x$last]}" "${RSS_MB[superhero_x1]}" "$last"
+  if [ "$(echo $FACTORS | wc -w)" -gt 1 ]; then
+    rows=""
+    for f in 1 $FACTORS; do rows+="$f ${WALL_S[superhero_x$f]} ${RSS_MB[superhero_x$f]};"; done
+    python3 - "$rows" <<'PY'
+import math, sys
+rows = [r.split() for r in sys.argv[1].split(";") if r.strip()]
+print("| factor | wall s | LLM-latency bound s | wall / bound | peak RSS MiB |")
+print("|---|---|---|---|---|")
+for f, wall, bound, rss in rows:
+    print(f"| x{f} | {float(wall):.2f} | {float(bound):.2f} | {float(wall) / float(bound):.2f} | {float(rss):.0f} |")
+def fit(xs, ys):
+    lx = [math.log(x) for x in xs]; ly = [math.log(y) for y in ys]
+    mx = sum(lx) / len(lx); my = sum(ly) / len(ly)
+    den = sum((a - mx) ** 2 for a in lx)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / den if den else float("nan")
+fs = [float(r[0]) for r in rows]
+print(f"growth exponent (log-log fit over x{', x'.join(r[0] for r in rows)}): "
+      f"run wall {fit(fs, [float(r[1]) for r in rows]):.2f}, run RSS {fit(fs, [float(r[3]) for r in rows]):.2f} (target <= 1.1)")
+PY
+  fi
 fi
