@@ -5,7 +5,10 @@
 # (made now by shared/tools/scale_db.py, never committed). Predictions (VES_PRED): `varied`
 # (default) keeps gold for a third of the questions and wraps the rest in a costlier query with
 # the same answer, so ratios spread over R-VES's bins; `gold` uses gold throughout (every ratio
-# near 1, the hardest case for the boundary at 1). Every pair is correct. Prints, per database: whole-command seconds of each tool and their ratio, the
+# near 1, the hardest case for the boundary at 1). Every pair is correct. VES_PRED=FILE takes a
+# real prediction file instead (BIRD's predict_dev.json: keys are question indexes in dev.json,
+# values SQL with an optional "\t----- bird -----\tdb_id"), e.g. a published model's output.
+# Prints, per database: whole-command seconds of each tool and their ratio, EX verdicts of both, the
 # scores, how many per-question R-VES rewards agree (and how many of the others nl2sql flagged
 # as near a boundary), and the steps variants' time and their equality across two runs.
 #   NL2SQL_DATA=/path/to/shared/data scripts/bench/ves_bench.sh [REPEATS] [REPEATS_X300]
@@ -27,10 +30,18 @@ REF=scripts/bench/ves_reference.py
 # the questions keep gold, the others wrap it in a query that also counts one table once
 # (hero_power or superhero), so the same answer costs more and ratios spread over R-VES's bins.
 make_preds() {
-  python3 - "$1" "$2" "${VES_PRED:-varied}" <<'PY'
-import json, sys
+  python3 - "$1" "$2" "${VES_PRED:-varied}" "$NL2SQL_DATA/bird/dev.json" <<'PY'
+import json, os, sys
 qs = json.load(open(sys.argv[1]))
 mode = sys.argv[3]
+if os.path.isfile(mode):
+    # A real prediction file, keyed by index in the full dev.json: re-keyed by index in this
+    # (possibly filtered) question list.
+    full = {q["question_id"]: i for i, q in enumerate(json.load(open(sys.argv[4])))}
+    given = json.load(open(mode))
+    json.dump({str(i): given[str(full[q["question_id"]])] for i, q in enumerate(qs)
+               if str(full[q["question_id"]]) in given}, open(sys.argv[2], "w"))
+    sys.exit(0)
 def pred(i, sql):
     sql = sql.strip().rstrip(";")
     if mode == "gold" or i % 3 == 0:
@@ -85,6 +96,10 @@ print(f"  VES   nl2sql {eff['ves']['overall']['score']:.2f} (95% CI {eff['ves'][
       f"{eff['ves']['overall']['ci95'][1]:.2f}), reference {rv['score']:.2f}")
 print(f"  R-VES nl2sql {eff['rves']['overall']['score']:.2f} (95% CI {eff['rves']['overall']['ci95'][0]:.2f}-"
       f"{eff['rves']['overall']['ci95'][1]:.2f}), reference {rr['score']:.2f}")
+ok_nl = {it["question_id"] for it in nl["items"] if it["efficiency"]["status"] == "ok"}
+ok_ref = {q for q, v in rr["questions"].items() if v.get("status") == "ok"}
+print(f"  EX (pairs timed): nl2sql {len(ok_nl)}, reference {len(ok_ref)} of {len(rr['questions'])}; "
+      f"verdicts differ on {len(ok_nl ^ ok_ref)}")
 same = differ = flagged = 0
 for it in nl["items"]:
     q = it["question_id"]

@@ -6,7 +6,7 @@ scripts (BIRD dev's evaluation_ves.py for VES, BIRD mini-dev's evaluation_ves.py
 is not a copy of either. It times the way they do: one pair at a time; a pair is timed only when
 set(prediction rows) == set(gold rows); each of `repeats` rounds opens a fresh connection for the
 prediction, then one for gold, and times (VES) cursor.execute alone, i.e. up to the first row,
-or (R-VES) execute + fetchall + close; ratio = t_gold / t_pred; ratios outside mean +- 3 sigma
+or (R-VES) cursor() + execute + fetchall + close; ratio = t_gold / t_pred; ratios outside mean +- 3 sigma
 (numpy's population sigma, strict bounds) are dropped and the rest averaged (no ratio left: 0).
 VES = mean of sqrt(ratio) * 100, R-VES = mean of sqrt(step reward) * 100 with the steps
 1.25 (>= 2), 1 (>= 1), 0.75 (>= 0.5), 0.5 (>= 0.25), 0.25 (> 0), 0 (incorrect).
@@ -15,6 +15,9 @@ benchmarked here all finish), and the process pool (the official default is one 
 
   ves_reference.py --questions dev.json --db-root dev_databases --pred predict_dev.json
                    --metric ves|rves --repeats 100 --out ratios.json
+
+The output has, per question id, the ratio, the reward and a status: ok (the same set of rows,
+timed), incorrect, or error (a query failed), so EX verdicts can be compared too.
 """
 import argparse
 import json
@@ -34,12 +37,16 @@ def clean_abnormal(values):
 
 def timed(sql, db_path, whole):
     conn = sqlite3.connect(db_path)
-    cursor = conn.cursor()
-    start = time.time()
-    cursor.execute(sql)
-    if whole:
+    if whole:  # mini-dev: the clock covers cursor(), execute, fetchall and close
+        start = time.time()
+        cursor = conn.cursor()
+        cursor.execute(sql)
         cursor.fetchall()
         conn.close()
+        return time.time() - start
+    cursor = conn.cursor()  # BIRD dev: execute alone (up to the first row)
+    start = time.time()
+    cursor.execute(sql)
     return time.time() - start
 
 
@@ -52,18 +59,18 @@ def pair_ratio(pred, gold, db_path, repeats, whole):
         cur.execute(gold)
         gold_rows = cur.fetchall()
     except Exception:
-        return 0.0
+        return 0.0, "error"
     finally:
         conn.close()
     if set(pred_rows) != set(gold_rows):
-        return 0.0
+        return 0.0, "incorrect"
     ratios = []
     for _ in range(repeats):
         tp = timed(pred, db_path, whole)
         tg = timed(gold, db_path, whole)
         ratios.append(tg / tp)
     kept = clean_abnormal(ratios)
-    return sum(kept) / len(kept) if kept else 0.0
+    return (sum(kept) / len(kept) if kept else 0.0), "ok"
 
 
 def rves_reward(ratio):
@@ -99,9 +106,10 @@ def main():
         if not os.path.exists(db_path):
             continue  # nl2sql skips questions whose database is missing, and so do we
         pred = preds.get(str(i), " ").split("\t----- bird -----\t")[0]
-        ratio = pair_ratio(pred, q["SQL"], db_path, a.repeats, a.metric == "rves")
+        ratio, status = pair_ratio(pred, q["SQL"], db_path, a.repeats, a.metric == "rves")
         reward = rves_reward(ratio) if a.metric == "rves" else math.sqrt(ratio) * 100
-        out[str(q["question_id"])] = {"ratio": ratio, "reward": reward}
+        # status: ok (correct: same set of rows), incorrect, or error (either query failed)
+        out[str(q["question_id"])] = {"ratio": ratio, "reward": reward, "status": status}
         scores.append(reward)
         by_diff.setdefault(q.get("difficulty", "unknown"), []).append(reward)
     json.dump({"questions": out,

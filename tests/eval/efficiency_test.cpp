@@ -1,5 +1,7 @@
 #include "nl2sql/eval/efficiency.h"
 
+#include <sqlite3.h>
+
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -282,6 +284,36 @@ TEST_F(EfficiencyEvalTest, VesTimesTheFirstRowAndRvesTheWholeResult) {
   const double ves = item.scores.at("ves").ratio, rves = item.scores.at("rves").ratio;
   EXPECT_GT(ves, 0.0);
   EXPECT_LT(ves, rves) << "ves ratio " << ves << ", rves ratio " << rves;
+}
+
+// The scripts time each query on a plain sqlite3.connect connection, whose statements take and
+// drop SQLite's shared lock (a fixed cost inside their clock). The timed rounds open the file the
+// same way, read-only but with locking, never immutable=1: a writer's exclusive lock stops them
+// (the script raises "database is locked" and scores 0), and the pair is timed once it is gone.
+TEST_F(EfficiencyEvalTest, TimedRoundsTakeTheFileLocksAsTheScriptsConnectionsDo) {
+  auto ds = dataset({R"({"question_id": "a", "db_id": "d", "sql": "SELECT v FROM s WHERE v > 15"})"});
+  std::vector<PredictedSql> preds = {{"SELECT v FROM s WHERE v >= 20", true}};
+  EfficiencyOptions o;
+  o.metrics = {EfficiencyMetric::kVes, EfficiencyMetric::kRves};
+  o.repeats = 2;
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "dbs" / "d" / "d.sqlite").string().c_str(), &writer), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(writer, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto locked = measure_efficiency(ds, preds, o, nullptr);
+  sqlite3_exec(writer, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(writer);
+  ASSERT_TRUE(locked.is_ok());
+  const auto& l = locked->items[0];
+  EXPECT_EQ(l.status, "ok");  // the correctness pass is no timing: it reads immutable
+  EXPECT_EQ(l.timed_failure, "pred_error");
+  EXPECT_NE(l.error.find("locked"), std::string::npos) << l.error;
+  EXPECT_EQ(l.scores.at("ves").reward, 0.0);
+  EXPECT_EQ(l.scores.at("rves").reward, 0.0);
+  auto free = measure_efficiency(ds, preds, o, nullptr);
+  ASSERT_TRUE(free.is_ok());
+  EXPECT_TRUE(free->items[0].timed_failure.empty()) << free->items[0].error;
+  EXPECT_GT(free->items[0].scores.at("ves").ratio, 0.0);
+  EXPECT_EQ(free->items[0].scores.at("rves").rounds, 2u);
 }
 
 TEST_F(EfficiencyEvalTest, EvaluateReportsEfficiencyBesideEx) {

@@ -8,7 +8,8 @@
 //    rule); an incorrect pair, an error, or a pair that runs out of its budget
 //    (timeout × repeats for the whole pair, the scripts' meta_time_out × iterate_num) scores 0;
 //  - `repeats` rounds, each timing the prediction and then gold on a fresh read-only connection
-//    (opened before the clock starts), ratio = t_gold / t_pred; ratios outside
+//    (opened before the clock starts; with file locking, as the scripts' connections, not
+//    immutable), ratio = t_gold / t_pred; ratios outside
 //    mean ± 3σ (population σ, strict bounds) are dropped and the rest averaged; when every
 //    ratio is dropped (all equal: σ = 0) the script divides by zero and scores 0, and so do we;
 //  - VES times up to the first row (Python's cursor.execute), R-VES the whole result;
