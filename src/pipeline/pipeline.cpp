@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -386,6 +388,10 @@ Result<RunSummary> run(const RunOptions& options) {
         }
         if (interrupted) ++not_started;
         else progress.question_finished(rec.correct(primary_metric), !rec.ok);
+        // What the finished question freed goes back to the system, instead of staying in its
+        // thread's arena as free pages that later questions on other threads cannot use
+        // (superhero x300, 30 questions: peak RSS 126-130 MiB against 140-147 MiB, same CPU).
+        malloc_trim(0);
       });
     }
     pool.wait_idle();
