@@ -90,11 +90,8 @@ print("| factor | eval wall s | eval RSS MB | floor wall s | floor RSS MB | eval
 print("|---|---|---|---|---|---|---|")
 for r in rows:
     print(f"| x{r[0]} | {float(r[1]):.2f} | {float(r[2]):.0f} | {float(r[3]):.2f} | {float(r[4]):.0f} | {float(r[5]):.2f} | {r[6].replace('_', ' ').replace(';', ', ')} |")
-def fit(xs, ys):
-    lx = [math.log(x) for x in xs]; ly = [math.log(y) for y in ys]
-    mx = sum(lx) / len(lx); my = sum(ly) / len(ly)
-    den = sum((a - mx) ** 2 for a in lx)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / den if den else float("nan")
+sys.path.insert(0, "scripts/bench")
+from growth_fit import fit
 if len(rows) >= 2:
     fs = [float(r[0]) for r in rows]
     print(f"growth exponent (log-log fit over x{', x'.join(r[0] for r in rows)}): "

@@ -168,11 +168,8 @@ print("| factor | wall s | LLM-latency bound s | wall / bound | peak RSS MiB |")
 print("|---|---|---|---|---|")
 for f, wall, bound, rss in rows:
     print(f"| x{f} | {float(wall):.2f} | {float(bound):.2f} | {float(wall) / float(bound):.2f} | {float(rss):.0f} |")
-def fit(xs, ys):
-    lx = [math.log(x) for x in xs]; ly = [math.log(y) for y in ys]
-    mx = sum(lx) / len(lx); my = sum(ly) / len(ly)
-    den = sum((a - mx) ** 2 for a in lx)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / den if den else float("nan")
+sys.path.insert(0, "scripts/bench")
+from growth_fit import fit
 fs = [float(r[0]) for r in rows]
 print(f"growth exponent (log-log fit over x{', x'.join(r[0] for r in rows)}): "
       f"run wall {fit(fs, [float(r[1]) for r in rows]):.2f}, run RSS {fit(fs, [float(r[3]) for r in rows]):.2f} (target <= 1.1)")

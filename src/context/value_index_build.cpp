@@ -269,10 +269,31 @@ void process_column(const fs::path& db_path, const IndexParams& p, const db::Exe
   }
 }
 
+// The second step of both counting sorts below: `out` holds the entries grouped by bucket
+// (`end[i]` is where bucket i ends); each bucket is sorted in place, by insertion when it is small
+// (about one to four entries with bits ~ log2(n)), by std::sort when many values share a key
+// (no quadratic insertion sort).
+void sort_buckets(uint64_t* out, const std::vector<uint32_t>& end, size_t buckets) {
+  size_t from = 0;
+  for (size_t i = 0; i < buckets; ++i) {
+    const size_t to = end[i];
+    if (to - from > 64) {
+      std::sort(out + from, out + to);
+    } else {
+      for (size_t j = from + 1; j < to; ++j) {
+        const uint64_t e = out[j];
+        size_t k = j;
+        for (; k > from && out[k - 1] > e; --k) out[k] = out[k - 1];
+        out[k] = e;
+      }
+    }
+    from = to;
+  }
+}
+
 // Sorts entries (key << 32 | id) of one table: a counting sort on the key's top `bits` bits (one
-// histogram pass, one scatter pass from `keys`, the band's key per value id), then insertion sort
-// inside each bucket (about one to four entries with bits ~ log2(n)). Ids go in ascending and both
-// steps are stable, so the table ends sorted by (key, id). This replaced a 4-pass LSD radix sort
+// histogram pass, one scatter pass from `keys`, the band's key per value id), then each bucket
+// sorted (sort_buckets). Entries are distinct (ids differ), so the table ends sorted by (key, id). This replaced a 4-pass LSD radix sort
 // that took a quarter of a BIRD-scale build.
 void sort_band(const uint32_t* keys, size_t n, uint64_t* out) {
   int bits = 8;
@@ -283,22 +304,12 @@ void sort_band(const uint32_t* keys, size_t n, uint64_t* out) {
   for (size_t id = 0; id < n; ++id) ++start[(keys[id] >> shift) + 1];
   for (size_t i = 1; i <= buckets; ++i) start[i] += start[i - 1];
   for (size_t id = 0; id < n; ++id) out[start[keys[id] >> shift]++] = (static_cast<uint64_t>(keys[id]) << 32) | id;
-  size_t from = 0;
-  for (size_t i = 0; i < buckets; ++i) {
-    const size_t to = start[i];
-    for (size_t j = from + 1; j < to; ++j) {
-      const uint64_t e = out[j];
-      size_t k = j;
-      for (; k > from && out[k - 1] > e; --k) out[k] = out[k - 1];
-      out[k] = e;
-    }
-    from = to;
-  }
+  sort_buckets(out, start, buckets);
 }
 
 // Sorts (key << 32 | id) entries that come in ascending id order (the short-value table: a
 // value's few deletion keys, values in id order): the same counting sort on the key's top bits
-// from `in` into `out`, then insertion sort inside each bucket. A third of std::sort's time on
+// from `in` into `out`, then each bucket sorted (sort_buckets). A third of std::sort's time on
 // the 232k entries of superhero x300.
 void sort_entries(const std::vector<uint64_t>& in, std::vector<uint64_t>& out) {
   const size_t n = in.size();
@@ -311,21 +322,7 @@ void sort_entries(const std::vector<uint64_t>& in, std::vector<uint64_t>& out) {
   for (uint64_t e : in) ++start[(e >> shift) + 1];
   for (size_t i = 1; i <= buckets; ++i) start[i] += start[i - 1];
   for (uint64_t e : in) out[start[e >> shift]++] = e;
-  size_t from = 0;
-  for (size_t i = 0; i < buckets; ++i) {
-    const size_t to = start[i];
-    if (to - from > 64) {  // keys many values share, interleaved: no quadratic insertion sort
-      std::sort(out.begin() + static_cast<ptrdiff_t>(from), out.begin() + static_cast<ptrdiff_t>(to));
-    } else {
-      for (size_t j = from + 1; j < to; ++j) {
-        const uint64_t e = out[j];
-        size_t k = j;
-        for (; k > from && out[k - 1] > e; --k) out[k] = out[k - 1];
-        out[k] = e;
-      }
-    }
-    from = to;
-  }
+  sort_buckets(out.data(), start, buckets);
 }
 
 // Moves an index into place at `file`. An existing file there is first renamed aside and
