@@ -4,7 +4,10 @@
 #include "nl2sql/select/separating_instance.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstring>
+#include <new>
 #include <optional>
 #include <random>
 
@@ -33,6 +36,172 @@ std::vector<const LineageTerm*> draw(const std::vector<const LineageTerm*>& pool
 
 }  // namespace
 
+// ---- LineageTerm ----
+
+LineageTerm::Block* LineageTerm::block() const {
+  Block* b = nullptr;
+  std::memcpy(&b, &words_[0], sizeof b);
+  return b;
+}
+int64_t* LineageTerm::block_ids(Block* b) { return reinterpret_cast<int64_t*>(b + 1); }
+uint16_t* LineageTerm::block_tables(Block* b) {
+  return reinterpret_cast<uint16_t*>(block_ids(b) + b->capacity);
+}
+void LineageTerm::set_tag(uint16_t t) {
+  words_[3] = (words_[3] & 0x0000FFFFFFFFFFFFULL) | (static_cast<uint64_t>(t) << 48);
+}
+uint32_t LineageTerm::table_at(size_t k) const {
+  if (heap()) return block_tables(block())[k];
+  return static_cast<uint32_t>((words_[3] >> (16 * k)) & 0xFFFFU);
+}
+int64_t LineageTerm::id_at(size_t k) const {
+  return heap() ? block_ids(block())[k] : static_cast<int64_t>(words_[k]);
+}
+
+namespace {
+// A Block able to hold `capacity` rows (ids first, 8-aligned after the header).
+template <typename Block>
+Block* allocate_block(uint32_t capacity) {
+  void* p = ::operator new(sizeof(Block) + static_cast<size_t>(capacity) * (sizeof(int64_t) + sizeof(uint16_t)));
+  return new (p) Block{0, capacity};
+}
+}  // namespace
+
+void LineageTerm::release() {
+  if (heap()) ::operator delete(block());
+  words_[0] = words_[1] = words_[2] = words_[3] = 0;
+}
+
+LineageTerm::LineageTerm(std::initializer_list<value_type> rows) {
+  for (const auto& [table, id] : rows) add(table, id);
+  normalize();
+}
+
+LineageTerm::LineageTerm(const LineageTerm& other) {
+  if (!other.heap()) {
+    std::copy(std::begin(other.words_), std::end(other.words_), std::begin(words_));
+    return;
+  }
+  const uint32_t n = other.block()->size;
+  if (n <= kInline) {
+    for (uint32_t k = 0; k < n; ++k) add(other.table_at(k), other.id_at(k));
+    return;
+  }
+  Block* b = allocate_block<Block>(n);
+  b->size = n;
+  std::copy(block_ids(other.block()), block_ids(other.block()) + n, block_ids(b));
+  std::copy(block_tables(other.block()), block_tables(other.block()) + n, block_tables(b));
+  std::memcpy(&words_[0], &b, sizeof b);
+  set_tag(kHeapTag);
+}
+
+LineageTerm::LineageTerm(LineageTerm&& other) noexcept {
+  std::copy(std::begin(other.words_), std::end(other.words_), std::begin(words_));
+  std::fill(std::begin(other.words_), std::end(other.words_), 0);
+}
+
+LineageTerm& LineageTerm::operator=(const LineageTerm& other) {
+  if (this != &other) {
+    LineageTerm copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+LineageTerm& LineageTerm::operator=(LineageTerm&& other) noexcept {
+  if (this != &other) {
+    release();
+    std::copy(std::begin(other.words_), std::end(other.words_), std::begin(words_));
+    std::fill(std::begin(other.words_), std::end(other.words_), 0);
+  }
+  return *this;
+}
+
+LineageTerm::~LineageTerm() { release(); }
+
+void LineageTerm::add(uint32_t table, int64_t id) {
+  if (!heap()) {
+    const uint16_t n = tag();
+    if (n < kInline) {
+      const unsigned shift = 16U * n;
+      words_[n] = static_cast<uint64_t>(id);
+      words_[3] = (words_[3] & ~(0xFFFFULL << shift)) | (static_cast<uint64_t>(table & 0xFFFFU) << shift);
+      set_tag(static_cast<uint16_t>(n + 1));
+      return;
+    }
+    Block* b = allocate_block<Block>(2 * kInline + 2);
+    b->size = n;
+    for (uint32_t k = 0; k < n; ++k) {
+      block_ids(b)[k] = id_at(k);
+      block_tables(b)[k] = static_cast<uint16_t>(table_at(k));
+    }
+    words_[1] = words_[2] = words_[3] = 0;
+    std::memcpy(&words_[0], &b, sizeof b);
+    set_tag(kHeapTag);
+  }
+  Block* b = block();
+  if (b->size == b->capacity) {
+    Block* bigger = allocate_block<Block>(2 * b->capacity);
+    bigger->size = b->size;
+    std::copy(block_ids(b), block_ids(b) + b->size, block_ids(bigger));
+    std::copy(block_tables(b), block_tables(b) + b->size, block_tables(bigger));
+    ::operator delete(b);
+    b = bigger;
+    std::memcpy(&words_[0], &b, sizeof b);
+  }
+  block_ids(b)[b->size] = id;
+  block_tables(b)[b->size] = static_cast<uint16_t>(table);
+  ++b->size;
+}
+
+void LineageTerm::normalize() {
+  const size_t n = size();
+  if (n <= 1) return;
+  if (!heap()) {
+    std::array<value_type, kInline> rows;
+    for (size_t k = 0; k < n; ++k) rows[k] = (*this)[k];
+    std::sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(n));
+    auto end = std::unique(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(n));
+    release();
+    for (auto it = rows.begin(); it != end; ++it) add(it->first, it->second);
+    return;
+  }
+  std::vector<value_type> rows(n);
+  for (size_t k = 0; k < n; ++k) rows[k] = (*this)[k];
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  if (rows.size() <= kInline) {
+    release();
+    for (const auto& [table, id] : rows) add(table, id);
+    return;
+  }
+  Block* b = block();
+  b->size = static_cast<uint32_t>(rows.size());
+  for (size_t k = 0; k < rows.size(); ++k) {
+    block_ids(b)[k] = rows[k].second;
+    block_tables(b)[k] = static_cast<uint16_t>(rows[k].first);
+  }
+}
+
+bool operator==(const LineageTerm& a, const LineageTerm& b) {
+  const size_t n = a.size();
+  if (b.size() != n) return false;
+  for (size_t k = 0; k < n; ++k)
+    if (a.id_at(k) != b.id_at(k) || a.table_at(k) != b.table_at(k)) return false;
+  return true;
+}
+
+bool operator<(const LineageTerm& a, const LineageTerm& b) {
+  const size_t na = a.size(), nb = b.size();
+  for (size_t k = 0; k < na && k < nb; ++k) {
+    const uint32_t ta = a.table_at(k), tb = b.table_at(k);
+    if (ta != tb) return ta < tb;
+    const int64_t ia = a.id_at(k), ib = b.id_at(k);
+    if (ia != ib) return ia < ib;
+  }
+  return na < nb;
+}
+
 // ---- InstanceBuilder ----
 
 Result<InstanceBuilder> InstanceBuilder::open(const std::filesystem::path& db_path,
@@ -54,6 +223,8 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
                                               const db::ResultSet* result_on_d) const {
   QueryLineage out;
   out.sql = sql;
+  if (schema_->tables.size() > LineageTerm::kMaxTables)
+    return invalid_input("lineage: more than " + std::to_string(LineageTerm::kMaxTables) + " tables in the schema");
   if (result_on_d == nullptr) {
     auto r = executor_->run(db_path_, sql);
     if (!r.ok()) return Status(ErrorCode::kSql, "candidate does not run on D: " + r.error);
@@ -79,110 +250,148 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
     if (!info) return std::nullopt;
     return static_cast<uint32_t>(info - schema_->tables.data());
   };
-  // Every row of `table` as one-row terms (the rewrite's over-approximation).
-  auto all_rows = [&](const std::string& table, std::vector<LineageTerm>& terms) -> Status {
+  // Every row of `table` as one-row terms (the rewrite's over-approximation), streamed.
+  auto all_rows = [&](const std::string& table, std::vector<LineageTerm>& terms,
+                      std::vector<uint32_t>& groups) -> Status {
     auto t = index_of(table);
     if (!t) return not_found("lineage: table " + table + " is not in the schema");
     const std::string& name = schema_->tables[*t].name;
-    auto w = executor_->run(db_path_, "SELECT rowid FROM " + core::quote_sql_identifier(name), limits);
+    auto w = executor_->run(db_path_, "SELECT rowid FROM " + core::quote_sql_identifier(name), limits,
+                            [&](const db::Row& row) {
+                              if (row.empty() || row[0].type != db::ValueType::kInteger) return;
+                              terms.emplace_back();
+                              terms.back().add(*t, row[0].i);
+                              groups.push_back(QueryLineage::kNoGroup);
+                            });
     if (!w.ok()) return Status(ErrorCode::kSql, "lineage of " + name + ": " + w.error);
-    terms.reserve(terms.size() + w.result.rows.size());
-    for (const auto& row : w.result.rows)
-      if (!row.empty() && row[0].type == db::ValueType::kInteger) terms.push_back({{*t, row[0].i}});
     return Status::ok();
   };
-  // Sorts a witness's terms, drops repeats (keeping the first group) and stores both.
+  // Sorts a witness's terms, drops repeats (keeping the first group) and stores both. In place:
+  // at BIRD scale a witness has millions of terms, and a sorted copy would double them.
   auto store = [&](std::vector<LineageTerm>& terms, std::vector<uint32_t>& groups) {
-    groups.resize(terms.size(), QueryLineage::kNoGroup);
-    std::vector<uint32_t> order(terms.size());
-    for (uint32_t k = 0; k < order.size(); ++k) order[k] = k;
+    const auto n = static_cast<uint32_t>(terms.size());
+    groups.resize(n, QueryLineage::kNoGroup);
+    std::vector<uint32_t> order(n);
+    for (uint32_t k = 0; k < n; ++k) order[k] = k;
     std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return terms[x] < terms[y]; });
-    std::vector<LineageTerm> sorted;
-    std::vector<uint32_t> sorted_groups;
-    sorted.reserve(terms.size());
-    sorted_groups.reserve(terms.size());
-    for (uint32_t k : order) {
-      if (!sorted.empty() && sorted.back() == terms[k]) continue;
-      sorted.push_back(std::move(terms[k]));
-      sorted_groups.push_back(groups[k]);
+    // Position k takes the term at order[k]: each cycle of the permutation moved once.
+    for (uint32_t k = 0; k < n; ++k) {
+      if (order[k] == k) continue;
+      LineageTerm first = std::move(terms[k]);
+      const uint32_t first_group = groups[k];
+      uint32_t j = k;
+      while (order[j] != k) {
+        const uint32_t next = order[j];
+        terms[j] = std::move(terms[next]);
+        groups[j] = groups[next];
+        order[j] = j;
+        j = next;
+      }
+      terms[j] = std::move(first);
+      groups[j] = first_group;
+      order[j] = j;
     }
-    out.by_witness.push_back(std::move(sorted));
-    out.group_of.push_back(std::move(sorted_groups));
+    size_t kept = 0;
+    for (size_t k = 0; k < terms.size(); ++k) {
+      if (kept > 0 && terms[kept - 1] == terms[k]) continue;
+      if (kept != k) {
+        terms[kept] = std::move(terms[k]);
+        groups[kept] = groups[k];
+      }
+      ++kept;
+    }
+    terms.resize(kept);
+    groups.resize(kept);
+    out.by_witness.push_back(std::move(terms));
+    out.group_of.push_back(std::move(groups));
   };
   for (const auto& q : lin->queries) {
     std::vector<LineageTerm> terms;
-    std::vector<uint32_t> groups;  // parallel to terms while grouped rows are split
+    std::vector<uint32_t> groups;  // parallel to terms: the witness row (group) of each
     if (!q.all_rows_of.empty()) {
-      NL2SQL_RETURN_IF_ERROR(all_rows(q.all_rows_of, terms));
-    } else {
-      auto w = sql::run_witness(q, db_path_, *executor_, limits);
-      if (!w.ok() && !q.all_rows_on_error.empty()) {
-        // A decorrelated subquery witness SQLite would not run (e.g. an unqualified column
-        // that became ambiguous): the rewrite's whole-table over-approximation instead.
-        out.fallbacks.push_back("decorrelated witness failed (" + w.error + "): every row of its tables");
-        for (const auto& t : q.all_rows_on_error) NL2SQL_RETURN_IF_ERROR(all_rows(t, terms));
-        store(terms, groups);
-        continue;
-      }
-      if (!w.ok()) return Status(ErrorCode::kSql, "lineage query failed: " + w.error);
-      const size_t n = q.tables.size();
-      std::vector<uint32_t> table_index(n);
-      for (size_t k = 0; k < n; ++k) {
-        auto t = index_of(q.tables[k]);
-        if (!t) return not_found("lineage: table " + q.tables[k] + " is not in the schema");
-        table_index[k] = *t;
-      }
-      std::vector<std::vector<int64_t>> lists(n);
-      if (q.grouped) groups.reserve(w.result.rows.size());
-      for (const auto& row : w.result.rows) {
-        const uint32_t group = q.grouped ? static_cast<uint32_t>(&row - w.result.rows.data())
-                                         : QueryLineage::kNoGroup;
-        if (row.size() < n) return internal_error("lineage query returned too few columns");
-        for (size_t k = 0; k < n; ++k) {
-          lists[k].clear();
-          const db::Value& v = row[row.size() - n + k];
-          if (v.type == db::ValueType::kInteger) {
-            lists[k].push_back(v.i);
-          } else if (v.type == db::ValueType::kText) {
-            const char* p = v.s.data();
-            const char* e = p + v.s.size();
-            while (p < e) {
-              int64_t id = 0;
-              auto [next, ec] = std::from_chars(p, e, id);
-              if (ec != std::errc()) return internal_error("lineage query returned a malformed rowid list");
-              lists[k].push_back(id);
-              p = next;
-              while (p < e && *p == ',') ++p;
-            }
-          }
-        }
-        bool aligned = n > 0 && std::all_of(lists.begin(), lists.end(),
-                                            [&](const auto& l) { return l.size() == lists[0].size(); });
-        if (aligned) {
-          for (size_t pos = 0; pos < lists[0].size(); ++pos) {
-            LineageTerm t;
-            t.reserve(n);
-            for (size_t k = 0; k < n; ++k) t.emplace_back(table_index[k], lists[k][pos]);
-            std::sort(t.begin(), t.end());
-            t.erase(std::unique(t.begin(), t.end()), t.end());
-            terms.push_back(std::move(t));
-            groups.push_back(group);
-          }
-        } else {
-          // Outer joins leave NULL rowids that group_concat skips: positions no longer line up,
-          // so the whole group is one term.
-          LineageTerm t;
-          for (size_t k = 0; k < n; ++k)
-            for (int64_t id : lists[k]) t.emplace_back(table_index[k], id);
-          std::sort(t.begin(), t.end());
-          t.erase(std::unique(t.begin(), t.end()), t.end());
-          if (!t.empty()) {
-            terms.push_back(std::move(t));
-            groups.push_back(group);
-          }
-        }
-      }
+      NL2SQL_RETURN_IF_ERROR(all_rows(q.all_rows_of, terms, groups));
+      store(terms, groups);
+      continue;
     }
+    const size_t n = q.tables.size();
+    std::vector<uint32_t> table_index(n);
+    for (size_t k = 0; k < n; ++k) {
+      auto t = index_of(q.tables[k]);
+      if (!t) return not_found("lineage: table " + q.tables[k] + " is not in the schema");
+      table_index[k] = *t;
+    }
+    // Witness rows are split into terms as they are read, never held: at BIRD scale a witness
+    // has millions of rows.
+    std::vector<std::vector<int64_t>> lists(n);
+    Status row_error = Status::ok();
+    uint32_t row_number = 0;
+    auto take = [&](const db::Row& row) {
+      // Rows are numbered across the sample and, when the sample kept nothing (none of its rows
+      // holds a rowid, so none makes a term), the exact query: group numbers stay distinct.
+      const uint32_t group = q.grouped ? row_number : QueryLineage::kNoGroup;
+      ++row_number;
+      if (!row_error.is_ok()) return;
+      if (row.size() < n) {
+        row_error = internal_error("lineage query returned too few columns");
+        return;
+      }
+      for (size_t k = 0; k < n; ++k) {
+        lists[k].clear();
+        const db::Value& v = row[row.size() - n + k];
+        if (v.type == db::ValueType::kInteger) {
+          lists[k].push_back(v.i);
+        } else if (v.type == db::ValueType::kText) {
+          const char* p = v.s.data();
+          const char* e = p + v.s.size();
+          while (p < e) {
+            int64_t id = 0;
+            auto [next, ec] = std::from_chars(p, e, id);
+            if (ec != std::errc()) {
+              row_error = internal_error("lineage query returned a malformed rowid list");
+              return;
+            }
+            lists[k].push_back(id);
+            p = next;
+            while (p < e && *p == ',') ++p;
+          }
+        }
+      }
+      bool aligned = n > 0 && std::all_of(lists.begin(), lists.end(),
+                                          [&](const auto& l) { return l.size() == lists[0].size(); });
+      if (aligned) {
+        for (size_t pos = 0; pos < lists[0].size(); ++pos) {
+          LineageTerm t;
+          for (size_t k = 0; k < n; ++k) t.add(table_index[k], lists[k][pos]);
+          t.normalize();
+          terms.push_back(std::move(t));
+          groups.push_back(group);
+        }
+      } else {
+        // Outer joins leave NULL rowids that group_concat skips: positions no longer line up,
+        // so the whole group is one term.
+        LineageTerm t;
+        for (size_t k = 0; k < n; ++k)
+          for (int64_t id : lists[k]) t.add(table_index[k], id);
+        t.normalize();
+        if (!t.empty()) {
+          terms.push_back(std::move(t));
+          groups.push_back(group);
+        }
+      }
+    };
+    auto w = sql::run_witness(q, db_path_, *executor_, limits, take);
+    if (!w.ok() && !q.all_rows_on_error.empty()) {
+      // A decorrelated subquery witness SQLite would not run (e.g. an unqualified column
+      // that became ambiguous): the rewrite's whole-table over-approximation instead.
+      terms.clear();
+      groups.clear();
+      out.fallbacks.push_back("decorrelated witness failed (" + w.error + "): every row of its tables");
+      for (const auto& t : q.all_rows_on_error) NL2SQL_RETURN_IF_ERROR(all_rows(t, terms, groups));
+      store(terms, groups);
+      continue;
+    }
+    if (!w.ok()) return Status(ErrorCode::kSql, "lineage query failed: " + w.error);
+    NL2SQL_RETURN_IF_ERROR(row_error);
     store(terms, groups);
   }
   return out;

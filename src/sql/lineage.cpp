@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <tuple>
 
 #include "nl2sql/db/executor.h"
@@ -574,6 +575,20 @@ db::ExecutionResult run_witness(const WitnessQuery& q, const std::filesystem::pa
   return kept ? r : executor.run(db, q.exact_sql, limits);
 }
 
+db::ExecutionResult run_witness(const WitnessQuery& q, const std::filesystem::path& db,
+                                const db::Executor& executor, const db::QueryLimits& limits,
+                                const db::RowSink& sink) {
+  const size_t n = q.tables.size();
+  bool kept = false;
+  auto r = executor.run(db, q.sql, limits, [&](const db::Row& row) {
+    for (size_t k = row.size() >= n ? row.size() - n : 0; k < row.size() && !kept; ++k)
+      kept = !row[k].is_null() && !(row[k].type == db::ValueType::kText && row[k].s.empty());
+    sink(row);
+  });
+  if (q.sample_one_in == 0 || !r.ok() || kept) return r;
+  return executor.run(db, q.exact_sql, limits, sink);
+}
+
 Result<LineageRows> collect_lineage_rows(const Lineage& lineage, const std::filesystem::path& db,
                                          const db::Executor& executor) {
   LineageRows rows;
@@ -582,36 +597,55 @@ Result<LineageRows> collect_lineage_rows(const Lineage& lineage, const std::file
   for (const auto& q : lineage.queries) {
     std::string sql = q.sql;
     if (!q.all_rows_of.empty()) sql = "SELECT rowid FROM " + quote_identifier({q.all_rows_of, '"'});
-    auto r = q.all_rows_of.empty() ? run_witness(q, db, executor, limits) : executor.run(db, sql, limits);
+    // Rows are streamed into this query's own sets, merged once it has run: a witness that
+    // fails part way leaves nothing behind.
+    LineageRows found;
+    Status row_error = Status::ok();
+    const size_t n = q.all_rows_of.empty() ? q.tables.size() : 1;
+    auto take = [&](const db::Row& row) {
+      if (!row_error.is_ok()) return;
+      if (row.size() < n) {
+        row_error = internal_error("lineage query returned too few columns");
+        return;
+      }
+      for (size_t k = 0; k < n; ++k) {
+        const db::Value& v = row[row.size() - n + k];
+        auto& set = found[q.all_rows_of.empty() ? q.tables[k] : q.all_rows_of];
+        if (v.type == db::ValueType::kInteger) {
+          set.insert(v.i);
+        } else if (v.type == db::ValueType::kText) {
+          const char* p = v.s.data();
+          const char* e = p + v.s.size();
+          while (p < e) {
+            int64_t id = 0;
+            auto [next, ec] = std::from_chars(p, e, id);
+            if (ec != std::errc()) {
+              row_error = internal_error("lineage query returned a malformed rowid list");
+              return;
+            }
+            set.insert(id);
+            p = next;
+            while (p < e && *p == ',') ++p;
+          }
+        }
+      }
+    };
+    auto r = q.all_rows_of.empty() ? run_witness(q, db, executor, limits, take)
+                                   : executor.run(db, sql, limits, take);
     if (!r.ok() && !q.all_rows_on_error.empty()) {
       for (const auto& t : q.all_rows_on_error) {
-        auto all = executor.run(db, "SELECT rowid FROM " + quote_identifier({t, '"'}), limits);
+        auto& set = rows[t];
+        auto all = executor.run(db, "SELECT rowid FROM " + quote_identifier({t, '"'}), limits,
+                                [&](const db::Row& row) {
+                                  if (!row.empty() && row[0].type == db::ValueType::kInteger) set.insert(row[0].i);
+                                });
         if (!all.ok()) return Status(ErrorCode::kSql, "lineage of " + t + ": " + all.error);
-        for (const auto& row : all.result.rows)
-          if (!row.empty() && row[0].type == db::ValueType::kInteger) rows[t].insert(row[0].i);
       }
       continue;
     }
     if (!r.ok()) return Status(ErrorCode::kSql, "lineage query failed: " + r.error + "\n" + sql);
-    size_t n = q.all_rows_of.empty() ? q.tables.size() : 1;
-    for (const auto& row : r.result.rows) {
-      if (row.size() < n) return internal_error("lineage query returned too few columns");
-      for (size_t k = 0; k < n; ++k) {
-        const db::Value& v = row[row.size() - n + k];
-        auto& set = rows[q.all_rows_of.empty() ? q.tables[k] : q.all_rows_of];
-        if (v.type == db::ValueType::kInteger) {
-          set.insert(v.i);
-        } else if (v.type == db::ValueType::kText) {
-          size_t start = 0;
-          while (start < v.s.size()) {
-            size_t end = v.s.find(',', start);
-            if (end == std::string::npos) end = v.s.size();
-            set.insert(std::stoll(v.s.substr(start, end - start)));
-            start = end + 1;
-          }
-        }
-      }
-    }
+    if (!row_error.is_ok()) return row_error;
+    for (auto& [table, ids] : found) rows[table].merge(ids);
   }
   return rows;
 }

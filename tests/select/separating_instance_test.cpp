@@ -4,6 +4,7 @@
 // candidate that agrees with gold. D′'s database and answer format: instance_database_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 
@@ -170,6 +171,66 @@ TEST_F(SeparatingInstanceTest, KnownResultSkipsTheRunOnD) {
   EXPECT_TRUE(with->result.rows.empty());          // not run again
   EXPECT_EQ(without->result.rows.size(), 2u);      // Ben, Fran
   EXPECT_EQ(with->by_witness, without->by_witness);  // the same witnesses either way
+}
+
+// The terms of a query's lineage, read from its witness rows as they stream in: one term per
+// joined tuple, sorted and unique per witness; a grouped witness records each term's group, and
+// a group whose rowid lists do not line up (an outer join's NULLs) is one term.
+TEST_F(SeparatingInstanceTest, LineageTermsOfJoinsGroupsAndOuterJoins) {
+  const auto& tables = builder_->schema().tables;
+  auto index = [&](const char* name) {
+    return static_cast<uint32_t>(builder_->schema().find(name) - tables.data());
+  };
+  const uint32_t client = index("client"), loan = index("loan"), district = index("district");
+  auto term = [](std::initializer_list<std::pair<uint32_t, int64_t>> rows) { return LineageTerm(rows); };
+
+  // A self-join: (101, 105) and (105, 101) make the same term, kept once; (c, c) is one row.
+  auto self = builder_->lineage("SELECT c1.name FROM client c1 JOIN client c2 ON c1.district_id = c2.district_id");
+  ASSERT_TRUE(self.is_ok()) << self.status().to_string();
+  ASSERT_EQ(self->by_witness.size(), 1u);
+  EXPECT_EQ(self->by_witness[0],
+            (std::vector<LineageTerm>{term({{client, 100}}), term({{client, 101}}),
+                                      term({{client, 101}, {client, 105}}), term({{client, 102}}),
+                                      term({{client, 103}}), term({{client, 104}}), term({{client, 105}})}));
+  EXPECT_EQ(self->group_of[0], std::vector<uint32_t>(7, QueryLineage::kNoGroup));
+
+  // Grouped: district 2's loans (client 101 twice, 105 once) share a group, the others not.
+  auto grouped = builder_->lineage(
+      "SELECT c.district_id, COUNT(*) FROM client c JOIN loan l ON l.client_id = c.client_id GROUP BY c.district_id");
+  ASSERT_TRUE(grouped.is_ok()) << grouped.status().to_string();
+  ASSERT_EQ(grouped->by_witness.size(), 1u);
+  const auto& terms = grouped->by_witness[0];
+  const auto& groups = grouped->group_of[0];
+  std::vector<LineageTerm> expected = {term({{client, 100}, {loan, 1000}}), term({{client, 101}, {loan, 1001}}),
+                                       term({{client, 101}, {loan, 1002}}), term({{client, 103}, {loan, 1003}}),
+                                       term({{client, 104}, {loan, 1004}}), term({{client, 105}, {loan, 1005}})};
+  std::sort(expected.begin(), expected.end());
+  ASSERT_EQ(terms, expected);
+  auto group = [&](const LineageTerm& t) {
+    return groups[static_cast<size_t>(std::lower_bound(terms.begin(), terms.end(), t) - terms.begin())];
+  };
+  const uint32_t district2 = group(term({{client, 101}, {loan, 1001}}));
+  EXPECT_NE(district2, QueryLineage::kNoGroup);
+  EXPECT_EQ(group(term({{client, 101}, {loan, 1002}})), district2);
+  EXPECT_EQ(group(term({{client, 105}, {loan, 1005}})), district2);
+  std::set<uint32_t> others = {group(term({{client, 100}, {loan, 1000}})), group(term({{client, 103}, {loan, 1003}})),
+                               group(term({{client, 104}, {loan, 1004}}))};
+  EXPECT_EQ(others.size(), 3u);
+  EXPECT_FALSE(others.count(district2));
+
+  // Outer joins: district 3's client 102 has no loan, so its lists (1 district, 1 client, no
+  // loan) do not line up and the group is one term of two rows.
+  auto outer = builder_->lineage(
+      "SELECT d.a2, COUNT(l.loan_id) FROM district d LEFT JOIN client c ON c.district_id = d.district_id "
+      "LEFT JOIN loan l ON l.client_id = c.client_id GROUP BY d.district_id");
+  ASSERT_TRUE(outer.is_ok()) << outer.status().to_string();
+  ASSERT_EQ(outer->by_witness.size(), 1u);
+  const auto& outer_terms = outer->by_witness[0];
+  EXPECT_TRUE(std::binary_search(outer_terms.begin(), outer_terms.end(), term({{district, 3}, {client, 102}})));
+  EXPECT_TRUE(std::binary_search(outer_terms.begin(), outer_terms.end(),
+                                 term({{district, 2}, {client, 105}, {loan, 1005}})));
+  EXPECT_EQ(outer_terms.size(), 7u);  // districts 1, 2 (three loans), 4 and 5 by loan; 3 whole
+  EXPECT_TRUE(std::is_sorted(outer_terms.begin(), outer_terms.end()));
 }
 
 // With a tiny group budget the grouped lineage is a sample of whole groups; the instance is

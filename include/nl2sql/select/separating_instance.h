@@ -30,7 +30,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <filesystem>
+#include <initializer_list>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -47,10 +50,84 @@
 
 namespace nl2sql::select {
 
-// One simple term: (table, rowid) pairs, sorted; the table is an index into the builder's
-// schema (InstanceBuilder::schema().tables). Indexes, not names: a BIRD-sized query has
-// millions of terms, and they are sorted and compared many times.
-using LineageTerm = std::vector<std::pair<uint32_t, int64_t>>;
+// One simple term: the (table, rowid) pairs of the rows behind one output tuple, sorted by
+// (table, rowid), without repeats; the table is an index into the builder's schema
+// (InstanceBuilder::schema().tables). A BIRD-sized query has millions of terms, sorted and
+// compared many times, so a term is compact: up to kInline rows are held in its own 32 bytes
+// (no allocation), more in one heap block. Terms compare as the sequences of their pairs
+// (lexicographically). Schemas of more than 65,535 tables are not supported (the table index is
+// stored in 16 bits).
+class LineageTerm {
+ public:
+  using value_type = std::pair<uint32_t, int64_t>;
+  static constexpr uint32_t kInline = 3;
+  static constexpr uint32_t kMaxTables = 0xFFFF;
+
+  class const_iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = LineageTerm::value_type;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = value_type;
+    const_iterator() = default;
+    const_iterator(const LineageTerm* term, uint32_t k) : term_(term), k_(k) {}
+    value_type operator*() const { return (*term_)[k_]; }
+    const_iterator& operator++() { ++k_; return *this; }
+    const_iterator operator++(int) { auto copy = *this; ++k_; return copy; }
+    bool operator==(const const_iterator& o) const { return k_ == o.k_; }
+    bool operator!=(const const_iterator& o) const { return k_ != o.k_; }
+
+   private:
+    const LineageTerm* term_ = nullptr;
+    uint32_t k_ = 0;
+  };
+
+  LineageTerm() = default;
+  // The given rows, sorted and without repeats.
+  LineageTerm(std::initializer_list<value_type> rows);
+  LineageTerm(const LineageTerm& other);
+  LineageTerm(LineageTerm&& other) noexcept;
+  LineageTerm& operator=(const LineageTerm& other);
+  LineageTerm& operator=(LineageTerm&& other) noexcept;
+  ~LineageTerm();
+
+  size_t size() const { return heap() ? block()->size : tag(); }
+  bool empty() const { return size() == 0; }
+  value_type operator[](size_t k) const { return {table_at(k), id_at(k)}; }
+  value_type front() const { return (*this)[0]; }
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, static_cast<uint32_t>(size())}; }
+
+  // Appends a row (table < kMaxTables); call normalize() once all are in.
+  void add(uint32_t table, int64_t id);
+  // Sorts the rows by (table, rowid) and drops repeats.
+  void normalize();
+
+  friend bool operator==(const LineageTerm& a, const LineageTerm& b);
+  friend bool operator!=(const LineageTerm& a, const LineageTerm& b) { return !(a == b); }
+  friend bool operator<(const LineageTerm& a, const LineageTerm& b);
+
+ private:
+  struct Block {  // followed by int64_t ids[capacity], then uint16_t tables[capacity]
+    uint32_t size;
+    uint32_t capacity;
+  };
+  static constexpr uint16_t kHeapTag = 0xFFFF;
+  // Inline: words_[0..2] the rowids, words_[3] three 16-bit tables then the 16-bit size.
+  // Heap: words_[0] the Block's address, the top 16 bits of words_[3] kHeapTag.
+  uint64_t words_[4] = {0, 0, 0, 0};
+
+  uint16_t tag() const { return static_cast<uint16_t>(words_[3] >> 48); }
+  void set_tag(uint16_t t);
+  bool heap() const { return tag() == kHeapTag; }
+  Block* block() const;
+  static int64_t* block_ids(Block* b);
+  static uint16_t* block_tables(Block* b);
+  uint32_t table_at(size_t k) const;
+  int64_t id_at(size_t k) const;
+  void release();
+};
 
 struct QueryLineage {
   std::string sql;

@@ -97,6 +97,12 @@ Result<std::map<std::string, int64_t>> count_table_rows(const Select& select, co
 // sample kept no group.
 db::ExecutionResult run_witness(const WitnessQuery& q, const std::filesystem::path& db,
                                 const db::Executor& executor, const db::QueryLimits& limits);
+// The same with every row handed to `sink` as it is read (Executor::run's row sink), none kept:
+// a witness at BIRD scale has millions of rows. When the sample kept no group, `sink` has seen
+// the sample's rows (none holds a rowid) and then sees the exact query's.
+db::ExecutionResult run_witness(const WitnessQuery& q, const std::filesystem::path& db,
+                                const db::Executor& executor, const db::QueryLimits& limits,
+                                const db::RowSink& sink);
 
 // table -> rowids of the witness rows.
 using LineageRows = std::map<std::string, std::set<int64_t>>;
