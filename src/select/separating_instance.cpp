@@ -337,23 +337,9 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
       }
       for (size_t k = 0; k < n; ++k) {
         lists[k].clear();
-        const db::Value& v = row[row.size() - n + k];
-        if (v.type == db::ValueType::kInteger) {
-          lists[k].push_back(v.i);
-        } else if (v.type == db::ValueType::kText) {
-          const char* p = v.s.data();
-          const char* e = p + v.s.size();
-          while (p < e) {
-            int64_t id = 0;
-            auto [next, ec] = std::from_chars(p, e, id);
-            if (ec != std::errc()) {
-              row_error = internal_error("lineage query returned a malformed rowid list");
-              return;
-            }
-            lists[k].push_back(id);
-            p = next;
-            while (p < e && *p == ',') ++p;
-          }
+        if (!sql::for_each_rowid(row[row.size() - n + k], [&](int64_t id) { lists[k].push_back(id); })) {
+          row_error = internal_error("lineage query returned a malformed rowid list");
+          return;
         }
       }
       bool aligned = n > 0 && std::all_of(lists.begin(), lists.end(),

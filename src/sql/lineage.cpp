@@ -609,24 +609,10 @@ Result<LineageRows> collect_lineage_rows(const Lineage& lineage, const std::file
         return;
       }
       for (size_t k = 0; k < n; ++k) {
-        const db::Value& v = row[row.size() - n + k];
         auto& set = found[q.all_rows_of.empty() ? q.tables[k] : q.all_rows_of];
-        if (v.type == db::ValueType::kInteger) {
-          set.insert(v.i);
-        } else if (v.type == db::ValueType::kText) {
-          const char* p = v.s.data();
-          const char* e = p + v.s.size();
-          while (p < e) {
-            int64_t id = 0;
-            auto [next, ec] = std::from_chars(p, e, id);
-            if (ec != std::errc()) {
-              row_error = internal_error("lineage query returned a malformed rowid list");
-              return;
-            }
-            set.insert(id);
-            p = next;
-            while (p < e && *p == ',') ++p;
-          }
+        if (!for_each_rowid(row[row.size() - n + k], [&](int64_t id) { set.insert(id); })) {
+          row_error = internal_error("lineage query returned a malformed rowid list");
+          return;
         }
       }
     };

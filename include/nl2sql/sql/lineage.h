@@ -40,6 +40,7 @@
 // Pure functions except run_witness and collect_lineage_rows (run SQL through db::Executor).
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -103,6 +104,27 @@ db::ExecutionResult run_witness(const WitnessQuery& q, const std::filesystem::pa
 db::ExecutionResult run_witness(const WitnessQuery& q, const std::filesystem::path& db,
                                 const db::Executor& executor, const db::QueryLimits& limits,
                                 const db::RowSink& sink);
+
+// Calls f(rowid) for each rowid a witness cell holds: an integer, or a comma-separated list (a
+// grouped witness's group_concat); any other value holds none. False on a malformed list.
+template <typename F>
+bool for_each_rowid(const db::Value& v, F&& f) {
+  if (v.type == db::ValueType::kInteger) {
+    f(v.i);
+  } else if (v.type == db::ValueType::kText) {
+    const char* p = v.s.data();
+    const char* e = p + v.s.size();
+    while (p < e) {
+      int64_t id = 0;
+      auto [next, ec] = std::from_chars(p, e, id);
+      if (ec != std::errc()) return false;
+      f(id);
+      p = next;
+      while (p < e && *p == ',') ++p;
+    }
+  }
+  return true;
+}
 
 // table -> rowids of the witness rows.
 using LineageRows = std::map<std::string, std::set<int64_t>>;
