@@ -438,30 +438,24 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
     std::string().swap(w.raw);
   }
   out.end_section();
-  out.begin_section((n + 1) * 8);
-  uint64_t at = 0;
-  out.append(&at, 8);
-  for (auto& w : work) {
-    for (uint32_t len : w.raw_len) {
-      at += len;
-      out.append(&at, 8);
+  // A section of n + 1 running offsets from the columns' lengths (each list freed once written).
+  auto offsets = [&](std::vector<uint32_t> ColumnWork::*lengths) {
+    out.begin_section((n + 1) * 8);
+    uint64_t at = 0;
+    out.append(&at, 8);
+    for (auto& w : work) {
+      for (uint32_t len : w.*lengths) {
+        at += len;
+        out.append(&at, 8);
+      }
+      std::vector<uint32_t>().swap(w.*lengths);
     }
-    std::vector<uint32_t>().swap(w.raw_len);
-  }
-  out.end_section();
+    out.end_section();
+  };
+  offsets(&ColumnWork::raw_len);
   // The normalized values: their offsets in code points (the file's), then their bytes (kept,
   // with byte offsets, for the signatures).
-  out.begin_section((n + 1) * 8);
-  at = 0;
-  out.append(&at, 8);
-  for (auto& w : work) {
-    for (uint32_t points : w.norm_points) {
-      at += points;
-      out.append(&at, 8);
-    }
-    std::vector<uint32_t>().swap(w.norm_points);
-  }
-  out.end_section();
+  offsets(&ColumnWork::norm_points);
   std::string norm;
   norm.reserve(norm_bytes);
   std::vector<uint64_t> norm_off;
