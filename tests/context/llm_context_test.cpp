@@ -13,6 +13,7 @@
 
 #include "nl2sql/context/retrieve.h"
 
+#include "support/fake_client.h"
 #include "support/fake_openai_server.h"
 #include "nl2sql/context/column_filter.h"
 #include "nl2sql/context/embedding_rerank.h"
@@ -44,18 +45,7 @@ llm::LlmSettings sim_settings() {
 }
 
 llm::LlmSettings server_settings(const std::string& base_url) {
-  llm::LlmSettings s;
-  llm::ModelProfile p;
-  p.name = "main";
-  p.base_url = base_url;
-  p.model = "fake";
-  p.api_key_env = "";
-  p.timeout_s = 5;
-  s.profiles["main"] = p;
-  s.default_profile = "main";
-  s.retry.max_attempts = 1;
-  s.cache.mode = llm::CacheMode::kOff;
-  return s;
+  return llm::testing::one_profile_settings(base_url, "fake");
 }
 
 // A client for `s`; simulated profiles are answered by a simulator holding `ds`'s gold.

@@ -6,6 +6,7 @@
 
 #include "nl2sql/eval/evaluator.h"
 #include "nl2sql/eval/report.h"
+#include "support/fake_client.h"
 #include "support/fake_openai_server.h"
 #include "support/jsonl_dataset.h"
 #include "support/test_env.h"
@@ -134,21 +135,10 @@ class JudgeEvalTest : public ::testing::Test {
     return FakeReply(200, completion_body("```json\n{\"Classification code\": \"" + want + "\", \"Reasoning\": \"asked\"}\n```"));
   }
   std::unique_ptr<llm::Client> client(const FakeOpenAiServer& server) {
-    llm::LlmSettings s;
-    llm::ModelProfile p;
-    p.name = "main";
-    p.base_url = server.base_url();
-    p.model = "fake-judge";
-    p.api_key_env = "";
-    p.timeout_s = 5;
-    s.profiles["main"] = p;
-    s.default_profile = "main";
-    s.retry.max_attempts = 1;
-    s.cache.mode = llm::CacheMode::kReadWrite;
+    llm::LlmSettings s = llm::testing::one_profile_settings(server.base_url(), "fake-judge");
+    s.cache.mode = llm::CacheMode::kReadWrite;  // a rerun must make no call
     s.cache.path = (dir_ / "llm_cache.sqlite").string();
-    auto c = llm::Client::create(s);
-    EXPECT_TRUE(c.is_ok()) << c.status().to_string();
-    return std::move(c).value();
+    return llm::testing::client_from(s);
   }
   testing::TempDir dir_;
   data::Dataset ds_;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/fake_client.h"
 #include "support/fake_openai_server.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/feedback/feedback.h"
@@ -23,19 +24,7 @@ using llm::testing::FakeOpenAiServer;
 using llm::testing::FakeReply;
 
 std::unique_ptr<llm::Client> client_for(const std::string& base_url) {
-  llm::LlmSettings s;
-  llm::ModelProfile p;
-  p.name = "main";
-  p.base_url = base_url;
-  p.model = "fake-model";
-  p.timeout_s = 10;
-  s.profiles["main"] = p;
-  s.default_profile = "main";
-  s.retry.max_attempts = 1;
-  s.cache.mode = llm::CacheMode::kOff;
-  auto c = llm::Client::create(s);
-  EXPECT_TRUE(c.is_ok()) << c.status().message();
-  return std::move(*c);
+  return llm::testing::client_from(llm::testing::one_profile_settings(base_url, "fake-model", 10));
 }
 
 // The user message of a chat request body.

@@ -15,6 +15,7 @@
 
 #include "nl2sql/llm/client.h"
 #include "nl2sql/select/selector.h"
+#include "support/fake_client.h"
 #include "support/fake_openai_server.h"
 
 namespace nl2sql::select::testing {
@@ -59,20 +60,7 @@ struct Pool {
 
 // A client with one profile, "main", served by `server`: no retries, no cache.
 inline std::unique_ptr<llm::Client> fake_client(const llm::testing::FakeOpenAiServer& server) {
-  llm::LlmSettings s;
-  llm::ModelProfile p;
-  p.name = "main";
-  p.base_url = server.base_url();
-  p.model = "fake-model";
-  p.api_key_env = "";
-  p.timeout_s = 5;
-  s.profiles["main"] = p;
-  s.default_profile = "main";
-  s.retry.max_attempts = 1;
-  s.cache.mode = llm::CacheMode::kOff;
-  auto c = llm::Client::create(s);
-  EXPECT_TRUE(c.is_ok()) << c.status().to_string();
-  return std::move(c).value();
+  return llm::testing::client_from(llm::testing::one_profile_settings(server.base_url()));
 }
 
 }  // namespace nl2sql::select::testing
