@@ -216,6 +216,7 @@ Result<InstanceBuilder> InstanceBuilder::open(const std::filesystem::path& db_pa
   b.schema_ = std::make_shared<const sql::Schema>(std::move(*schema));
   b.row_cache_ = std::make_shared<std::map<std::pair<std::string, int64_t>, db::Row>>();
   b.table_rows_ = std::make_shared<std::map<std::string, int64_t>>();
+  b.witness_memo_ = std::make_shared<WitnessMemo>();
   return b;
 }
 
@@ -268,7 +269,7 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
   };
   // Sorts a witness's terms, drops repeats (keeping the first group) and stores both. In place:
   // at BIRD scale a witness has millions of terms, and a sorted copy would double them.
-  auto store = [&](std::vector<LineageTerm>& terms, std::vector<uint32_t>& groups) {
+  auto store = [&](std::vector<LineageTerm>& terms, std::vector<uint32_t>& groups) -> std::shared_ptr<WitnessTerms> {
     const auto n = static_cast<uint32_t>(terms.size());
     groups.resize(n, QueryLineage::kNoGroup);
     std::vector<uint32_t> order(n);
@@ -302,17 +303,16 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
     }
     terms.resize(kept);
     groups.resize(kept);
-    out.by_witness.push_back(std::move(terms));
-    out.group_of.push_back(std::move(groups));
+    auto w = std::make_shared<WitnessTerms>();
+    w->terms = std::move(terms);
+    w->group_of = std::move(groups);
+    return w;
   };
-  for (const auto& q : lin->queries) {
-    std::vector<LineageTerm> terms;
-    std::vector<uint32_t> groups;  // parallel to terms: the witness row (group) of each
-    if (!q.all_rows_of.empty()) {
-      NL2SQL_RETURN_IF_ERROR(all_rows(q.all_rows_of, terms, groups));
-      store(terms, groups);
-      continue;
-    }
+  // Runs one witness query on D into terms and their groups, each row split into terms as it is
+  // read (never held: at BIRD scale a witness has millions of rows). `fallback` says why the
+  // rewrite's whole-table over-approximation was used instead, if it was.
+  auto run_query = [&](const sql::WitnessQuery& q, std::vector<LineageTerm>& terms,
+                       std::vector<uint32_t>& groups, std::string& fallback) -> Status {
     const size_t n = q.tables.size();
     std::vector<uint32_t> table_index(n);
     for (size_t k = 0; k < n; ++k) {
@@ -320,15 +320,13 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
       if (!t) return not_found("lineage: table " + q.tables[k] + " is not in the schema");
       table_index[k] = *t;
     }
-    // Witness rows are split into terms as they are read, never held: at BIRD scale a witness
-    // has millions of rows.
     std::vector<std::vector<int64_t>> lists(n);
     Status row_error = Status::ok();
     uint32_t row_number = 0;
     auto take = [&](const db::Row& row) {
       // Rows are numbered across the sample and, when the sample kept nothing (none of its rows
       // holds a rowid, so none makes a term), the exact query: group numbers stay distinct.
-      const uint32_t group = q.grouped ? row_number : QueryLineage::kNoGroup;
+      const uint32_t group = q.grouped ? row_number : WitnessTerms::kNoGroup;
       ++row_number;
       if (!row_error.is_ok()) return;
       if (row.size() < n) {
@@ -371,14 +369,54 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
       // that became ambiguous): the rewrite's whole-table over-approximation instead.
       terms.clear();
       groups.clear();
-      out.fallbacks.push_back("decorrelated witness failed (" + w.error + "): every row of its tables");
+      fallback = "decorrelated witness failed (" + w.error + "): every row of its tables";
       for (const auto& t : q.all_rows_on_error) NL2SQL_RETURN_IF_ERROR(all_rows(t, terms, groups));
-      store(terms, groups);
-      continue;
+      return Status::ok();
     }
     if (!w.ok()) return Status(ErrorCode::kSql, "lineage query failed: " + w.error);
-    NL2SQL_RETURN_IF_ERROR(row_error);
-    store(terms, groups);
+    return row_error;
+  };
+  // The terms of one witness query: shared with a live lineage of the same witness text, none
+  // when the query's own plain witness meets an empty result, run on D otherwise.
+  auto witness = [&](const sql::WitnessQuery& q) -> Result<std::shared_ptr<const WitnessTerms>> {
+    if (q.rows_are_output && result_on_d != nullptr && result_on_d->rows.empty()) {
+      ++out.witnesses_empty;
+      return std::make_shared<const WitnessTerms>();
+    }
+    const std::string key = q.all_rows_of.empty() ? q.sql + '\n' + q.exact_sql : "all rows of\n" + q.all_rows_of;
+    {
+      std::lock_guard lock(witness_memo_->mu);
+      if (auto shared = witness_memo_->by_sql[key].lock()) {
+        ++out.witnesses_shared;
+        return std::shared_ptr<const WitnessTerms>(std::move(shared));
+      }
+    }
+    ++out.witnesses_run;
+    std::vector<LineageTerm> terms;
+    std::vector<uint32_t> groups;  // parallel to terms: the witness row (group) of each
+    std::string fallback;
+    if (!q.all_rows_of.empty()) {
+      NL2SQL_RETURN_IF_ERROR(all_rows(q.all_rows_of, terms, groups));
+    } else {
+      NL2SQL_RETURN_IF_ERROR(run_query(q, terms, groups, fallback));
+    }
+    std::shared_ptr<WitnessTerms> built = store(terms, groups);
+    built->fallback = std::move(fallback);
+    std::shared_ptr<const WitnessTerms> made = std::move(built);
+    std::lock_guard lock(witness_memo_->mu);
+    auto& slot = witness_memo_->by_sql[key];
+    if (auto other = slot.lock()) return other;  // another thread ran it meanwhile
+    slot = made;
+    // Entries whose lineages are gone are dropped now and then, so the memo stays small.
+    if (witness_memo_->by_sql.size() > 256)
+      std::erase_if(witness_memo_->by_sql, [](const auto& e) { return e.second.expired(); });
+    return made;
+  };
+  for (const auto& q : lin->queries) {
+    auto w = witness(q);
+    if (!w.is_ok()) return w.status();
+    if (!(*w)->fallback.empty()) out.fallbacks.push_back((*w)->fallback);
+    out.witnesses.push_back(std::move(*w));
   }
   return out;
 }
@@ -430,8 +468,8 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
   // P1, P2: every term of each query, sorted and unique; the differences by one merge pass.
   auto all_terms = [](const QueryLineage& q) {
     std::vector<const LineageTerm*> v;
-    for (const auto& w : q.by_witness)
-      for (const auto& t : w) v.push_back(&t);
+    for (const auto& w : q.witnesses)
+      for (const auto& t : w->terms) v.push_back(&t);
     std::sort(v.begin(), v.end(), [](const LineageTerm* x, const LineageTerm* y) { return *x < *y; });
     v.erase(std::unique(v.begin(), v.end(), [](const LineageTerm* x, const LineageTerm* y) { return *x == *y; }),
             v.end());
@@ -450,23 +488,24 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
   }
   // Witness queries (per query) for the support rows of subqueries; each is sorted.
   std::vector<const std::vector<LineageTerm>*> witnesses;
-  for (const auto& w : a.by_witness) witnesses.push_back(&w);
-  for (const auto& w : b.by_witness) witnesses.push_back(&w);
+  for (const QueryLineage* q : {&a, &b})
+    for (const auto& w : q->witnesses) witnesses.push_back(&w->terms);
   auto table_name = [&](uint32_t t) -> const std::string& { return schema_->tables[t].name; };
 
-  // The group mates of a term (see QueryLineage::group_of): the witness holding it, by address.
-  std::vector<std::pair<const std::vector<LineageTerm>*, const std::vector<uint32_t>*>> grouped;
+  // The group mates of a term (see WitnessTerms::group_of): the witness holding it, by address.
+  std::vector<const WitnessTerms*> grouped;
   for (const QueryLineage* q : {&a, &b})
-    for (size_t w = 0; w < q->by_witness.size() && w < q->group_of.size(); ++w)
-      grouped.emplace_back(&q->by_witness[w], &q->group_of[w]);
+    for (const auto& w : q->witnesses) grouped.push_back(w.get());
   auto group_mates = [&](const LineageTerm* t) {
     std::vector<const LineageTerm*> mates;
-    for (const auto& [terms, groups] : grouped) {
-      if (terms->empty() || t < terms->data() || t >= terms->data() + terms->size()) continue;
-      const uint32_t g = (*groups)[static_cast<size_t>(t - terms->data())];
-      if (g == QueryLineage::kNoGroup) break;
-      for (size_t k = 0; k < terms->size() && mates.size() < options_.max_group_terms; ++k)
-        if ((*groups)[k] == g && &(*terms)[k] != t) mates.push_back(&(*terms)[k]);
+    for (const WitnessTerms* w : grouped) {
+      const auto& terms = w->terms;
+      const auto& groups = w->group_of;
+      if (terms.empty() || t < terms.data() || t >= terms.data() + terms.size()) continue;
+      const uint32_t g = groups[static_cast<size_t>(t - terms.data())];
+      if (g == WitnessTerms::kNoGroup) break;
+      for (size_t k = 0; k < terms.size() && mates.size() < options_.max_group_terms; ++k)
+        if (groups[k] == g && &terms[k] != t) mates.push_back(&terms[k]);
       break;
     }
     return mates;

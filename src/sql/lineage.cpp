@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <functional>
 #include <tuple>
 
 #include "nl2sql/db/executor.h"
@@ -94,6 +95,7 @@ class Rewriter {
   Status status;
 
   void select(const Select& s) {
+    if (!top_) top_ = &s;
     size_t saved = ctes_.size();
     for (const auto& c : s.with) ctes_.push_back({&c, s.recursive});
     bool compound = s.cores.size() > 1;
@@ -354,6 +356,30 @@ class Rewriter {
     }
   }
 
+  // Whether GROUP BY, HAVING or (with `ordered`) ORDER BY of this core names one of its output
+  // columns: a position, or an alias (SQLite looks these up before table columns). A subquery
+  // there counts as naming one (not looked into).
+  static bool names_output(const SelectCore& c, const Select* ordered) {
+    std::set<std::string> aliases;
+    for (const auto& rc : c.columns)
+      if (!rc.alias.name.empty()) aliases.insert(lc(rc.alias.name));
+    std::function<bool(const Expr&)> names = [&](const Expr& e) {
+      if (e.select) return true;
+      if (e.kind == ExprKind::kColumn && e.names.size() == 1 && aliases.count(lc(e.names[0].name))) return true;
+      for (const auto& ch : e.children)
+        if (ch && names(*ch)) return true;
+      return e.filter && names(*e.filter);
+    };
+    auto position = [](const Expr& e) { return e.kind == ExprKind::kLiteral && e.literal == LiteralKind::kNumber; };
+    for (const auto& g : c.group_by)
+      if (position(*g) || names(*g)) return true;
+    if (c.having && names(*c.having)) return true;
+    if (ordered)
+      for (const auto& t : ordered->order_by)
+        if (position(*t.expr) || names(*t.expr)) return true;
+    return false;
+  }
+
   static std::string rowid_name(const TableInfo& t) {
     for (const char* n : {"rowid", "_rowid_", "oid"})
       if (!t.find_column(n)) return n;
@@ -444,6 +470,22 @@ class Rewriter {
       wc.distinct = false;
     }
     q.grouped = aggregated;
+    // A witness's rows (or groups) are set by its FROM, WHERE, GROUP BY and HAVING, and by ORDER
+    // BY when a LIMIT/OFFSET cuts them; what it selects, and its DISTINCT, change none of them
+    // unless one of those names an output column (by alias or position). Then it returns its
+    // rowid columns alone, so two queries that differ only in their select list (another or an
+    // extra column, DISTINCT or not) share one witness text, which select::InstanceBuilder runs
+    // once. Without a cut, a plain witness's order carries nothing either.
+    const bool cut = keep_order_limit && (owner->limit || owner->offset);
+    if (!aggregated && !cut) {
+      wc.columns.clear();
+      keep_order_limit = false;
+    } else if (!names_output(wc, keep_order_limit ? owner : nullptr)) {
+      wc.columns.clear();
+    }
+    // Each row of the top query's own plain witness is one row of its result (before DISTINCT):
+    // an empty result has an empty witness.
+    if (!aggregated) q.rows_are_output = owner != nullptr && owner == top_;
     for (size_t k = 0; k < occ.size(); ++k) {
       ExprPtr col = column_expr(occ[k].qualifier, occ[k].quote, rowid_name(*occ[k].table));
       if (aggregated) col = call("group_concat", std::move(col));
@@ -522,6 +564,7 @@ class Rewriter {
 
   const Schema& schema_;
   const LineageOptions& options_;
+  const Select* top_ = nullptr;  // the query rewritten (the first select visited)
   std::map<std::string, int64_t> table_rows_ = lower_keys(options_.table_rows);
   Lineage& out_;
   const SelectCore* where_of_ = nullptr;  // the core whose WHERE is being visited

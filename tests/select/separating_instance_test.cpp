@@ -164,13 +164,87 @@ TEST_F(SeparatingInstanceTest, CorrelatedExistsInWhere) {
 
 TEST_F(SeparatingInstanceTest, KnownResultSkipsTheRunOnD) {
   const std::string sql = "SELECT name FROM client WHERE district_id = 2";
+  std::vector<LineageTerm> terms;
+  {  // dropped before the next lineage, so its witness is not shared but run again
+    auto without = builder_->lineage(sql);
+    ASSERT_TRUE(without.is_ok());
+    EXPECT_EQ(without->result.rows.size(), 2u);  // Ben, Fran
+    terms = without->witnesses.at(0)->terms;
+  }
   db::ResultSet known;
+  known.columns = {"name"};
+  known.rows = {{db::Value::text("Ben")}, {db::Value::text("Fran")}};
   auto with = builder_->lineage(sql, &known);
-  auto without = builder_->lineage(sql);
-  ASSERT_TRUE(with.is_ok() && without.is_ok());
-  EXPECT_TRUE(with->result.rows.empty());          // not run again
-  EXPECT_EQ(without->result.rows.size(), 2u);      // Ben, Fran
-  EXPECT_EQ(with->by_witness, without->by_witness);  // the same witnesses either way
+  ASSERT_TRUE(with.is_ok());
+  EXPECT_TRUE(with->result.rows.empty());  // not run again
+  EXPECT_EQ(with->witnesses_run, 1);
+  EXPECT_EQ(with->witnesses.at(0)->terms, terms);  // the same witness either way
+}
+
+// Two queries that differ only in their select list (another column, an extra one, DISTINCT)
+// keep the same rows: their plain witnesses have one text, run once while a lineage holds it.
+TEST_F(SeparatingInstanceTest, AWitnessTextIsRunOnceWhileALineageHoldsIt) {
+  {
+    auto a = builder_->lineage("SELECT name FROM client WHERE district_id = 2");
+    auto b = builder_->lineage("SELECT DISTINCT client_id, name FROM client WHERE district_id = 2");
+    auto c = builder_->lineage("SELECT name FROM client WHERE district_id = 3");
+    ASSERT_TRUE(a.is_ok() && b.is_ok() && c.is_ok());
+    EXPECT_EQ(a->witnesses_run, 1);
+    EXPECT_EQ(b->witnesses_run, 0);
+    EXPECT_EQ(b->witnesses_shared, 1);
+    EXPECT_EQ(a->witnesses.at(0).get(), b->witnesses.at(0).get());
+    EXPECT_EQ(a->witnesses.at(0)->terms.size(), 2u);
+    EXPECT_EQ(c->witnesses_run, 1);  // another WHERE: another witness
+    // A LIMIT cuts rows in ORDER BY order of what is selected: not shared.
+    auto d = builder_->lineage("SELECT name FROM client WHERE district_id = 2 ORDER BY name LIMIT 1");
+    ASSERT_TRUE(d.is_ok());
+    EXPECT_EQ(d->witnesses_run, 1);
+    EXPECT_EQ(d->witnesses.at(0)->terms.size(), 1u);
+  }
+  // Once no lineage holds it, the memo keeps nothing: the witness runs again.
+  auto e = builder_->lineage("SELECT client_id FROM client WHERE district_id = 2");
+  ASSERT_TRUE(e.is_ok());
+  EXPECT_EQ(e->witnesses_run, 1);
+  EXPECT_EQ(e->witnesses_shared, 0);
+}
+
+// An empty result on D means the query's own plain witness is empty: it is not run. A grouped
+// witness (COUNT over no rows still answers a row) and a subquery's witness still run. The
+// instance search separates such a query from one with rows.
+TEST_F(SeparatingInstanceTest, AnEmptyResultNeedsNoRunOfItsOwnWitness) {
+  const std::string none = "SELECT name FROM client WHERE district_id = 99";
+  const std::string some = "SELECT name FROM client WHERE district_id = 2";
+  db::ResultSet empty;
+  empty.columns = {"name"};
+  auto n = builder_->lineage(none, &empty);
+  auto ran = builder_->lineage(none + " AND 1 = 1");  // the same rows, run on D
+  ASSERT_TRUE(n.is_ok() && ran.is_ok());
+  EXPECT_EQ(n->witnesses_empty, 1);
+  EXPECT_EQ(n->witnesses_run, 0);
+  EXPECT_TRUE(n->witnesses.at(0)->terms.empty());
+  EXPECT_TRUE(ran->witnesses.at(0)->terms.empty());
+
+  db::ResultSet zero;
+  zero.columns = {"COUNT(*)"};
+  zero.rows = {{db::Value::integer(0)}};
+  auto counted = builder_->lineage("SELECT COUNT(*) FROM client WHERE district_id = 99", &zero);
+  ASSERT_TRUE(counted.is_ok());
+  EXPECT_EQ(counted->witnesses_empty, 0);
+  EXPECT_EQ(counted->witnesses_run, 1);
+
+  const std::string with_sub = "SELECT name FROM client WHERE district_id = (SELECT MAX(district_id) + 90 FROM district)";
+  auto sub = builder_->lineage(with_sub, &empty);
+  ASSERT_TRUE(sub.is_ok());
+  EXPECT_EQ(sub->witnesses_empty, 1);  // its own witness
+  EXPECT_EQ(sub->witnesses_run, 1);    // the subquery's rows still matter
+
+  auto s = builder_->lineage(some);
+  ASSERT_TRUE(s.is_ok());
+  auto inst = builder_->separate(*s, *n, 7);
+  ASSERT_TRUE(inst.is_ok()) << inst.status().to_string();
+  EXPECT_TRUE(inst->found) << inst->failure;
+  EXPECT_FALSE(inst->answer_a.rows.empty());
+  EXPECT_TRUE(inst->answer_b.rows.empty());
 }
 
 // The terms of a query's lineage, read from its witness rows as they stream in: one term per
@@ -187,20 +261,20 @@ TEST_F(SeparatingInstanceTest, LineageTermsOfJoinsGroupsAndOuterJoins) {
   // A self-join: (101, 105) and (105, 101) make the same term, kept once; (c, c) is one row.
   auto self = builder_->lineage("SELECT c1.name FROM client c1 JOIN client c2 ON c1.district_id = c2.district_id");
   ASSERT_TRUE(self.is_ok()) << self.status().to_string();
-  ASSERT_EQ(self->by_witness.size(), 1u);
-  EXPECT_EQ(self->by_witness[0],
+  ASSERT_EQ(self->witnesses.size(), 1u);
+  EXPECT_EQ(self->witnesses[0]->terms,
             (std::vector<LineageTerm>{term({{client, 100}}), term({{client, 101}}),
                                       term({{client, 101}, {client, 105}}), term({{client, 102}}),
                                       term({{client, 103}}), term({{client, 104}}), term({{client, 105}})}));
-  EXPECT_EQ(self->group_of[0], std::vector<uint32_t>(7, QueryLineage::kNoGroup));
+  EXPECT_EQ(self->witnesses[0]->group_of, std::vector<uint32_t>(7, QueryLineage::kNoGroup));
 
   // Grouped: district 2's loans (client 101 twice, 105 once) share a group, the others not.
   auto grouped = builder_->lineage(
       "SELECT c.district_id, COUNT(*) FROM client c JOIN loan l ON l.client_id = c.client_id GROUP BY c.district_id");
   ASSERT_TRUE(grouped.is_ok()) << grouped.status().to_string();
-  ASSERT_EQ(grouped->by_witness.size(), 1u);
-  const auto& terms = grouped->by_witness[0];
-  const auto& groups = grouped->group_of[0];
+  ASSERT_EQ(grouped->witnesses.size(), 1u);
+  const auto& terms = grouped->witnesses[0]->terms;
+  const auto& groups = grouped->witnesses[0]->group_of;
   std::vector<LineageTerm> expected = {term({{client, 100}, {loan, 1000}}), term({{client, 101}, {loan, 1001}}),
                                        term({{client, 101}, {loan, 1002}}), term({{client, 103}, {loan, 1003}}),
                                        term({{client, 104}, {loan, 1004}}), term({{client, 105}, {loan, 1005}})};
@@ -224,8 +298,8 @@ TEST_F(SeparatingInstanceTest, LineageTermsOfJoinsGroupsAndOuterJoins) {
       "SELECT d.a2, COUNT(l.loan_id) FROM district d LEFT JOIN client c ON c.district_id = d.district_id "
       "LEFT JOIN loan l ON l.client_id = c.client_id GROUP BY d.district_id");
   ASSERT_TRUE(outer.is_ok()) << outer.status().to_string();
-  ASSERT_EQ(outer->by_witness.size(), 1u);
-  const auto& outer_terms = outer->by_witness[0];
+  ASSERT_EQ(outer->witnesses.size(), 1u);
+  const auto& outer_terms = outer->witnesses[0]->terms;
   EXPECT_TRUE(std::binary_search(outer_terms.begin(), outer_terms.end(), term({{district, 3}, {client, 102}})));
   EXPECT_TRUE(std::binary_search(outer_terms.begin(), outer_terms.end(),
                                  term({{district, 2}, {client, 105}, {loan, 1005}})));

@@ -69,6 +69,53 @@ TEST_F(SqlLineage, WitnessRowsOfJoinsGroupsAndTopK) {
   EXPECT_EQ(r["singer"], (Ids{1}));
 }
 
+// What a witness selects does not change its rows: it returns its rowid columns alone unless
+// GROUP BY, HAVING or a kept ORDER BY names an output column, so queries that differ only in
+// their select list have one witness text. Only the top query's plain witness has one row per
+// result row.
+TEST_F(SqlLineage, WitnessTextIsTheSameForQueriesThatDifferOnlyInWhatTheySelect) {
+  auto witnesses = [&](const std::string& sql) {
+    auto q = parse_query(sql);
+    EXPECT_TRUE(q.is_ok());
+    auto l = rewrite_lineage(*q->select, schema_);
+    EXPECT_TRUE(l.is_ok()) << l.status().message();
+    return l.is_ok() ? l->queries : std::vector<WitnessQuery>{};
+  };
+  auto text = [&](const std::string& sql) {
+    auto w = witnesses(sql);
+    return w.empty() ? std::string() : w[0].sql;
+  };
+  // Plain, no cut: the select list, DISTINCT and ORDER BY go.
+  EXPECT_EQ(text("SELECT name FROM singer WHERE age > 40"),
+            text("SELECT DISTINCT singer_id, name, age FROM singer WHERE age > 40 ORDER BY age"));
+  EXPECT_EQ(text("SELECT name FROM singer WHERE age > 40").find("name"), std::string::npos);
+  EXPECT_NE(text("SELECT name FROM singer WHERE age > 40"), text("SELECT name FROM singer WHERE age > 50"));
+  // Cut by LIMIT in an order that names no output column: the order stays, the list goes.
+  EXPECT_EQ(text("SELECT name FROM singer ORDER BY age DESC LIMIT 1"),
+            text("SELECT name, country FROM singer ORDER BY age DESC LIMIT 1"));
+  // An alias or a position named by ORDER BY, GROUP BY or HAVING keeps the output columns.
+  EXPECT_NE(text("SELECT name, age AS a FROM singer ORDER BY a DESC LIMIT 1"),
+            text("SELECT name, age AS a, country FROM singer ORDER BY a DESC LIMIT 1"));
+  EXPECT_NE(text("SELECT country, count(*) AS n FROM singer GROUP BY 1 HAVING n > 1"),
+            text("SELECT country, count(*) AS n, max(age) FROM singer GROUP BY 1 HAVING n > 1"));
+  // Grouped, naming nothing: shared too.
+  EXPECT_EQ(text("SELECT country FROM singer GROUP BY country ORDER BY count(*) DESC LIMIT 1"),
+            text("SELECT country, max(age) FROM singer GROUP BY country ORDER BY count(*) DESC LIMIT 1"));
+  // The rows each witness finds are still the query's.
+  EXPECT_EQ(rows("SELECT name, country FROM singer ORDER BY age DESC LIMIT 1")["singer"], (Ids{2}));
+  EXPECT_EQ(rows("SELECT name, age AS a FROM singer ORDER BY a LIMIT 1")["singer"], (Ids{1}));
+  // One row per result row: the top query's plain witness only.
+  auto sub = witnesses("SELECT name FROM singer WHERE age = (SELECT max(age) FROM singer WHERE country = 'Spain')");
+  ASSERT_EQ(sub.size(), 2u);
+  EXPECT_EQ(sub[0].rows_are_output + sub[1].rows_are_output, 1);
+  auto grouped = witnesses("SELECT count(*) FROM singer WHERE age > 100");
+  ASSERT_EQ(grouped.size(), 1u);
+  EXPECT_FALSE(grouped[0].rows_are_output);
+  auto compound = witnesses("SELECT name FROM singer UNION SELECT venue FROM concert");
+  ASSERT_EQ(compound.size(), 2u);
+  EXPECT_FALSE(compound[0].rows_are_output || compound[1].rows_are_output);
+}
+
 TEST_F(SqlLineage, CorrelatedSubqueriesInWhereAreDecorrelated) {
   // EXISTS: the concert rows are those meeting a kept singer, not every concert.
   Lineage l;

@@ -36,6 +36,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -129,16 +130,29 @@ class LineageTerm {
   void release();
 };
 
+// One witness query's terms on D. Read-only once built: lineages whose witness queries have the
+// same text share one (see InstanceBuilder::lineage).
+struct WitnessTerms {
+  static constexpr uint32_t kNoGroup = UINT32_MAX;
+  std::vector<LineageTerm> terms;  // sorted, unique
+  // Per term: the output group (witness row) it came from; kNoGroup for an ungrouped witness.
+  // Lets the search add a term's whole group (a HAVING COUNT(…) > k group).
+  std::vector<uint32_t> group_of;
+  std::string fallback;  // why these are every row of some tables instead (see lineage())
+};
+
 struct QueryLineage {
+  static constexpr uint32_t kNoGroup = WitnessTerms::kNoGroup;
   std::string sql;
   db::ResultSet result;                      // on D (empty when the caller supplied it)
-  std::vector<std::vector<LineageTerm>> by_witness;  // terms per witness query, sorted, unique
-  // Per witness, per term: the output group (witness row) it came from; kNoGroup for an
-  // ungrouped witness. Lets the search add a term's whole group (a HAVING COUNT(…) > k group).
-  static constexpr uint32_t kNoGroup = UINT32_MAX;
-  std::vector<std::vector<uint32_t>> group_of;
+  std::vector<std::shared_ptr<const WitnessTerms>> witnesses;  // one per witness query
   std::vector<std::string> fallbacks;        // over-approximations the rewrite used
   std::vector<std::string> sampled;          // grouped witnesses kept to a sample of groups
+  // How the witnesses were had: queries run on D, taken from another live lineage with the
+  // same witness text, and known empty from the query's empty result on D (none run).
+  int witnesses_run = 0;
+  int witnesses_shared = 0;
+  int witnesses_empty = 0;
 };
 
 struct InstanceOptions {
@@ -195,7 +209,11 @@ class InstanceBuilder {
 
   // Runs `sql` on D and gathers its lineage terms. A caller that already holds the query's
   // result on D (the selectors do: candidates are executed once) passes it, and the query is
-  // not run again — at BIRD scale that run costs as much as the witness queries.
+  // not run again — at BIRD scale that run costs as much as the witness queries. A result cut
+  // to its first rows (QueryLimits::hash_rows_after) must keep at least one: an empty one
+  // means the whole answer is empty, and the query's own plain witness is then not run.
+  // A witness query whose text another lineage of this builder (or of a copy) still holds is
+  // not run again: its terms are shared (at BIRD scale each witness is a scan of the data).
   Result<QueryLineage> lineage(const std::string& sql,
                                const db::ResultSet* result_on_d = nullptr) const;
   // Searches for D′ separating `a` and `b` (whose results on D should differ).
@@ -218,6 +236,12 @@ class InstanceBuilder {
   std::shared_ptr<std::map<std::string, int64_t>> table_rows_;
   // (table, rowid) → row as read from D (columns in schema order); filled lazily.
   std::shared_ptr<std::map<std::pair<std::string, int64_t>, db::Row>> row_cache_;
+  // Witness text → its terms while some lineage holds them (weak: the memo keeps nothing alive).
+  struct WitnessMemo {
+    std::mutex mu;
+    std::map<std::string, std::weak_ptr<const WitnessTerms>> by_sql;
+  };
+  std::shared_ptr<WitnessMemo> witness_memo_;
 };
 
 // The (M, N) sample sizes of the construction for two queries' SQL texts.

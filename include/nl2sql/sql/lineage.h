@@ -1,9 +1,11 @@
 // Lineage rewriting: which base-table rows a query's result depends on.
 //
 // rewrite_lineage(Q) produces witness queries. Each returns, per output row (or per group),
-// the original output columns followed by one column per base-table occurrence in the FROM
-// clause holding that occurrence's rowid (plain rows) or a comma-separated list of rowids
-// (grouped rows: group_concat). The rewrite keeps joins, WHERE, GROUP BY/HAVING and
+// one column per base-table occurrence in the FROM clause holding that occurrence's rowid
+// (plain rows) or a comma-separated list of rowids (grouped rows: group_concat); a grouped
+// witness, or a plain one cut by LIMIT/OFFSET, returns the original output columns before them
+// (a plain witness's rows do not depend on what it selects, so two queries that differ only in
+// their select list have the same witness text). The rewrite keeps joins, WHERE, GROUP BY/HAVING and
 // ORDER BY … LIMIT, so only the rows of the kept output rows/groups are witnesses; DISTINCT
 // without aggregation becomes GROUP BY over the output columns. Rows read by subqueries are
 // witnesses too: an uncorrelated subquery (in WHERE, HAVING, SELECT, ON) contributes its own
@@ -67,6 +69,9 @@ struct WitnessQuery {
   // `exact_sql` is the same query without the sample; 0 and empty when exact.
   int64_t sample_one_in = 0;
   std::string exact_sql;
+  // Each row of this witness is one row of the query's result (before DISTINCT): the top
+  // query's own plain witness. When the result is empty, so is the witness.
+  bool rows_are_output = false;
 };
 
 struct Lineage {
