@@ -111,6 +111,24 @@ Clock::time_point conn_deadline_plus(Clock::time_point at, std::chrono::duration
 
 }  // namespace
 
+DerivedKeys& DerivedKeys::operator=(const DerivedKeys& other) {
+  if (this != &other) {
+    std::lock_guard lock(mu_);
+    keys_.clear();
+  }
+  return *this;
+}
+
+std::string DerivedKeys::get(int kind, const std::function<std::string()>& make) const {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = keys_.find(kind); it != keys_.end()) return it->second;
+  }
+  std::string made = make();
+  std::lock_guard lock(mu_);
+  return keys_.emplace(kind, std::move(made)).first->second;
+}
+
 const char* exec_status_name(ExecStatus s) {
   switch (s) {
     case ExecStatus::kOk: return "ok";

@@ -16,12 +16,12 @@
 
 namespace nl2sql::db {
 
-namespace {
-
 Hash128 hash_bytes(const void* p, size_t n) {
   const XXH128_hash_t h = XXH3_128bits(p, n);
   return {h.low64, h.high64};
 }
+
+namespace {
 
 struct HashOf {
   size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.lo); }

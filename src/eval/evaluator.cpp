@@ -370,7 +370,8 @@ std::string ItemJudge::variant_fingerprint(const fs::path& file) const {
 }
 
 db::CachedExecution ItemJudge::gold(const data::Question& q, const fs::path& db_path,
-                                    const std::string& fp, bool* cached, double* exec_ms) const {
+                                    const std::string& fp, bool* cached, double* exec_ms,
+                                    const db::ExecutionResult* known) const {
   TieProbe probe;
   const TieCheckKind kind = options_.check_ties ? tie_check_kind(q.gold_sql, &probe) : TieCheckKind::kNone;
   const std::string key = cache_ ? db::ResultCache::key(fp, q.gold_sql) : std::string();
@@ -379,7 +380,11 @@ db::CachedExecution ItemJudge::gold(const data::Question& q, const fs::path& db_
     if (exec_ms) *exec_ms += r.elapsed_ms;
   };
   std::optional<db::CachedExecution> hit;
-  if (cache_) {
+  if (known && known->ok()) {
+    hit.emplace();
+    hit->result = *known;
+    hit->row_cap = gold_limits_.row_cap;
+  } else if (cache_) {
     hit = cache_->get(key, gold_limits_.row_cap);
     ++(hit ? hits_ : misses_);
   }
@@ -439,7 +444,8 @@ db::CachedExecution ItemJudge::gold(const data::Question& q, const fs::path& db_
 ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
                             const std::string& fp, const Prediction& p,
                             db::ExecutionResult* pred_out, double* exec_ms_out,
-                            const db::ExecutionResult* known_pred) const {
+                            const db::ExecutionResult* known_pred,
+                            const db::CachedExecution* known_gold) const {
   auto t0 = std::chrono::steady_clock::now();
   ItemResult item;
   item.question_id = q.question_id;
@@ -462,7 +468,13 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
       std::count(options_.metrics.begin(), options_.metrics.end(), Metric::kRelaxed);
   double exec_ms = 0;
 
-  auto gold = this->gold(q, db_path, fp, &item.gold_cached, &exec_ms);
+  db::CachedExecution gold;
+  if (known_gold) {
+    gold = *known_gold;
+    item.gold_cached = true;
+  } else {
+    gold = this->gold(q, db_path, fp, &item.gold_cached, &exec_ms);
+  }
   item.gold_status = db::exec_status_name(gold.result.status);
   item.gold_error = gold.result.error;
   item.gold_unusable = !gold.result.ok();

@@ -279,12 +279,25 @@ class OnlineSyntheticGenerator : public GeneratorBase {
       if (parsed.empty()) client_->accounting().record_parse_failure(a->trace.stage, in.question->question_id);
       for (auto& e : parsed) {
         if (static_cast<int64_t>(per_step[k].size()) >= steps[k].count) break;
-        // Examples that do not run would teach wrong SQL: check them read-only.
-        if (validate_ && executor_ && !in.db_path.empty()) {
-          db::QueryLimits lim = executor_->options().limits;
-          lim.timeout_s = std::min(lim.timeout_s > 0 ? lim.timeout_s : 5.0, 5.0);
-          lim.row_cap = 1000;
-          if (!executor_->run(in.db_path, e.sql, lim).ok()) continue;
+        // Examples that do not run would teach wrong SQL: check them read-only. An example
+        // passes when it runs without error in at most kExampleSeconds to at most
+        // kExampleRows rows. Through the question's shared executions when the caller gives
+        // them (an example is often one of the candidates to come: it then runs once), read
+        // from the whole result; else run here under those limits.
+        if (validate_ && !in.db_path.empty() && (in.execute || executor_)) {
+          constexpr double kExampleSeconds = 5.0;
+          constexpr size_t kExampleRows = 1000;
+          bool runs = false;
+          if (in.execute) {
+            auto r = in.execute(e.sql);
+            runs = r && r->ok() && r->row_count() <= kExampleRows && r->statement_ms <= kExampleSeconds * 1000;
+          } else {
+            db::QueryLimits lim = executor_->options().limits;
+            lim.timeout_s = std::min(lim.timeout_s > 0 ? lim.timeout_s : kExampleSeconds, kExampleSeconds);
+            lim.row_cap = kExampleRows;
+            runs = executor_->run(in.db_path, e.sql, lim).ok();
+          }
+          if (!runs) continue;
         }
         per_step[k].push_back(std::move(e));
       }

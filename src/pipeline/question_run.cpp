@@ -217,6 +217,7 @@ Status QuestionRun::stage_generate() {
   // A generator's queries start running as soon as it is done, while the others still wait for
   // their model: the fix stage then finds them in the question's memo.
   fix::ExecutionMemo& shared_memo = memo();
+  input.execute = [&shared_memo](const std::string& sql) { return shared_memo.run(sql); };
   std::vector<std::thread> threads;
   for (size_t g = 0; g < s_.generators.size(); ++g)
     threads.emplace_back([&, g] {
@@ -335,18 +336,26 @@ Status QuestionRun::stage_judge() {
   items_.assign(candidates_.size(), eval::ItemResult{});
   results_.assign(candidates_.size(), nullptr);
   std::map<std::tuple<bool, bool, std::string>, size_t> judged;  // (present, rejected, sql) → first
-  // Gold is one more query of the question: when a candidate ran the same text (after
-  // normalisation) to a whole result, the judge takes gold's answer from it instead of running
-  // gold again. A result cut to its first rows plus a digest, a timeout or an error is not
-  // shared: gold then runs under its own limits.
-  if (memo_ && s_.exec_cache) {
-    ExecutionMemo::Shared same = memo_->find(q_.gold_sql);
-    if (same && same->ok() && !same->digest) {
-      db::CachedExecution e;
-      e.result = *same;
-      e.row_cap = limits.row_cap;
-      s_.exec_cache->put(db::ResultCache::key(fp, q_.gold_sql), e);
-    }
+  // Gold is one more query of the question, run at most once for all its judgements. When a
+  // candidate ran the same text (after normalisation) successfully, gold's answer is taken from
+  // it. A whole result goes through the run's result cache as any gold does. One cut to its
+  // first rows plus the digest of the whole answer (past fix.keep_rows: most answers at BIRD
+  // scale) cannot be stored there, nor can anything in a run without the cache: gold's
+  // execution is then made once here, with its tie check, and handed to every judgement of the
+  // question, the final verdict's included. A candidate's timeout or error is not taken: gold
+  // then runs under its own limits (and is handed on the same way when it is not cacheable).
+  known_gold_.reset();
+  ExecutionMemo::Shared same = memo_ ? memo_->find(q_.gold_sql) : nullptr;
+  if (same && same->ok() && !same->digest && s_.exec_cache) {
+    db::CachedExecution e;
+    e.result = *same;
+    e.row_cap = limits.row_cap;
+    s_.exec_cache->put(db::ResultCache::key(fp, q_.gold_sql), e);
+  } else if (same && same->ok()) {
+    known_gold_ = s_.judge->gold(q_, db_path_, fp, nullptr, nullptr, same.get());
+  } else {
+    db::CachedExecution g = s_.judge->gold(q_, db_path_, fp);
+    if (g.result.digest || !s_.exec_cache) known_gold_ = std::move(g);
   }
   for (size_t i = 0; i < candidates_.size(); ++i) {
     const auto& c = candidates_[i];
@@ -370,7 +379,8 @@ Status QuestionRun::stage_judge() {
     // A result hashed past fix.keep_rows is not in the result cache (only its first rows are
     // held): the judge takes it as it is, and compares it on its digest.
     const db::ExecutionResult* hashed = known && known->ok() && known->digest ? known.get() : nullptr;
-    items_[i] = s_.judge->judge(q_, db_path_, fp, p, known ? nullptr : &exec, nullptr, hashed);
+    items_[i] = s_.judge->judge(q_, db_path_, fp, p, known ? nullptr : &exec, nullptr, hashed,
+                                known_gold_ ? &*known_gold_ : nullptr);
     if (!p.present || c.rejected) continue;
     if (known) {
       if (known->ok()) results_[i] = std::move(known);
@@ -624,7 +634,8 @@ run::QuestionRecord QuestionRun::final_record() {
     const db::ExecutionResult* hashed = nullptr;
     for (size_t i = 0; i < candidates_.size() && !hashed; ++i)
       if (p.present && candidates_[i].sql == p.sql && results_[i] && results_[i]->digest) hashed = results_[i].get();
-    verdict_ = s_.judge->judge(q_, db_path_, s_.fingerprints.at(q_.db_id), p, nullptr, nullptr, hashed);
+    verdict_ = s_.judge->judge(q_, db_path_, s_.fingerprints.at(q_.db_id), p, nullptr, nullptr, hashed,
+                               known_gold_ ? &*known_gold_ : nullptr);
     latency_["eval"] += seconds_since(t0);
   }
   rec.verdict = verdict_of(*verdict_);

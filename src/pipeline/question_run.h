@@ -102,6 +102,9 @@ class QuestionRun {
   std::unique_ptr<fix::ExecutionMemo> memo_;
   json exec_before_fix_;  // per candidate id: executable before the fixer
   std::vector<eval::ItemResult> items_;
+  // Gold's execution made from a candidate's hashed result (see stage_judge), for every
+  // judgement of the question, the final verdict's included.
+  std::optional<db::CachedExecution> known_gold_;
   // Per candidate, its result when it executed (shared by candidates with the same query).
   std::vector<ExecutionMemo::Shared> results_;
   std::map<std::string, run::SelectionRecord> selections_;

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include "nl2sql/core/hash.h"
 #include "nl2sql/db/result_compare.h"
@@ -43,34 +46,41 @@ std::string result_key(const db::ResultSet& result, ResultEquality equality) {
 }
 
 std::string result_key(const db::ExecutionResult& execution, ResultEquality equality) {
-  std::shared_ptr<const db::ResultDigest> own;
-  const db::ResultDigest* d = execution.digest.get();
-  if (!d) {
-    own = std::make_shared<const db::ResultDigest>(db::digest_of(execution.result));
-    d = own.get();
-  }
-  static const db::Hash128 kNull = [] {
-    db::ResultSet one;
-    one.rows.push_back({db::Value::null()});
-    return db::digest_of(one).cell(0, 0);
-  }();
-  // The same construction as result_key(ResultSet), each value's Python key replaced by its
-  // 128-bit hash (cell(): the bytes as stored, as python_key reads them).
-  std::set<std::string> rows;
-  std::vector<db::Hash128> cells;
-  for (size_t r = 0; r < d->rows(); ++r) {
-    cells.clear();
-    for (size_t c = 0; c < d->columns(); ++c) cells.push_back(d->cell(r, c));
-    if (equality == ResultEquality::kRelaxed) {
-      if (std::all_of(cells.begin(), cells.end(), [](const db::Hash128& h) { return h == kNull; })) continue;
-      std::sort(cells.begin(), cells.end());
-      cells.erase(std::unique(cells.begin(), cells.end()), cells.end());
+  return execution.derived_keys.get(static_cast<int>(equality), [&] {
+    std::shared_ptr<const db::ResultDigest> own;
+    const db::ResultDigest* d = execution.digest.get();
+    if (!d) {
+      own = std::make_shared<const db::ResultDigest>(db::digest_of(execution.result));
+      d = own.get();
     }
-    rows.insert(std::string(reinterpret_cast<const char*>(cells.data()), cells.size() * sizeof(db::Hash128)));
-  }
-  core::KeyHasher h;
-  for (const auto& r : rows) h.add(r);  // length-prefixed fields
-  return h.hex();
+    static const db::Hash128 kNull = [] {
+      db::ResultSet one;
+      one.rows.push_back({db::Value::null()});
+      return db::digest_of(one).cell(0, 0);
+    }();
+    // The same rule as result_key(ResultSet), on hashes: each row is the 128-bit hash of its
+    // cells' hashes (cell(): the bytes as stored, as python_key reads them; relaxed: sorted and
+    // unique, an all-NULL row dropped), and the key is the hash of the sorted set of those.
+    std::vector<db::Hash128> rows;
+    rows.reserve(d->rows());
+    std::vector<db::Hash128> cells;
+    for (size_t r = 0; r < d->rows(); ++r) {
+      cells.clear();
+      for (size_t c = 0; c < d->columns(); ++c) cells.push_back(d->cell(r, c));
+      if (equality == ResultEquality::kRelaxed) {
+        if (std::all_of(cells.begin(), cells.end(), [](const db::Hash128& h) { return h == kNull; })) continue;
+        std::sort(cells.begin(), cells.end());
+        cells.erase(std::unique(cells.begin(), cells.end()), cells.end());
+      }
+      rows.push_back(db::hash_bytes(cells.data(), cells.size() * sizeof(db::Hash128)));
+    }
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    core::KeyHasher h;
+    for (const auto& r : rows)
+      h.add(std::string_view(reinterpret_cast<const char*>(&r), sizeof r));  // length-prefixed fields
+    return h.hex();
+  });
 }
 
 bool executable(const PoolCandidate& candidate) {

@@ -3,9 +3,12 @@
 // JSONL of (question, SQL, database) pairs, and the whole stage (all generators + fixer) on the
 // bundled mini set with the offline `sim` provider (simulated answers: this checks machinery).
 #include <cstdlib>
+#include <mutex>
 #include <fstream>
 
 #include <gtest/gtest.h>
+
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/context/metadata.h"
@@ -191,6 +194,40 @@ TEST_F(Generators, MetadataStatisticsAreTheFirstCutOfThePromptBudget) {
   EXPECT_EQ(cut.prompt.find(" rows, "), std::string::npos) << cut.prompt;
   for (const auto& t : inputs->in.schema->tables)
     for (const auto& c : t.columns) EXPECT_NE(cut.prompt.find("  " + c.name + " "), std::string::npos) << c.name;
+}
+
+// The online synthetic examples are checked through the caller's shared executions (the
+// pipeline's question memo) when it gives them: each example's SQL is asked for there, never run
+// by the generator, and an example passes when its whole answer ran without error to at most
+// 1000 rows in at most 5 s of statement time.
+TEST_F(Generators, OnlineSyntheticExamplesAreCheckedThroughTheSharedExecutions) {
+  const auto& q = ds_->questions.front();
+  auto r = make(json::parse(R"([{"name": "os", "samples": 1, "general_examples": 2, "filtered_examples": 2}])"));
+  ASSERT_EQ(r.generators.size(), 1u);
+  auto kept = [&](size_t rows, double statement_ms, db::ExecStatus status) {
+    auto inputs = input_for(q);
+    std::mutex mu;
+    size_t asked = 0;
+    inputs->in.execute = [&](const std::string&) {
+      std::lock_guard lock(mu);
+      ++asked;
+      auto e = std::make_shared<db::ExecutionResult>();
+      e->status = status;
+      e->result.columns = {"x"};
+      e->result.rows.assign(rows, db::Row{db::Value::integer(1)});
+      e->statement_ms = statement_ms;
+      return std::shared_ptr<const db::ExecutionResult>(std::move(e));
+    };
+    auto c = r.generators[0]->generate(inputs->in);
+    EXPECT_TRUE(c.is_ok() && !c->empty());
+    EXPECT_GT(asked, 0u);
+    return c.is_ok() && !c->empty() ? c->front().reasoning : std::string();
+  };
+  const std::string none = "[os examples: 0 general + 0 filtered";
+  EXPECT_EQ(kept(1000, 10, db::ExecStatus::kOk).find(none), std::string::npos);
+  EXPECT_NE(kept(1001, 10, db::ExecStatus::kOk).find(none), std::string::npos);
+  EXPECT_NE(kept(1, 5001, db::ExecStatus::kOk).find(none), std::string::npos);
+  EXPECT_NE(kept(1, 10, db::ExecStatus::kError).find(none), std::string::npos);
 }
 
 TEST_F(Generators, ShuffleVariesSchemaOrderAcrossSamples) {

@@ -221,5 +221,27 @@ TEST_F(ExecutionSharing, GoldIsNotRunAgainWhenACandidateRanTheSameQuery) {
   EXPECT_EQ(other->eval_executions, 4u);
 }
 
+TEST_F(ExecutionSharing, GoldIsNotRunAgainWhenTheCandidatesResultWasHashed) {
+  // fix.keep_rows 1: question 1's answer (three charter schools) is kept as its first row plus
+  // the digest of the whole answer, which the result cache cannot hold. Gold's execution is made
+  // from it all the same: only question 2's tie probe runs (before the change: question 1's
+  // gold too).
+  const json dev = testing::read_json_file(data_ / "dev.json");
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
+    const std::string content = content_of(req);
+    for (const auto& q : dev)
+      if (q.value("db_id", "") == "regional_schools" && content.find(q.value("question", "")) != std::string::npos)
+        return sql_reply(q.value("SQL", ""));
+    return sql_reply(kFixed);
+  });
+  core::Config config = sharing_config(server.base_url());
+  config.set("fix.keep_rows", 1);
+  auto r = run(options(config, dir_ / "hashed"));
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->finished, 4u);
+  EXPECT_EQ(r->correct, 4u);
+  EXPECT_EQ(r->eval_executions, 1u);
+}
+
 }  // namespace
 }  // namespace nl2sql::pipeline

@@ -70,6 +70,24 @@ struct StatementCounters {
   int64_t sorts = 0;                // SQLITE_STMTSTATUS_SORT
 };
 
+// Keys that readers derive from one result (select::result_key), computed once per result
+// object and kept with it: the candidates that share a result (the question's execution memo),
+// and the selectors, curves and records that cluster the same pool again, all read the first
+// computation. A copy starts empty, so a copy that is then changed never reads a stale key.
+class DerivedKeys {
+ public:
+  DerivedKeys() = default;
+  DerivedKeys(const DerivedKeys&) {}
+  DerivedKeys& operator=(const DerivedKeys&);
+  // The key of `kind`, made by `make` the first time it is asked for (outside the lock: two
+  // threads asking at once may both make it, and keep the first).
+  std::string get(int kind, const std::function<std::string()>& make) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::map<int, std::string> keys_;  // guarded by mu_
+};
+
 struct ExecutionResult {
   ExecStatus status = ExecStatus::kOk;
   std::string error;  // SQLite's message or the guardrail's reason
@@ -87,6 +105,7 @@ struct ExecutionResult {
   bool ok() const { return status == ExecStatus::kOk; }
   // Rows of the whole answer (more than result.rows holds when it was hashed).
   size_t row_count() const { return digest ? digest->rows() : result.rows.size(); }
+  DerivedKeys derived_keys;
 };
 
 struct QueryLimits {

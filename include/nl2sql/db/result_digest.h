@@ -65,6 +65,9 @@ class ResultDigest {
   std::string buf_;                // scratch
 };
 
+// XXH3-128 of `n` bytes (the hash the digest's cells are made of).
+Hash128 hash_bytes(const void* p, size_t n);
+
 // The digest of a materialized result (columns from its first row, else its column names).
 ResultDigest digest_of(const ResultSet& r);
 

@@ -168,14 +168,19 @@ class ItemJudge {
   // execution (for selection), `exec_ms` accumulates time spent in SQLite. `known_pred`: the
   // prediction's successful execution when the caller holds it (the pipeline's, hashed past
   // fix.keep_rows): judged as it is, as if read from the cache, instead of being run again.
+  // `known_gold`: gold's execution with its tie check, from gold() with a known result (the
+  // pipeline's, when a candidate ran gold's text to a hashed result): used as it is.
   ItemResult judge(const data::Question& q, const std::filesystem::path& db_path,
                    const std::string& fingerprint, const Prediction& prediction,
                    db::ExecutionResult* pred_out = nullptr, double* exec_ms = nullptr,
-                   const db::ExecutionResult* known_pred = nullptr) const;
-  // Gold's execution (cached) with its tie check.
+                   const db::ExecutionResult* known_pred = nullptr,
+                   const db::CachedExecution* known_gold = nullptr) const;
+  // Gold's execution (cached) with its tie check. `known`: gold's successful execution when the
+  // caller holds it (a candidate ran the same text): taken instead of running gold, as if read
+  // from the cache; the tie check still runs its own query when gold has one.
   db::CachedExecution gold(const data::Question& q, const std::filesystem::path& db_path,
                            const std::string& fingerprint, bool* cached = nullptr,
-                           double* exec_ms = nullptr) const;
+                           double* exec_ms = nullptr, const db::ExecutionResult* known = nullptr) const;
   // Any SQL through the same cache and limits.
   db::CachedExecution run(const std::filesystem::path& db_path, const std::string& fingerprint,
                           const std::string& sql, const db::QueryLimits& limits,

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -41,6 +42,12 @@ struct GenerationInput {
   // Statistics, inferred keys and written descriptions for every rendered schema
   // (context.metadata.enabled); null when off.
   const context::DatabaseMetadata* metadata = nullptr;
+  // The question's shared executions (the pipeline's execution memo: each distinct query runs
+  // once per question, its result shared with the fixer, the judge and the selectors). When
+  // set, a generator that checks SQL of its own (the online synthetic examples) runs it through
+  // this, so an example that is also a candidate costs one execution; when empty, it runs the
+  // query through its executor.
+  std::function<std::shared_ptr<const db::ExecutionResult>(const std::string& sql)> execute;
 
   // What every prompt of this question renders its schema from (context::render_schema).
   context::SchemaSources schema_sources() const {
