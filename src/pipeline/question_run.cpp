@@ -344,19 +344,26 @@ Status QuestionRun::stage_judge() {
   // execution is then made once here, with its tie check, and handed to every judgement of the
   // question, the final verdict's included. A candidate's timeout or error is not taken: gold
   // then runs under its own limits (and is handed on the same way when it is not cacheable).
+  // A candidate whose text is gold's but whose own run stopped at the fix stage's row cap
+  // (gold's answer is larger) is judged on gold's execution, not run once more.
   known_gold_.reset();
+  gold_seen_.reset();
   ExecutionMemo::Shared same = memo_ ? memo_->find(q_.gold_sql) : nullptr;
   if (same && same->ok() && !same->digest && s_.exec_cache) {
     db::CachedExecution e;
     e.result = *same;
     e.row_cap = limits.row_cap;
     s_.exec_cache->put(db::ResultCache::key(fp, q_.gold_sql), e);
+    gold_seen_ = *same;
   } else if (same && same->ok()) {
     known_gold_ = s_.judge->gold(q_, db_path_, fp, nullptr, nullptr, same.get());
+    gold_seen_ = known_gold_->result;
   } else {
     db::CachedExecution g = s_.judge->gold(q_, db_path_, fp);
+    if (g.result.ok()) gold_seen_ = g.result;
     if (g.result.digest || !s_.exec_cache) known_gold_ = std::move(g);
   }
+  gold_text_ = fix::normalize_sql(q_.gold_sql);
   for (size_t i = 0; i < candidates_.size(); ++i) {
     const auto& c = candidates_[i];
     eval::Prediction p;
@@ -379,6 +386,9 @@ Status QuestionRun::stage_judge() {
     // A result hashed past fix.keep_rows is not in the result cache (only its first rows are
     // held): the judge takes it as it is, and compares it on its digest.
     const db::ExecutionResult* hashed = known && known->ok() && known->digest ? known.get() : nullptr;
+    if (!hashed && gold_seen_ && known && known->status == db::ExecStatus::kRowCap &&
+        fix::normalize_sql(c.sql) == gold_text_)
+      hashed = &*gold_seen_;
     items_[i] = s_.judge->judge(q_, db_path_, fp, p, known ? nullptr : &exec, nullptr, hashed,
                                 known_gold_ ? &*known_gold_ : nullptr);
     if (!p.present || c.rejected) continue;
@@ -634,6 +644,8 @@ run::QuestionRecord QuestionRun::final_record() {
     const db::ExecutionResult* hashed = nullptr;
     for (size_t i = 0; i < candidates_.size() && !hashed; ++i)
       if (p.present && candidates_[i].sql == p.sql && results_[i] && results_[i]->digest) hashed = results_[i].get();
+    // Gold's own text, whose candidates stopped at the row cap: judged on gold's execution.
+    if (!hashed && p.present && gold_seen_ && fix::normalize_sql(p.sql) == gold_text_) hashed = &*gold_seen_;
     verdict_ = s_.judge->judge(q_, db_path_, s_.fingerprints.at(q_.db_id), p, nullptr, nullptr, hashed,
                                known_gold_ ? &*known_gold_ : nullptr);
     latency_["eval"] += seconds_since(t0);

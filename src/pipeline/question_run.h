@@ -105,6 +105,10 @@ class QuestionRun {
   // Gold's execution made from a candidate's hashed result (see stage_judge), for every
   // judgement of the question, the final verdict's included.
   std::optional<db::CachedExecution> known_gold_;
+  // Gold's successful execution, however it was had (for candidates with gold's text whose own
+  // run stopped at the row cap), and gold's text normalized (fix::normalize_sql).
+  std::optional<db::ExecutionResult> gold_seen_;
+  std::string gold_text_;
   // Per candidate, its result when it executed (shared by candidates with the same query).
   std::vector<ExecutionMemo::Shared> results_;
   std::map<std::string, run::SelectionRecord> selections_;

@@ -241,6 +241,15 @@ TEST_F(ExecutionSharing, GoldIsNotRunAgainWhenTheCandidatesResultWasHashed) {
   ASSERT_EQ(r->finished, 4u);
   EXPECT_EQ(r->correct, 4u);
   EXPECT_EQ(r->eval_executions, 1u);
+
+  // eval.row_cap 2: question 1's candidates (gold's text, three rows) stop at the row cap, and
+  // gold runs for the judge under its own limits, once. Those candidates, and the prediction
+  // when it is gold's text, are judged on that execution, not run again.
+  config.set("eval.row_cap", 2);
+  auto capped = run(options(config, dir_ / "capped"));
+  ASSERT_TRUE(capped.is_ok()) << capped.status().message();
+  ASSERT_EQ(capped->finished, 4u);
+  EXPECT_EQ(capped->eval_executions, 2u);  // question 1's gold, question 2's tie probe
 }
 
 }  // namespace
