@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/core/hash.h"
+#include "nl2sql/core/thread_pool.h"
 #include "agent.h"
 #include "agent_steps.h"
 #include "nl2sql/generate/call_tags.h"
@@ -135,6 +137,18 @@ class GeneratorBase : public Generator {
     return call;
   }
 
+  // Calls that do not depend on each other (a generator's samples) go out together, each
+  // waiting for its own model slot, so a question's generation takes one model round trip per
+  // dependent step instead of one per sample. The answers come back in call order.
+  std::vector<Result<llm::ModelAnswer>> call_all(const std::vector<llm::ModelCall>& calls) const {
+    std::vector<std::optional<Result<llm::ModelAnswer>>> got(calls.size());
+    core::parallel_for(calls.size(), calls.size(), [&](size_t i) { got[i].emplace(llm::call_model(*client_, calls[i])); });
+    std::vector<Result<llm::ModelAnswer>> out;
+    out.reserve(calls.size());
+    for (auto& g : got) out.push_back(std::move(*g));
+    return out;
+  }
+
   CommonOptions o_;
   llm::Client* client_;
 };
@@ -152,13 +166,18 @@ class SingleCallGenerator : public GeneratorBase {
     std::string note;
     // Shared by the samples: the same question gets the same demonstrations.
     const std::map<std::string, std::string> extra = question_values(in, note);
+    std::vector<llm::ModelCall> calls;
     for (int64_t s = 0; s < o_.samples; ++s) {
       llm::ModelCall call = base_call(in, template_, "generate", s);
       call.schema_at = schema_ladder(in, render_options(in, s));
       call.values = {{"question", in.question->question},
                      {"evidence", evidence_text(*in.question)}};
       for (const auto& [k, v] : extra) call.values[k] = v;
-      auto a = llm::call_model(*client_, call);
+      calls.push_back(std::move(call));
+    }
+    auto answers = call_all(calls);
+    for (int64_t s = 0; s < o_.samples; ++s) {
+      auto& a = answers[static_cast<size_t>(s)];
       if (!a) return a.status().with_context("generator " + o_.label + ", question " + in.question->question_id);
       out.push_back(make_candidate(*client_, in.question->question_id, o_.label, o_.kind, s, *a));
       if (!note.empty()) out.back().reasoning = "[" + note + "]\n" + out.back().reasoning;
@@ -262,6 +281,9 @@ class OnlineSyntheticGenerator : public GeneratorBase {
     int64_t read[2] = {0, 0};
     const Step steps[2] = {{&general_, &full, general_count_, "os_examples_general"},
                            {&filtered_, &narrow, filtered_count_, "os_examples_filtered"}};
+    // The two example-writing steps do not depend on each other: asked together.
+    std::vector<llm::ModelCall> step_asks;
+    std::vector<int> step_of;
     for (int k = 0; k < 2; ++k) {
       if (steps[k].count <= 0) continue;
       llm::ModelCall call = base_call(in, *steps[k].t, steps[k].stage, 0);
@@ -270,7 +292,13 @@ class OnlineSyntheticGenerator : public GeneratorBase {
       call.schema_at = schema_ladder(in, *steps[k].r);
       call.values = {{"count", std::to_string(steps[k].count)}};
       call.memo = &examples_memo_;
-      auto a = llm::call_model(*client_, call);
+      step_asks.push_back(std::move(call));
+      step_of.push_back(k);
+    }
+    auto step_answers = call_all(step_asks);
+    for (size_t j = 0; j < step_answers.size(); ++j) {
+      const int k = step_of[j];
+      auto& a = step_answers[j];
       if (!a) return a.status().with_context(where);
       step_calls.push_back(a->trace);
       if (!a->ok) continue;
@@ -303,6 +331,7 @@ class OnlineSyntheticGenerator : public GeneratorBase {
       }
     }
     std::vector<Candidate> out;
+    std::vector<llm::ModelCall> calls;
     for (int64_t s = 0; s < o_.samples; ++s) {
       // Mix: alternate general and filtered examples, rotated per sample for diversity.
       std::vector<SyntheticExample> mixed;
@@ -322,7 +351,11 @@ class OnlineSyntheticGenerator : public GeneratorBase {
       call.values = {{"question", in.question->question},
                      {"evidence", evidence_text(*in.question)},
                      {"examples", demos}};
-      auto a = llm::call_model(*client_, call);
+      calls.push_back(std::move(call));
+    }
+    auto answers = call_all(calls);
+    for (int64_t s = 0; s < o_.samples; ++s) {
+      auto& a = answers[static_cast<size_t>(s)];
       if (!a) return a.status().with_context(where);
       Candidate c = make_candidate(*client_, in.question->question_id, o_.label, o_.kind, s, *a);
       // How many demonstrations the candidate was written with: a run whose example calls
@@ -363,6 +396,7 @@ class SsevGenerator : public GeneratorBase {
     auto run_round = [&](const std::string& kind, const context::RenderOptions& r,
                          std::vector<Candidate>& into) -> Status {
       std::string schema = schema_text(in, r);
+      std::vector<llm::ModelCall> calls;
       for (size_t e = 0; e < experts.size(); ++e)
         for (int64_t s = 0; s < per_expert; ++s) {
           const int64_t index = static_cast<int64_t>(e) * per_expert + s;
@@ -372,10 +406,14 @@ class SsevGenerator : public GeneratorBase {
           call.values = {{"schema", schema},
                          {"question", in.question->question},
                          {"evidence", evidence_text(*in.question)}};
-          auto a = llm::call_model(*client_, call);
-          if (!a) return a.status().with_context(where);
-          into.push_back(make_candidate(*client_, in.question->question_id, o_.label + "." + kind, kind, index, *a));
+          calls.push_back(std::move(call));
         }
+      auto answers = call_all(calls);  // the experts' samples of one round: independent
+      for (size_t i = 0; i < answers.size(); ++i) {
+        if (!answers[i]) return answers[i].status().with_context(where);
+        into.push_back(make_candidate(*client_, in.question->question_id, o_.label + "." + kind, kind,
+                                      calls[i].sample_index, *answers[i]));
+      }
       return Status::ok();
     };
     context::RenderOptions full = render_options(in, 0);

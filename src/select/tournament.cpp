@@ -1,6 +1,10 @@
 // The pairwise tournament (CHASE-SQL Algorithm 3): both orders, same result a win without a call.
 #include <algorithm>
 #include <map>
+#include <set>
+#include <utility>
+
+#include "nl2sql/core/thread_pool.h"
 
 #include "nl2sql/llm/answer.h"
 #include "prompt_parts.h"
@@ -44,48 +48,59 @@ class Tournament : public Selector {
     // in.pair_verdicts, the question's other selections), so no identical request is sent twice.
     const std::shared_ptr<PairVerdicts> asked =
         in.pair_verdicts ? in.pair_verdicts : std::make_shared<PairVerdicts>();
+    // The duels do not depend on each other: every pair is planned in order, the model's
+    // comparisons then go out together (each waits for its own model slot), and the verdicts
+    // are tallied in the planned order, so decisions and scores are those of one duel after
+    // another.
+    struct Ask {
+      int a = 0, b = 0;  // candidate indices, A first in the prompt
+      llm::ChatRequest request;
+      std::map<std::string, std::string> values;
+      Result<std::string> text = internal_error("not asked");
+      std::vector<llm::LlmCallTrace> calls;
+    };
+    struct Planned {
+      enum Kind { kEqual, kReused, kModel } kind = kEqual;
+      int i = 0, j = 0;
+      size_t ask = 0;  // kModel: the first of its one or two asks
+    };
+    std::vector<Ask> asks;
+    std::vector<Planned> plan;
+    std::set<std::pair<std::string, std::string>> planned_sql;  // ordered SQL pairs asked by this plan
+    auto will_know = [&](const std::string& a, const std::string& b) {
+      return asked->find(a, b).has_value() || planned_sql.count({a, b}) > 0;
+    };
     for (size_t x = 0; x < players.size(); ++x) {
       for (size_t y = x + 1; y < players.size(); ++y) {
         const int i = players[x], j = players[y];
         const auto& ci = in.candidates[static_cast<size_t>(i)];
         const auto& cj = in.candidates[static_cast<size_t>(j)];
         if (pc.cluster_of[static_cast<size_t>(i)] == pc.cluster_of[static_cast<size_t>(j)]) {
-          score[i] += 1;  // equal results: the first of the pair wins, no model call
-          decisions.push_back({{"a", ci.id}, {"b", cj.id}, {"winner", ci.id}, {"by", "equal_results"}});
+          plan.push_back({Planned::kEqual, i, j});
           continue;
         }
         if (o_.max_pairs > 0 && model_pairs >= o_.max_pairs) {
           ++skipped;
           continue;
         }
-        const bool known = asked->find(ci.sql, cj.sql) && (!o_.both_orders || asked->find(cj.sql, ci.sql));
-        if (known) {
+        if (will_know(ci.sql, cj.sql) && (!o_.both_orders || will_know(cj.sql, ci.sql))) {
           ++reused;
-          for (int order = 0; order < (o_.both_orders ? 2 : 1); ++order) {
-            const int a = order == 0 ? i : j, b = order == 0 ? j : i;
-            const auto& ca = in.candidates[static_cast<size_t>(a)];
-            const auto& cb = in.candidates[static_cast<size_t>(b)];
-            const std::string side = *asked->find(ca.sql, cb.sql);
-            json d = {{"a", ca.id}, {"b", cb.id}, {"by", "same_sql_pair_asked"}};
-            if (!side.empty()) {
-              const int winner = side == "A" ? a : b;
-              score[winner] += 1;
-              d["winner"] = in.candidates[static_cast<size_t>(winner)].id;
-            }
-            decisions.push_back(std::move(d));
-          }
+          plan.push_back({Planned::kReused, i, j});
           continue;
         }
         const int64_t pair_index = model_pairs++;
         const auto sql_schema = in.schema ? schemas_.get(in.db_path) : nullptr;
+        plan.push_back({Planned::kModel, i, j, asks.size()});
         for (int order = 0; order < (o_.both_orders ? 2 : 1); ++order) {
           const int a = order == 0 ? i : j, b = order == 0 ? j : i;
           const auto& ca = in.candidates[static_cast<size_t>(a)];
           const auto& cb = in.candidates[static_cast<size_t>(b)];
-          std::string side;
-          auto req = base_request(in, llm::CallTask::kSelectPair, pair_index * 2 + order);
-          req.tag.generator = "tournament";
-          req.tag.candidates = {ca.sql, cb.sql};
+          Ask k;
+          k.a = a;
+          k.b = b;
+          k.request = base_request(in, llm::CallTask::kSelectPair, pair_index * 2 + order);
+          k.request.tag.generator = "tournament";
+          k.request.tag.candidates = {ca.sql, cb.sql};
           detail::PairPrompt pair;
           pair.question = in.question->question;
           pair.evidence = in.question->evidence;
@@ -98,22 +113,72 @@ class Tournament : public Selector {
           pair.sql_b = cb.sql;
           pair.result_b = &cb.result->result;
           pair.total_b = cb.result->row_count();
-          auto text = ask_model(ask, detail::pair_prompt_values(pair), req, s.calls);
-          json d = {{"a", ca.id}, {"b", cb.id}, {"by", "model"}};
-          if (!text.is_ok()) {
-            d["error"] = text.status().message();
-          } else if (auto w = llm::read_pairwise_winner(*text)) {
-            const int winner = *w == "A" ? a : b;
-            side = *w == "A" ? "A" : "B";
+          k.values = detail::pair_prompt_values(pair);
+          planned_sql.insert({ca.sql, cb.sql});
+          asks.push_back(std::move(k));
+        }
+      }
+    }
+    core::parallel_for(asks.size(), asks.size(), [&](size_t n) {
+      Ask& k = asks[n];
+      k.text = ask_model(ask, k.values, k.request, k.calls);
+    });
+    // Verdicts read in the planned order: each model ask, then any pair that repeats its SQL.
+    std::map<std::pair<std::string, std::string>, std::string> sides;  // this plan's answers
+    for (Ask& k : asks) {
+      const auto& ca = in.candidates[static_cast<size_t>(k.a)];
+      const auto& cb = in.candidates[static_cast<size_t>(k.b)];
+      std::string side;
+      if (k.text.is_ok()) {
+        if (auto w = llm::read_pairwise_winner(*k.text)) side = *w == "A" ? "A" : "B";
+      }
+      sides[{ca.sql, cb.sql}] = side;
+    }
+    for (const Planned& pl : plan) {
+      const auto& ci = in.candidates[static_cast<size_t>(pl.i)];
+      const auto& cj = in.candidates[static_cast<size_t>(pl.j)];
+      if (pl.kind == Planned::kEqual) {
+        score[pl.i] += 1;  // equal results: the first of the pair wins, no model call
+        decisions.push_back({{"a", ci.id}, {"b", cj.id}, {"winner", ci.id}, {"by", "equal_results"}});
+        continue;
+      }
+      if (pl.kind == Planned::kReused) {
+        for (int order = 0; order < (o_.both_orders ? 2 : 1); ++order) {
+          const int a = order == 0 ? pl.i : pl.j, b = order == 0 ? pl.j : pl.i;
+          const auto& ca = in.candidates[static_cast<size_t>(a)];
+          const auto& cb = in.candidates[static_cast<size_t>(b)];
+          auto here = sides.find({ca.sql, cb.sql});
+          const std::string side = here != sides.end() ? here->second : asked->find(ca.sql, cb.sql).value_or("");
+          json d = {{"a", ca.id}, {"b", cb.id}, {"by", "same_sql_pair_asked"}};
+          if (!side.empty()) {
+            const int winner = side == "A" ? a : b;
             score[winner] += 1;
             d["winner"] = in.candidates[static_cast<size_t>(winner)].id;
-          } else {
-            d["error"] = w.status().message();
-            client_->accounting().record_parse_failure("select", qid(in), "pairwise");
           }
-          asked->put(ca.sql, cb.sql, side);
           decisions.push_back(std::move(d));
         }
+        continue;
+      }
+      for (int order = 0; order < (o_.both_orders ? 2 : 1); ++order) {
+        Ask& k = asks[pl.ask + static_cast<size_t>(order)];
+        const auto& ca = in.candidates[static_cast<size_t>(k.a)];
+        const auto& cb = in.candidates[static_cast<size_t>(k.b)];
+        s.calls.insert(s.calls.end(), k.calls.begin(), k.calls.end());
+        std::string side;
+        json d = {{"a", ca.id}, {"b", cb.id}, {"by", "model"}};
+        if (!k.text.is_ok()) {
+          d["error"] = k.text.status().message();
+        } else if (auto w = llm::read_pairwise_winner(*k.text)) {
+          const int winner = *w == "A" ? k.a : k.b;
+          side = *w == "A" ? "A" : "B";
+          score[winner] += 1;
+          d["winner"] = in.candidates[static_cast<size_t>(winner)].id;
+        } else {
+          d["error"] = w.status().message();
+          client_->accounting().record_parse_failure("select", qid(in), "pairwise");
+        }
+        asked->put(ca.sql, cb.sql, side);
+        decisions.push_back(std::move(d));
       }
     }
     // Highest score; ties: consistency (cluster order), then the candidate rank.

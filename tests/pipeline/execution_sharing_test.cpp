@@ -189,6 +189,44 @@ TEST_F(ExecutionSharing, ACandidatesFixRoundsDoNotWaitForOtherCandidates) {
   for (const auto& c : records[0]["candidates"]) EXPECT_EQ(c.value("sql", ""), kFixed);
 }
 
+TEST_F(ExecutionSharing, AGeneratorsSamplesAndTheTournamentsDuelsGoOutTogether) {
+  // Six samples of one generator, then three results for the tournament (three pairs, both
+  // orders: six duels). Each request is held until six of its kind are in flight: samples or
+  // duels asked one after another would never be six at once (the held requests give up after
+  // 10 s and the counts below show it).
+  std::mutex mu;
+  std::condition_variable cv;
+  int generating = 0, most_generating = 0, dueling = 0, most_dueling = 0, sample = 0;
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
+    const std::string content = content_of(req);
+    std::unique_lock lock(mu);
+    if (content.find("Two SQLite queries were written for the same question") != std::string::npos) {
+      ++dueling;
+      most_dueling = std::max(most_dueling, dueling);
+      cv.notify_all();
+      cv.wait_for(lock, std::chrono::seconds(10), [&] { return most_dueling >= 6; });
+      --dueling;
+      return FakeReply{200, completion_body("Candidate A answers the question.\n\nWinner: A")};
+    }
+    ++generating;
+    most_generating = std::max(most_generating, generating);
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(10), [&] { return most_generating >= 6; });
+    --generating;
+    return sql_reply("SELECT name FROM school WHERE school_id = " + std::to_string(1 + sample++ % 3));
+  });
+  core::Config config = sharing_config(server.base_url());
+  config.set("run.selectors", json::array({"tournament"}));
+  config.set("run.primary_selector", "tournament");
+  auto o = options(config, dir_ / "run");
+  o.filter.ranges = "0";
+  auto summary = run(o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_EQ(summary->finished, 1u);
+  EXPECT_EQ(most_generating, 6) << "the generator's samples were not in flight together";
+  EXPECT_EQ(most_dueling, 6) << "the tournament's duels were not in flight together";
+}
+
 TEST_F(ExecutionSharing, GoldIsNotRunAgainWhenACandidateRanTheSameQuery) {
   // Every sample answers its question's gold query, laid out differently (blanks only): the
   // judge takes gold's answer from the candidate's result. Questions 0-3 of regional_schools
