@@ -75,10 +75,12 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
                ? kExitBadInput
                : kExitFailure;
   }
+  std::vector<run::QuestionRecord> records = std::move(summary->records);
+  summary->records.clear();
   const auto& s = *summary;
   if (summary_out) *summary_out = s;
   std::map<std::string, int64_t> duplicates;
-  if (Status st = report::write_run_reports(options.out_dir, &duplicates); !st) {
+  if (Status st = report::write_run_reports(options.out_dir, &duplicates, std::move(records)); !st) {
     spdlog::error("reports: {}", st.message());
     return kExitFailure;
   }

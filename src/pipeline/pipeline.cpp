@@ -439,6 +439,7 @@ Result<RunSummary> run(const RunOptions& options) {
     spdlog::warn("budget: stopped scheduling at ${:.4f} spent (cap ${:.4f}); {} questions not started",
                  summary.cost_usd, *cap, summary.not_started);
 
+  summary.records = std::move(*recs);
   summary.wall_s = seconds_since(started);
   return summary;
 }

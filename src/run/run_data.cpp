@@ -5,7 +5,9 @@
 namespace nl2sql::run {
 using nlohmann::json;
 
-Result<RunData> load_run(const std::filesystem::path& dir) {
+namespace {
+
+Result<RunData> load_run_impl(const std::filesystem::path& dir, std::vector<QuestionRecord>* known) {
   auto store = RunStore::open(dir, /*create=*/false);
   if (!store) return store.status();
   RunData run;
@@ -23,6 +25,10 @@ Result<RunData> load_run(const std::filesystem::path& dir) {
   if (*u && (*u)->is_object()) run.run_usage = **u;
   auto version = record_version(run.manifest);
   if (!version) return version.status().with_context((dir / "manifest.json").string());
+  if (known && *version == kRecordVersion) {
+    run.records = std::move(*known);
+    return run;
+  }
   auto records = (*store)->final_records();
   if (!records) return records.status();
   for (const auto& r : *records) {
@@ -31,6 +37,14 @@ Result<RunData> load_run(const std::filesystem::path& dir) {
     run.records.push_back(std::move(*rec));
   }
   return run;
+}
+
+}  // namespace
+
+Result<RunData> load_run(const std::filesystem::path& dir) { return load_run_impl(dir, nullptr); }
+
+Result<RunData> load_run(const std::filesystem::path& dir, std::vector<QuestionRecord> records) {
+  return load_run_impl(dir, &records);
 }
 
 Status add_run_usage(RunStore& store, const std::string& stage, int64_t calls, int64_t prompt_tokens,

@@ -24,6 +24,30 @@ run::RunData fixture_run() {
 
 // Expected values are counted by hand from tests/fixtures/runs/mini/records.jsonl (see the
 // comments in each block).
+// `nl2sql run` hands the reports the records its summary read: the reports are byte for byte
+// those of a fresh read of the store, and the records given are the ones used.
+TEST(RunReport, ReportsFromRecordsAlreadyReadEqualAFreshRead) {
+  testing::TempDir dir;
+  testing::write_fixture_run(dir.path());
+  ASSERT_TRUE(write_run_reports(dir.path()).is_ok());
+  auto fresh = core::read_file(dir.path() / "report.json");
+  ASSERT_TRUE(fresh.is_ok());
+  ASSERT_TRUE(write_run_reports(dir.path(), nullptr, testing::typed(testing::fixture_records())).is_ok());
+  auto given = core::read_file(dir.path() / "report.json");
+  ASSERT_TRUE(given.is_ok());
+  EXPECT_EQ(*given, *fresh);
+  // Records that are not the store's: the report says what they say.
+  std::vector<run::QuestionRecord> fewer = testing::typed(testing::fixture_records());
+  fewer.resize(3);
+  ASSERT_TRUE(write_run_reports(dir.path(), nullptr, fewer).is_ok());
+  auto from_fewer = core::read_file(dir.path() / "report.json");
+  ASSERT_TRUE(from_fewer.is_ok());
+  EXPECT_NE(*from_fewer, *fresh);
+  auto data = run::load_run(dir.path(), fewer);
+  ASSERT_TRUE(data.is_ok());
+  EXPECT_EQ(data->records.size(), 3u);
+}
+
 TEST(RunReport, ExBreakdownsMatchHandCounts) {
   json rep = build_report(fixture_run(), ReportOptions{});
   EXPECT_TRUE(rep["simulated"].get<bool>());

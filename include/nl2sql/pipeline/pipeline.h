@@ -46,6 +46,7 @@
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/pipeline/question_set.h"
+#include "nl2sql/run/question_record.h"
 
 namespace nl2sql::llm {
 class Transport;
@@ -95,6 +96,10 @@ struct RunSummary {
   // Queries the judge executed in this invocation (gold, tie probes; not the candidates', which
   // it takes from the fix stage).
   size_t eval_executions = 0;
+  // The run folder's final records as this summary read them (all of the store's, resumed and
+  // other shards' included, in store order), for the reports to take instead of reading the
+  // store again (report::write_run_reports).
+  std::vector<run::QuestionRecord> records;
   double ex() const { return finished ? 100.0 * correct / finished : 0.0; }
 };
 

@@ -51,6 +51,11 @@ Status write_reports(const run::RunData& run, const std::filesystem::path& out_d
 // receives duplicate_requests(run) of the folder.
 Status write_run_reports(const std::filesystem::path& dir,
                          std::map<std::string, int64_t>* duplicates = nullptr);
+// The same with the folder's final records already read (run::load_run(dir, records)): what
+// `nl2sql run` does with the records its summary read, so a large run's records are not parsed
+// twice.
+Status write_run_reports(const std::filesystem::path& dir, std::map<std::string, int64_t>* duplicates,
+                         std::vector<run::QuestionRecord> records);
 
 // Duplicate requests by usage stage: calls whose request body (run::recorded_calls' traces,
 // request_hash: endpoint + body as posted) the run had already sent, byte for byte, counted in
