@@ -1,11 +1,13 @@
 // Separating-instance duels: a small database D′ on which two candidates disagree, the model asked what the question's answer on D′ is.
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
 
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/core/hash.h"
+#include "nl2sql/core/thread_pool.h"
 #include "prompt_parts.h"
 #include "selector_parts.h"
 
@@ -45,24 +47,45 @@ class SeparatingInstances : public Selector {
     }
     std::map<int, double> score;
     json duels = json::array();
+    // Each duel's instance is searched in pair order; the model's asks of every duel then go
+    // out together (they do not depend on each other; each waits for its own model slot), and
+    // the duels are decided in pair order, as one after another would be.
+    struct Ask {
+      llm::ChatRequest request;
+      std::map<std::string, std::string> values;
+      Result<std::string> text = internal_error("not asked");
+      std::vector<llm::LlmCallTrace> calls;
+    };
+    struct Duel {
+      int i = 0, j = 0;
+      json d;
+      bool decided = false;  // a draw before any ask (no lineage, no instance)
+      std::optional<SeparatingInstance> inst;
+      size_t first_ask = 0;
+    };
+    std::deque<Duel> plan;  // stable addresses: the asks' instance callbacks point into it
+    std::vector<Ask> asks;
     int64_t pair_index = 0;
     for (size_t x = 0; x < players.size(); ++x) {
       for (size_t y = x + 1; y < players.size(); ++y, ++pair_index) {
-        const int i = players[x], j = players[y];
+        Duel& du = plan.emplace_back();
+        const int i = du.i = players[x];
+        const int j = du.j = players[y];
         const auto& ci = in.candidates[static_cast<size_t>(i)];
         const auto& cj = in.candidates[static_cast<size_t>(j)];
-        json d = {{"a", ci.id}, {"b", cj.id}};
+        json& d = du.d;
+        d = {{"a", ci.id}, {"b", cj.id}};
         auto draw = [&](const std::string& why) {
           score[i] += 0.5;
           score[j] += 0.5;
           d["outcome"] = "draw";
           d["why"] = why;
+          du.decided = true;
         };
         const auto& la = lineage.at(i);
         const auto& lb = lineage.at(j);
         if (!la.is_ok() || !lb.is_ok()) {
           draw("lineage: " + (!la.is_ok() ? la.status() : lb.status()).message());
-          duels.push_back(std::move(d));
           continue;
         }
         core::KeyHasher h;
@@ -78,19 +101,16 @@ class SeparatingInstances : public Selector {
         auto inst = builder->separate(*la, *lb, seed);
         if (!inst.is_ok()) {
           draw("instance: " + inst.status().message());
-          duels.push_back(std::move(d));
           continue;
         }
         d["instance"] = inst->to_json();
         if (!inst->found) {
           draw("no separating instance");
-          duels.push_back(std::move(d));
           continue;
         }
-        s.duel_instances.push_back({duels.size(), inst->instance, std::nullopt});
-        std::vector<std::string> tables;
+        du.inst = std::move(*inst);
         std::set<std::string> columns;
-        for (const auto& [t, rs] : inst->instance.tables)
+        for (const auto& [t, rs] : du.inst->instance.tables)
           for (const auto& c : rs.columns) columns.insert(t + "." + c);
         std::string schema = "(schema not available)";
         if (in.schema) {
@@ -102,67 +122,94 @@ class SeparatingInstances : public Selector {
           ro.stats = false;
           schema = context::render_schema(context::SchemaSources{in.schema, nullptr, nullptr, in.metadata}, ro);
         }
-        std::vector<db::ResultSet> answers;
-        json model_answers = json::array();
+        du.first_ask = asks.size();
+        const std::string instance_text = du.inst->instance.to_prompt_text();
         for (int64_t k = 0; k < o_.asks; ++k) {
-          auto req = base_request(in, llm::CallTask::kNlEval, pair_index * o_.asks + k);
-          req.tag.generator = "separating_instances";
-          req.temperature = o_.temperature;
-          if (o_.asks > 1) req.seed = static_cast<int64_t>((in.seed ^ 0x6e6c6576ULL) % 1000003ULL) * 64 + pair_index * o_.asks + k;
+          Ask a;
+          a.request = base_request(in, llm::CallTask::kNlEval, pair_index * o_.asks + k);
+          a.request.tag.generator = "separating_instances";
+          a.request.temperature = o_.temperature;
+          if (o_.asks > 1)
+            a.request.seed = static_cast<int64_t>((in.seed ^ 0x6e6c6576ULL) % 1000003ULL) * 64 + pair_index * o_.asks + k;
           const InstanceBuilder* b = &*builder;
-          const InstanceTables* tables_on = &inst->instance;
-          req.tag.answer_on_instance = [b, tables_on](const std::string& sql) -> Result<std::string> {
+          const InstanceTables* tables_on = &du.inst->instance;
+          a.request.tag.answer_on_instance = [b, tables_on](const std::string& sql) -> Result<std::string> {
             auto r = b->run_on(*tables_on, sql);
             if (!r.is_ok()) return r.status();
             return render_answer_rows(*r);
           };
-          auto text = ask_model({client_, &tpl_, "nl_eval", in.ask_memo.get()},
-                                {{"question", in.question->question},
-                                 {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
-                                 {"schema", schema},
-                                 {"instance", inst->instance.to_prompt_text()}},
-                                req, s.calls);
-          if (!text.is_ok()) {
-            model_answers.push_back({{"error", text.status().message()}});
-            continue;
-          }
-          auto parsed = parse_answer_rows(*text);
-          if (!parsed.is_ok()) {
-            client_->accounting().record_parse_failure("select", qid(in), "nl_eval");
-            model_answers.push_back({{"error", parsed.status().message()}});
-            continue;
-          }
-          model_answers.push_back(render_answer_rows(*parsed));
-          answers.push_back(std::move(*parsed));
+          a.values = {{"question", in.question->question},
+                      {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
+                      {"schema", schema},
+                      {"instance", instance_text}};
+          asks.push_back(std::move(a));
         }
-        d["model_answers"] = model_answers;
-        // Majority: an answer that at least half of the asks (rounded up) agree with.
-        const db::ResultSet* majority = nullptr;
-        for (const auto& a : answers) {
-          int64_t agree = 0;
-          for (const auto& b : answers) agree += answers_match(a, b) ? 1 : 0;
-          if (agree * 2 > o_.asks) { majority = &a; break; }
-        }
-        if (!majority) {
-          draw("the model's answers disagree");
-          duels.push_back(std::move(d));
+      }
+    }
+    const ModelAsk model{client_, &tpl_, "nl_eval", in.ask_memo.get()};
+    core::parallel_for(asks.size(), asks.size(), [&](size_t n) {
+      Ask& a = asks[n];
+      a.text = ask_model(model, a.values, a.request, a.calls);
+    });
+    for (Duel& du : plan) {
+      const int i = du.i, j = du.j;
+      json& d = du.d;
+      if (du.decided) {
+        duels.push_back(std::move(d));
+        continue;
+      }
+      auto draw = [&](const std::string& why) {
+        score[i] += 0.5;
+        score[j] += 0.5;
+        d["outcome"] = "draw";
+        d["why"] = why;
+      };
+      s.duel_instances.push_back({duels.size(), du.inst->instance, std::nullopt});
+      std::vector<db::ResultSet> answers;
+      json model_answers = json::array();
+      for (int64_t k = 0; k < o_.asks; ++k) {
+        Ask& a = asks[du.first_ask + static_cast<size_t>(k)];
+        s.calls.insert(s.calls.end(), a.calls.begin(), a.calls.end());
+        if (!a.text.is_ok()) {
+          model_answers.push_back({{"error", a.text.status().message()}});
           continue;
         }
-        d["majority"] = render_answer_rows(*majority);
-        s.duel_instances.back().majority = *majority;
-        const bool ma = answers_match(*majority, inst->answer_a);
-        const bool mb = answers_match(*majority, inst->answer_b);
-        if (ma && !mb) {
-          score[i] += 1;
-          d["outcome"] = "a";
-        } else if (mb && !ma) {
-          score[j] += 1;
-          d["outcome"] = "b";
-        } else {
-          draw(ma ? "both match" : "neither matches");
+        auto parsed = parse_answer_rows(*a.text);
+        if (!parsed.is_ok()) {
+          client_->accounting().record_parse_failure("select", qid(in), "nl_eval");
+          model_answers.push_back({{"error", parsed.status().message()}});
+          continue;
         }
-        duels.push_back(std::move(d));
+        model_answers.push_back(render_answer_rows(*parsed));
+        answers.push_back(std::move(*parsed));
       }
+      d["model_answers"] = model_answers;
+      // Majority: an answer that at least half of the asks (rounded up) agree with.
+      const db::ResultSet* majority = nullptr;
+      for (const auto& a : answers) {
+        int64_t agree = 0;
+        for (const auto& b : answers) agree += answers_match(a, b) ? 1 : 0;
+        if (agree * 2 > o_.asks) { majority = &a; break; }
+      }
+      if (!majority) {
+        draw("the model's answers disagree");
+        duels.push_back(std::move(d));
+        continue;
+      }
+      d["majority"] = render_answer_rows(*majority);
+      s.duel_instances.back().majority = *majority;
+      const bool ma = answers_match(*majority, du.inst->answer_a);
+      const bool mb = answers_match(*majority, du.inst->answer_b);
+      if (ma && !mb) {
+        score[i] += 1;
+        d["outcome"] = "a";
+      } else if (mb && !ma) {
+        score[j] += 1;
+        d["outcome"] = "b";
+      } else {
+        draw(ma ? "both match" : "neither matches");
+      }
+      duels.push_back(std::move(d));
     }
     // A unique top score wins; otherwise consistency decides.
     double top = -1;

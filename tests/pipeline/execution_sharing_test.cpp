@@ -227,6 +227,37 @@ TEST_F(ExecutionSharing, AGeneratorsSamplesAndTheTournamentsDuelsGoOutTogether) 
   EXPECT_EQ(most_dueling, 6) << "the tournament's duels were not in flight together";
 }
 
+TEST_F(ExecutionSharing, TheSeparatingInstanceDuelsAsksGoOutTogether) {
+  // Three results make three duels, each asking the model three times about its instance. Each
+  // ask is held until six are in flight: asks sent duel after duel would never be more than
+  // three at once (the held requests give up after 10 s and the count below shows it).
+  std::mutex mu;
+  std::condition_variable cv;
+  int asking = 0, most = 0, sample = 0;
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
+    const std::string content = content_of(req);
+    std::unique_lock lock(mu);
+    if (content.find("Answer a question about a database by reading its data yourself") != std::string::npos) {
+      ++asking;
+      most = std::max(most, asking);
+      cv.notify_all();
+      cv.wait_for(lock, std::chrono::seconds(10), [&] { return most >= 6; });
+      --asking;
+      return FakeReply{200, completion_body("```json\n[\"Lipová Primary\"]\n```")};
+    }
+    return sql_reply("SELECT name FROM school WHERE school_id = " + std::to_string(1 + sample++ % 3));
+  });
+  core::Config config = sharing_config(server.base_url());
+  config.set("run.selectors", json::array({"separating_instances"}));
+  config.set("run.primary_selector", "separating_instances");
+  auto o = options(config, dir_ / "run");
+  o.filter.ranges = "0";
+  auto summary = run(o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_EQ(summary->finished, 1u);
+  EXPECT_GE(most, 6) << "the duels' asks were not in flight together";
+}
+
 TEST_F(ExecutionSharing, GoldIsNotRunAgainWhenACandidateRanTheSameQuery) {
   // Every sample answers its question's gold query, laid out differently (blanks only): the
   // judge takes gold's answer from the candidate's result. Questions 0-3 of regional_schools
