@@ -101,19 +101,21 @@ class AlphaSqlNaive : public Selector {
     std::vector<int> votes;  // positions in `listed`, in the order the answers came
     json answers = json::array();
     int64_t unmatched = 0;
+    std::vector<Ask> to_ask;  // the samples: independent, asked together
     for (int64_t k = 0; k < asks; ++k) {
       auto req = base_request(in, llm::CallTask::kChoose, k);
       req.tag.generator = name();
       req.tag.candidates = sqls;
       req.temperature = o_.temperature;
       if (asks > 1) req.seed = ask_seed(in, name(), k);
-      auto text =
-          ask_model({client_, &tpl_, "select", in.ask_memo.get()},
-                    {{"question", in.question->question},
-                     {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
-                     {"schema", schema},
-                     {"candidates", listing}},
-                    req, s.calls);
+      to_ask.push_back({{{"question", in.question->question},
+                         {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
+                         {"schema", schema},
+                         {"candidates", listing}},
+                        std::move(req)});
+    }
+    const auto texts = ask_all({client_, &tpl_, "select", in.ask_memo.get()}, std::move(to_ask), s.calls);
+    for (const auto& text : texts) {
       if (!text.is_ok()) {
         answers.push_back({{"error", text.status().message()}});
         continue;

@@ -85,26 +85,37 @@ class DeepEyeSelection : public Selector {
     const int64_t votes = o_.temperature == 0 ? 1 : o_.votes;
     std::vector<std::vector<double>> win(k, std::vector<double>(k, 0.0));
     json pairs = json::array();
+    // Every pair's votes are independent of each other: asked together, counted in pair order.
+    std::vector<Ask> to_ask;
     int64_t pair_index = 0;
     for (size_t i = 0; i < k; ++i) {
       for (size_t j = i + 1; j < k; ++j, ++pair_index) {
         const auto& a = in.candidates[static_cast<size_t>(top[i])];
         const auto& b = in.candidates[static_cast<size_t>(top[j])];
         const std::string schema = schema_for(in, schemas_, {a.sql, b.sql});
-        int64_t for_a = 0, for_b = 0;
-        json said = json::array();
         for (int64_t v = 0; v < votes; ++v) {
           auto req = base_request(in, llm::CallTask::kSelectPair, pair_index * votes + v);
           req.tag.generator = name();
           req.tag.candidates = {a.sql, b.sql};
           req.temperature = o_.temperature;
           if (votes > 1) req.seed = ask_seed(in, name(), pair_index * votes + v);
-          auto text = ask_model(
-              {client_, &tpl_, "select", in.ask_memo.get()},
-              detail::pairwise_values(in.question->question, in.question->evidence, schema, a.sql,
-                                      detail::result_preview(*a.result), b.sql,
-                                      detail::result_preview(*b.result)),
-              req, s.calls);
+          to_ask.push_back({detail::pairwise_values(in.question->question, in.question->evidence, schema, a.sql,
+                                                    detail::result_preview(*a.result), b.sql,
+                                                    detail::result_preview(*b.result)),
+                            std::move(req)});
+        }
+      }
+    }
+    const auto texts = ask_all({client_, &tpl_, "select", in.ask_memo.get()}, std::move(to_ask), s.calls);
+    size_t next_text = 0;
+    for (size_t i = 0; i < k; ++i) {
+      for (size_t j = i + 1; j < k; ++j) {
+        const auto& a = in.candidates[static_cast<size_t>(top[i])];
+        const auto& b = in.candidates[static_cast<size_t>(top[j])];
+        int64_t for_a = 0, for_b = 0;
+        json said = json::array();
+        for (int64_t v = 0; v < votes; ++v) {
+          const auto& text = texts[next_text++];
           if (!text.is_ok()) {
             said.push_back({{"error", text.status().message()}});
             continue;

@@ -1,5 +1,9 @@
 #include "selector_parts.h"
 
+#include <optional>
+
+#include "nl2sql/core/thread_pool.h"
+
 #include "nl2sql/core/hash.h"
 #include "nl2sql/db/result_digest.h"
 #include "nl2sql/llm/model_call.h"
@@ -123,6 +127,22 @@ Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, s
   if (!r.is_ok()) return r.status();
   if (ask.memo) ask.memo->put(key, r->text());
   return r->text();
+}
+
+std::vector<Result<std::string>> ask_all(const ModelAsk& ask, std::vector<Ask> asks,
+                                         std::vector<llm::LlmCallTrace>& calls) {
+  std::vector<std::optional<Result<std::string>>> texts(asks.size());
+  std::vector<std::vector<llm::LlmCallTrace>> traces(asks.size());
+  core::parallel_for(asks.size(), asks.size(), [&](size_t n) {
+    texts[n].emplace(ask_model(ask, asks[n].values, std::move(asks[n].request), traces[n]));
+  });
+  std::vector<Result<std::string>> out;
+  out.reserve(asks.size());
+  for (size_t n = 0; n < asks.size(); ++n) {
+    calls.insert(calls.end(), traces[n].begin(), traces[n].end());
+    out.push_back(std::move(*texts[n]));
+  }
+  return out;
 }
 
 llm::ChatRequest base_request(const SelectionInput& in, llm::CallTask task, int64_t sample_index) {

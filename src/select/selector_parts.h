@@ -67,6 +67,16 @@ struct ModelAsk {
 // request already answered for the question returns that answer without a call or a trace.
 Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, std::string>& values,
                               llm::ChatRequest request, std::vector<llm::LlmCallTrace>& calls);
+// One ask of ask_all.
+struct Ask {
+  std::map<std::string, std::string> values;
+  llm::ChatRequest request;
+};
+// Asks that do not depend on each other (a selector's samples, its duels) go out together,
+// each waiting for its own model slot. The answers, and the traces appended to `calls`, come
+// back in the asks' order, as asking one after another would leave them.
+std::vector<Result<std::string>> ask_all(const ModelAsk& ask, std::vector<Ask> asks,
+                                         std::vector<llm::LlmCallTrace>& calls);
 llm::ChatRequest base_request(const SelectionInput& in, llm::CallTask task, int64_t sample_index);
 
 // Per-question sql::Schema, loaded once per database file.

@@ -7,7 +7,6 @@
 
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/core/hash.h"
-#include "nl2sql/core/thread_pool.h"
 #include "prompt_parts.h"
 #include "selector_parts.h"
 
@@ -50,12 +49,6 @@ class SeparatingInstances : public Selector {
     // Each duel's instance is searched in pair order; the model's asks of every duel then go
     // out together (they do not depend on each other; each waits for its own model slot), and
     // the duels are decided in pair order, as one after another would be.
-    struct Ask {
-      llm::ChatRequest request;
-      std::map<std::string, std::string> values;
-      Result<std::string> text = internal_error("not asked");
-      std::vector<llm::LlmCallTrace> calls;
-    };
     struct Duel {
       int i = 0, j = 0;
       json d;
@@ -146,11 +139,8 @@ class SeparatingInstances : public Selector {
         }
       }
     }
-    const ModelAsk model{client_, &tpl_, "nl_eval", in.ask_memo.get()};
-    core::parallel_for(asks.size(), asks.size(), [&](size_t n) {
-      Ask& a = asks[n];
-      a.text = ask_model(model, a.values, a.request, a.calls);
-    });
+    const std::vector<Result<std::string>> texts =
+        ask_all({client_, &tpl_, "nl_eval", in.ask_memo.get()}, std::move(asks), s.calls);
     for (Duel& du : plan) {
       const int i = du.i, j = du.j;
       json& d = du.d;
@@ -168,13 +158,12 @@ class SeparatingInstances : public Selector {
       std::vector<db::ResultSet> answers;
       json model_answers = json::array();
       for (int64_t k = 0; k < o_.asks; ++k) {
-        Ask& a = asks[du.first_ask + static_cast<size_t>(k)];
-        s.calls.insert(s.calls.end(), a.calls.begin(), a.calls.end());
-        if (!a.text.is_ok()) {
-          model_answers.push_back({{"error", a.text.status().message()}});
+        const auto& text = texts[du.first_ask + static_cast<size_t>(k)];
+        if (!text.is_ok()) {
+          model_answers.push_back({{"error", text.status().message()}});
           continue;
         }
-        auto parsed = parse_answer_rows(*a.text);
+        auto parsed = parse_answer_rows(*text);
         if (!parsed.is_ok()) {
           client_->accounting().record_parse_failure("select", qid(in), "nl_eval");
           model_answers.push_back({{"error", parsed.status().message()}});

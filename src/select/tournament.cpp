@@ -4,7 +4,6 @@
 #include <set>
 #include <utility>
 
-#include "nl2sql/core/thread_pool.h"
 
 #include "nl2sql/llm/answer.h"
 #include "prompt_parts.h"
@@ -52,12 +51,8 @@ class Tournament : public Selector {
     // comparisons then go out together (each waits for its own model slot), and the verdicts
     // are tallied in the planned order, so decisions and scores are those of one duel after
     // another.
-    struct Ask {
+    struct Sides {
       int a = 0, b = 0;  // candidate indices, A first in the prompt
-      llm::ChatRequest request;
-      std::map<std::string, std::string> values;
-      Result<std::string> text = internal_error("not asked");
-      std::vector<llm::LlmCallTrace> calls;
     };
     struct Planned {
       enum Kind { kEqual, kReused, kModel } kind = kEqual;
@@ -65,6 +60,7 @@ class Tournament : public Selector {
       size_t ask = 0;  // kModel: the first of its one or two asks
     };
     std::vector<Ask> asks;
+    std::vector<Sides> sides_of;  // per ask
     std::vector<Planned> plan;
     std::set<std::pair<std::string, std::string>> planned_sql;  // ordered SQL pairs asked by this plan
     auto will_know = [&](const std::string& a, const std::string& b) {
@@ -96,8 +92,6 @@ class Tournament : public Selector {
           const auto& ca = in.candidates[static_cast<size_t>(a)];
           const auto& cb = in.candidates[static_cast<size_t>(b)];
           Ask k;
-          k.a = a;
-          k.b = b;
           k.request = base_request(in, llm::CallTask::kSelectPair, pair_index * 2 + order);
           k.request.tag.generator = "tournament";
           k.request.tag.candidates = {ca.sql, cb.sql};
@@ -116,21 +110,19 @@ class Tournament : public Selector {
           k.values = detail::pair_prompt_values(pair);
           planned_sql.insert({ca.sql, cb.sql});
           asks.push_back(std::move(k));
+          sides_of.push_back({a, b});
         }
       }
     }
-    core::parallel_for(asks.size(), asks.size(), [&](size_t n) {
-      Ask& k = asks[n];
-      k.text = ask_model(ask, k.values, k.request, k.calls);
-    });
+    const std::vector<Result<std::string>> texts = ask_all(ask, std::move(asks), s.calls);
     // Verdicts read in the planned order: each model ask, then any pair that repeats its SQL.
     std::map<std::pair<std::string, std::string>, std::string> sides;  // this plan's answers
-    for (Ask& k : asks) {
-      const auto& ca = in.candidates[static_cast<size_t>(k.a)];
-      const auto& cb = in.candidates[static_cast<size_t>(k.b)];
+    for (size_t n = 0; n < texts.size(); ++n) {
+      const auto& ca = in.candidates[static_cast<size_t>(sides_of[n].a)];
+      const auto& cb = in.candidates[static_cast<size_t>(sides_of[n].b)];
       std::string side;
-      if (k.text.is_ok()) {
-        if (auto w = llm::read_pairwise_winner(*k.text)) side = *w == "A" ? "A" : "B";
+      if (texts[n].is_ok()) {
+        if (auto w = llm::read_pairwise_winner(*texts[n])) side = *w == "A" ? "A" : "B";
       }
       sides[{ca.sql, cb.sql}] = side;
     }
@@ -160,15 +152,16 @@ class Tournament : public Selector {
         continue;
       }
       for (int order = 0; order < (o_.both_orders ? 2 : 1); ++order) {
-        Ask& k = asks[pl.ask + static_cast<size_t>(order)];
+        const size_t n = pl.ask + static_cast<size_t>(order);
+        const auto& text = texts[n];
+        const Sides k = sides_of[n];
         const auto& ca = in.candidates[static_cast<size_t>(k.a)];
         const auto& cb = in.candidates[static_cast<size_t>(k.b)];
-        s.calls.insert(s.calls.end(), k.calls.begin(), k.calls.end());
         std::string side;
         json d = {{"a", ca.id}, {"b", cb.id}, {"by", "model"}};
-        if (!k.text.is_ok()) {
-          d["error"] = k.text.status().message();
-        } else if (auto w = llm::read_pairwise_winner(*k.text)) {
+        if (!text.is_ok()) {
+          d["error"] = text.status().message();
+        } else if (auto w = llm::read_pairwise_winner(*text)) {
           const int winner = *w == "A" ? k.a : k.b;
           side = *w == "A" ? "A" : "B";
           score[winner] += 1;

@@ -12,6 +12,7 @@
 #include "nl2sql/select/selector.h"
 #include "support/fake_openai_server.h"
 #include "support/selection_pool.h"
+#include "select/selector_parts.h"
 
 namespace nl2sql::select {
 namespace {
@@ -124,14 +125,21 @@ std::vector<PoolCandidate> naive_pool() {
 // Answers the naive prompt with the scripted SQL texts, in request order.
 struct ScriptedChooser {
   std::vector<std::string> answers;
+  // The seed of each sample, in sample order: the samples are asked together, so an answer goes
+  // to the sample whose seed the request carries; without them, to the request's arrival.
+  std::vector<int64_t> seeds;
   std::mutex mu;
   std::vector<json> bodies;  // guarded by mu
   FakeReply operator()(const httplib::Request& req, int64_t seq) {
+    const json body = json::parse(req.body);
     {
       std::lock_guard lock(mu);
-      bodies.push_back(json::parse(req.body));
+      bodies.push_back(body);
     }
-    const std::string& a = answers[static_cast<size_t>(seq) % answers.size()];
+    size_t k = static_cast<size_t>(seq);
+    if (auto it = std::find(seeds.begin(), seeds.end(), body.value("seed", int64_t{-1})); it != seeds.end())
+      k = static_cast<size_t>(it - seeds.begin());
+    const std::string& a = answers[k % answers.size()];
     if (a == "garbage") return FakeReply(200, completion_body("I cannot decide."));
     return FakeReply(
         200, completion_body("Checking in order.\n```json\n" +
@@ -184,10 +192,13 @@ TEST(AlphaSqlNaive, ListsRepresentativesLargestFirstAndTakesTheMode) {
 TEST(AlphaSqlNaive, EqualVotesGoToTheFirstVotedAndNoVoteToTheFirstListed) {
   Pool p;
   p.input.candidates = naive_pool();
+  std::vector<int64_t> seeds;  // the three samples' seeds, in sample order
+  for (int64_t k = 0; k < 3; ++k) seeds.push_back(detail::ask_seed(p.input, "alphasql_naive", k));
   {
     // z, y, garbage: one vote each for z and y → z, voted first.
     auto script = std::make_shared<ScriptedChooser>();
     script->answers = {"SELECT 'z'", "SELECT 'y'", "garbage"};
+    script->seeds = seeds;
     FakeOpenAiServer server(
         [script](const httplib::Request& r, int64_t seq) { return (*script)(r, seq); });
     auto client = fake_client(server);
@@ -199,6 +210,7 @@ TEST(AlphaSqlNaive, EqualVotesGoToTheFirstVotedAndNoVoteToTheFirstListed) {
     // A query that is not listed is no vote; none left: the first listed (y1).
     auto script = std::make_shared<ScriptedChooser>();
     script->answers = {"SELECT 'w'", "garbage", "SELECT 'w' -- again"};
+    script->seeds = seeds;
     FakeOpenAiServer server(
         [script](const httplib::Request& r, int64_t seq) { return (*script)(r, seq); });
     auto client = fake_client(server);
@@ -320,9 +332,13 @@ TEST(DeepEyeSelection, TopThreeAdjudicatesEveryPairWithAAsTheMoreConfident) {
   EXPECT_EQ(server.requests(), 9);
   EXPECT_EQ(s->chosen, 3);
   EXPECT_NEAR(s->explanation["scores"]["c"].get<double>(), 1.0 / 6, 1e-12);
-  // The first pair shows the larger group's query as A.
-  ASSERT_FALSE(prompts.empty());
-  EXPECT_LT(prompts[0].find("SELECT 1"), prompts[0].find("SELECT 2")) << prompts[0];
+  // The first pair shows the larger group's query as A (the pairs' votes go out together, so
+  // the pair is found by its queries, not by when it arrived).
+  auto first_pair = std::find_if(prompts.begin(), prompts.end(), [](const std::string& t) {
+    return t.find("SELECT 1") != std::string::npos && t.find("SELECT 2") != std::string::npos;
+  });
+  ASSERT_NE(first_pair, prompts.end());
+  EXPECT_LT(first_pair->find("SELECT 1"), first_pair->find("SELECT 2")) << *first_pair;
 }
 
 TEST(DeepEyeSelection, NothingExecutedTakesTheFirstCandidateWithSql) {
@@ -372,7 +388,10 @@ TEST(PaperBaselines, SameSeedSameRequestsAndPicksOtherSeedOtherSamples) {
     auto s = (*sel)->select(p.input);
     EXPECT_TRUE(s.is_ok());
     std::lock_guard lock(mu);
-    return std::make_pair(s->chosen, seen);
+    // The samples go out together: the seeds sent, not the order they arrived in.
+    std::vector<int64_t> sent = seen;
+    std::sort(sent.begin(), sent.end());
+    return std::make_pair(s->chosen, sent);
   };
   for (const auto& [method, pool] :
        {std::make_pair(std::string("alphasql_naive"), naive_pool()),
