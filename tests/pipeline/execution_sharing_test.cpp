@@ -70,6 +70,15 @@ class ExecutionSharing : public ::testing::Test {
     o.filter.ranges = "0-3";
     return o;
   }
+  // Question 0 alone, with `selector` as the only and primary selector.
+  RunOptions one_question_with(const std::string& base_url, const std::string& selector) {
+    core::Config config = sharing_config(base_url);
+    config.set("run.selectors", json::array({selector}));
+    config.set("run.primary_selector", selector);
+    auto o = options(config, dir_ / ("run-" + selector));
+    o.filter.ranges = "0";
+    return o;
+  }
   testing::TempDir dir_;
   fs::path data_;
 };
@@ -189,73 +198,63 @@ TEST_F(ExecutionSharing, ACandidatesFixRoundsDoNotWaitForOtherCandidates) {
   for (const auto& c : records[0]["candidates"]) EXPECT_EQ(c.value("sql", ""), kFixed);
 }
 
+// Requests of one kind in flight, each held until `want` of them have been in flight at once
+// (10 s at most): requests sent one after another never get there, and `most` shows it.
+struct HeldTogether {
+  int want = 0, now = 0, most = 0;
+  void hold(std::unique_lock<std::mutex>& lock, std::condition_variable& cv) {
+    ++now;
+    most = std::max(most, now);
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(10), [&] { return most >= want; });
+    --now;
+  }
+};
+
 TEST_F(ExecutionSharing, AGeneratorsSamplesAndTheTournamentsDuelsGoOutTogether) {
   // Six samples of one generator, then three results for the tournament (three pairs, both
-  // orders: six duels). Each request is held until six of its kind are in flight: samples or
-  // duels asked one after another would never be six at once (the held requests give up after
-  // 10 s and the counts below show it).
+  // orders: six duels), each kind held until six are in flight.
   std::mutex mu;
   std::condition_variable cv;
-  int generating = 0, most_generating = 0, dueling = 0, most_dueling = 0, sample = 0;
+  HeldTogether generating{6}, dueling{6};
+  int sample = 0;
   FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
     const std::string content = content_of(req);
     std::unique_lock lock(mu);
     if (content.find("Two SQLite queries were written for the same question") != std::string::npos) {
-      ++dueling;
-      most_dueling = std::max(most_dueling, dueling);
-      cv.notify_all();
-      cv.wait_for(lock, std::chrono::seconds(10), [&] { return most_dueling >= 6; });
-      --dueling;
+      dueling.hold(lock, cv);
       return FakeReply{200, completion_body("Candidate A answers the question.\n\nWinner: A")};
     }
-    ++generating;
-    most_generating = std::max(most_generating, generating);
-    cv.notify_all();
-    cv.wait_for(lock, std::chrono::seconds(10), [&] { return most_generating >= 6; });
-    --generating;
+    generating.hold(lock, cv);
     return sql_reply("SELECT name FROM school WHERE school_id = " + std::to_string(1 + sample++ % 3));
   });
-  core::Config config = sharing_config(server.base_url());
-  config.set("run.selectors", json::array({"tournament"}));
-  config.set("run.primary_selector", "tournament");
-  auto o = options(config, dir_ / "run");
-  o.filter.ranges = "0";
-  auto summary = run(o);
+  auto summary = run(one_question_with(server.base_url(), "tournament"));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   ASSERT_EQ(summary->finished, 1u);
-  EXPECT_EQ(most_generating, 6) << "the generator's samples were not in flight together";
-  EXPECT_EQ(most_dueling, 6) << "the tournament's duels were not in flight together";
+  EXPECT_EQ(generating.most, 6) << "the generator's samples were not in flight together";
+  EXPECT_EQ(dueling.most, 6) << "the tournament's duels were not in flight together";
 }
 
 TEST_F(ExecutionSharing, TheSeparatingInstanceDuelsAsksGoOutTogether) {
-  // Three results make three duels, each asking the model three times about its instance. Each
-  // ask is held until six are in flight: asks sent duel after duel would never be more than
-  // three at once (the held requests give up after 10 s and the count below shows it).
+  // Three results make three duels, each asking the model three times about its instance, held
+  // until six asks are in flight: duel after duel would never be more than three at once.
   std::mutex mu;
   std::condition_variable cv;
-  int asking = 0, most = 0, sample = 0;
+  HeldTogether asking{6};
+  int sample = 0;
   FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
     const std::string content = content_of(req);
     std::unique_lock lock(mu);
     if (content.find("Answer a question about a database by reading its data yourself") != std::string::npos) {
-      ++asking;
-      most = std::max(most, asking);
-      cv.notify_all();
-      cv.wait_for(lock, std::chrono::seconds(10), [&] { return most >= 6; });
-      --asking;
+      asking.hold(lock, cv);
       return FakeReply{200, completion_body("```json\n[\"Lipová Primary\"]\n```")};
     }
     return sql_reply("SELECT name FROM school WHERE school_id = " + std::to_string(1 + sample++ % 3));
   });
-  core::Config config = sharing_config(server.base_url());
-  config.set("run.selectors", json::array({"separating_instances"}));
-  config.set("run.primary_selector", "separating_instances");
-  auto o = options(config, dir_ / "run");
-  o.filter.ranges = "0";
-  auto summary = run(o);
+  auto summary = run(one_question_with(server.base_url(), "separating_instances"));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   ASSERT_EQ(summary->finished, 1u);
-  EXPECT_GE(most, 6) << "the duels' asks were not in flight together";
+  EXPECT_GE(asking.most, 6) << "the duels' asks were not in flight together";
 }
 
 TEST_F(ExecutionSharing, GoldIsNotRunAgainWhenACandidateRanTheSameQuery) {
