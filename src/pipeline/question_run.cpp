@@ -348,6 +348,7 @@ Status QuestionRun::stage_judge() {
   // (gold's answer is larger) is judged on gold's execution, not run once more.
   known_gold_.reset();
   gold_seen_.reset();
+  capped_gold_text_ = false;
   ExecutionMemo::Shared same = memo_ ? memo_->find(q_.gold_sql) : nullptr;
   if (same && same->ok() && !same->digest && s_.exec_cache) {
     db::CachedExecution e;
@@ -387,8 +388,10 @@ Status QuestionRun::stage_judge() {
     // held): the judge takes it as it is, and compares it on its digest.
     const db::ExecutionResult* hashed = known && known->ok() && known->digest ? known.get() : nullptr;
     if (!hashed && gold_seen_ && known && known->status == db::ExecStatus::kRowCap &&
-        fix::normalize_sql(c.sql) == gold_text_)
+        fix::normalize_sql(c.sql) == gold_text_) {
       hashed = &*gold_seen_;
+      capped_gold_text_ = true;
+    }
     items_[i] = s_.judge->judge(q_, db_path_, fp, p, known ? nullptr : &exec, nullptr, hashed,
                                 known_gold_ ? &*known_gold_ : nullptr);
     if (!p.present || c.rejected) continue;
@@ -645,7 +648,8 @@ run::QuestionRecord QuestionRun::final_record() {
     for (size_t i = 0; i < candidates_.size() && !hashed; ++i)
       if (p.present && candidates_[i].sql == p.sql && results_[i] && results_[i]->digest) hashed = results_[i].get();
     // Gold's own text, whose candidates stopped at the row cap: judged on gold's execution.
-    if (!hashed && p.present && gold_seen_ && fix::normalize_sql(p.sql) == gold_text_) hashed = &*gold_seen_;
+    if (!hashed && p.present && capped_gold_text_ && gold_seen_ && fix::normalize_sql(p.sql) == gold_text_)
+      hashed = &*gold_seen_;
     verdict_ = s_.judge->judge(q_, db_path_, s_.fingerprints.at(q_.db_id), p, nullptr, nullptr, hashed,
                                known_gold_ ? &*known_gold_ : nullptr);
     latency_["eval"] += seconds_since(t0);

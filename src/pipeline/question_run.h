@@ -109,6 +109,7 @@ class QuestionRun {
   // run stopped at the row cap), and gold's text normalized (fix::normalize_sql).
   std::optional<db::ExecutionResult> gold_seen_;
   std::string gold_text_;
+  bool capped_gold_text_ = false;  // a candidate with gold's text stopped at the row cap
   // Per candidate, its result when it executed (shared by candidates with the same query).
   std::vector<ExecutionMemo::Shared> results_;
   std::map<std::string, run::SelectionRecord> selections_;
