@@ -25,6 +25,9 @@
 #   NL2SQL_DATA=… scripts/bench/pipeline_bench.sh [SPIDER_QUESTIONS=0-99] [LATENCY_MS=100] [SCALE_SAMPLE=30]
 #   RUNS=3 (runs per measurement), SKIP_BUILD=1 (use BUILD_DIR as it is), BIN (the nl2sql binary),
 #   SCALE_FACTORS (default "300"), SKIP_SPIDER=1 (superhero runs only)
+# Data the runs above never use: TRAIN_DB=chinook_1 (a Spider train database) adds its 30-question
+# sample at x1 and scaled by TRAIN_FACTOR (default 75, scale_db.py --min-rows 5), same config and
+# server (gold from train_spider.json).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${NL2SQL_DATA:?set NL2SQL_DATA to the benchmark data folder}"
@@ -155,6 +158,24 @@ if [ -f "$SCALE_TOOL" ]; then
     bench "superhero_x$f" --benchmark bird --data "$D" --db superhero --sample "$SCALE_SAMPLE" --seed 1
     rm -f "$D/dev_databases/superhero/superhero.sqlite"
   done
+  if [ -n "${TRAIN_DB:-}" ]; then
+    GOLD="$NL2SQL_DATA/spider/train_spider.json"
+    bench "train_${TRAIN_DB}_x1" --benchmark spider --split train --data "$NL2SQL_DATA/spider" --db "$TRAIN_DB" \
+      --sample "$SCALE_SAMPLE" --seed 1
+    TF=${TRAIN_FACTOR:-75}
+    D="$WORK/train_x$TF"
+    mkdir -p "$D/database/$TRAIN_DB"
+    for f in tables.json train_spider.json dev.json train_gold.sql dev_gold.sql; do
+      [ -f "$NL2SQL_DATA/spider/$f" ] && cp "$NL2SQL_DATA/spider/$f" "$D/"
+    done
+    python3 "$SCALE_TOOL" --factor "$TF" --min-rows 5 "$NL2SQL_DATA/spider/database/$TRAIN_DB/$TRAIN_DB.sqlite" \
+      "$D/database/$TRAIN_DB/$TRAIN_DB.sqlite" | tail -1
+    bench "train_${TRAIN_DB}_x$TF" --benchmark spider --split train --data "$D" --db "$TRAIN_DB" \
+      --sample "$SCALE_SAMPLE" --seed 1
+    rm -f "$D/database/$TRAIN_DB/$TRAIN_DB.sqlite"
+    python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'peak RSS {sys.argv[3]} x{sys.argv[4]} / x1: {a:.0f} / {b:.0f} MiB = {a / b:.2f}')" \
+      "${RSS_MB[train_${TRAIN_DB}_x$TF]}" "${RSS_MB[train_${TRAIN_DB}_x1]}" "$TRAIN_DB" "$TF"
+  fi
   last=$(echo $FACTORS | awk '{print $NF}')
   python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'peak RSS x{sys.argv[3]} / x1: {a:.0f} / {b:.0f} MiB = {a / b:.2f} (target <= 1.5)')" \
     "${RSS_MB[superhero_x$last]}" "${RSS_MB[superhero_x1]}" "$last"
