@@ -33,8 +33,8 @@ struct LoggingEndpoint {
   std::vector<std::string> bodies;  // guarded by mu
   // Answers to generation prompts: SQL that runs on regional_schools unless `broken` is in the
   // prompt's sample (set by the test through the answer function).
-  std::function<std::string(const std::string& user_prompt, int64_t seq)> answer;
-  FakeOpenAiServer server{[this](const httplib::Request& req, int64_t seq) {
+  std::function<std::string(const std::string& user_prompt, const json& body)> answer;
+  FakeOpenAiServer server{[this](const httplib::Request& req, int64_t) {
     std::string user;
     {
       std::lock_guard lock(mu);
@@ -44,7 +44,7 @@ struct LoggingEndpoint {
     if (j.is_object())
       for (const auto& m : j.value("messages", json::array()))
         if (m.value("role", "") == "user") user = m.value("content", "");
-    return FakeReply(200, llm::testing::completion_body(answer(user, seq), "stop", 40, 8));
+    return FakeReply(200, llm::testing::completion_body(answer(user, j), "stop", 40, 8));
   }};
 
   // Requests whose body the server had already received, byte for byte.
@@ -108,7 +108,7 @@ TEST(DuplicateRequests, ReportCountsExactlyTheRepeatsTheServerReceived) {
     // Three samples of one prompt at the profile's temperature 0 and no seed: the bodies are
     // byte-identical, so each question sends its prompt 3 times, 2 of them repeats.
     LoggingEndpoint endpoint;
-    endpoint.answer = [](const std::string&, int64_t) { return sql_answer("SELECT count(*) FROM school"); };
+    endpoint.answer = [](const std::string&, const json&) { return sql_answer("SELECT count(*) FROM school"); };
     const json usage = run_usage(config_for(endpoint.server.base_url(), R"([{"name": "baseline", "samples": 3}])"),
                                  dir, data, "0-2", "repeats");
     ASSERT_EQ(endpoint.server.requests(), 9);  // 3 questions x 3 samples, nothing to fix
@@ -121,7 +121,7 @@ TEST(DuplicateRequests, ReportCountsExactlyTheRepeatsTheServerReceived) {
   {
     // One sample per question: every body differs (the questions differ).
     LoggingEndpoint endpoint;
-    endpoint.answer = [](const std::string&, int64_t) { return sql_answer("SELECT count(*) FROM school"); };
+    endpoint.answer = [](const std::string&, const json&) { return sql_answer("SELECT count(*) FROM school"); };
     const json usage = run_usage(config_for(endpoint.server.base_url(), R"([{"name": "baseline", "samples": 1}])"),
                                  dir, data, "0-2", "single");
     ASSERT_EQ(endpoint.server.requests(), 3);
@@ -137,7 +137,7 @@ TEST(OsExamplesMemo, TwoQuestionsOnOneDatabaseMakeOneExampleCall) {
   const fs::path data = testing::build_mini_bird(dir.path() / "mini");
   LoggingEndpoint endpoint;
   std::atomic<int> example_calls{0};
-  endpoint.answer = [&](const std::string& prompt, int64_t) {
+  endpoint.answer = [&](const std::string& prompt, const json&) {
     if (prompt.find("You write practice examples") != std::string::npos) {
       ++example_calls;
       return std::string("Question: How many schools are there?\nSQL: SELECT count(*) FROM school\n");
@@ -175,11 +175,13 @@ TEST(ShowQuestion, ListsEveryRecordedCallOfTheQuestionWithThePromptsTheServerRec
   testing::TempDir dir;
   const fs::path data = testing::build_mini_bird(dir.path() / "mini");
   LoggingEndpoint endpoint;
-  // Sample 1 of question 0 answers a query that does not run: the fixer asks once more.
-  endpoint.answer = [](const std::string& prompt, int64_t seq) {
+  // Sample 1 of question 0 (the request with seed 1: the samples go out together, so not the
+  // third to arrive) answers a query that does not run: the fixer asks once more.
+  endpoint.answer = [](const std::string& prompt, const json& body) {
     if (prompt.find("Extract") != std::string::npos || prompt.find("keyword") != std::string::npos)
       return std::string("```json\n[\"schools\"]\n```");
-    if (seq == 2) return sql_answer("SELECT nope FROM school");
+    if (body.value("seed", int64_t{0}) == 1 && prompt.find("The query that was tried:") == std::string::npos)
+      return sql_answer("SELECT nope FROM school");
     return sql_answer("SELECT count(*) FROM school");
   };
   core::Config config = config_for(endpoint.server.base_url(), R"([{"name": "baseline", "samples": 2, "temperature": 0.7}])");
