@@ -384,6 +384,7 @@ db::CachedExecution ItemJudge::gold(const data::Question& q, const fs::path& db_
     hit.emplace();
     hit->result = *known;
     hit->row_cap = gold_limits_.row_cap;
+    if (cache_) cache_->put(key, *hit);  // as a run of gold would be (not when hashed)
   } else if (cache_) {
     hit = cache_->get(key, gold_limits_.row_cap);
     ++(hit ? hits_ : misses_);

@@ -336,35 +336,18 @@ Status QuestionRun::stage_judge() {
   items_.assign(candidates_.size(), eval::ItemResult{});
   results_.assign(candidates_.size(), nullptr);
   std::map<std::tuple<bool, bool, std::string>, size_t> judged;  // (present, rejected, sql) → first
-  // Gold is one more query of the question, run at most once for all its judgements. When a
-  // candidate ran the same text (after normalisation) successfully, gold's answer is taken from
-  // it. A whole result goes through the run's result cache as any gold does. One cut to its
-  // first rows plus the digest of the whole answer (past fix.keep_rows: most answers at BIRD
-  // scale) cannot be stored there, nor can anything in a run without the cache: gold's
-  // execution is then made once here, with its tie check, and handed to every judgement of the
-  // question, the final verdict's included. A candidate's timeout or error is not taken: gold
-  // then runs under its own limits (and is handed on the same way when it is not cacheable).
-  // A candidate whose text is gold's but whose own run stopped at the fix stage's row cap
-  // (gold's answer is larger) is judged on gold's execution, not run once more.
-  known_gold_.reset();
-  gold_seen_.reset();
-  capped_gold_text_ = false;
+  // Gold is one more query of the question, run once for all its judgements (the final
+  // verdict's included), with its tie check. When a candidate ran the same text (after
+  // normalisation) successfully, gold's answer is taken from it, also when that result was cut
+  // to its first rows plus the digest of the whole answer (past fix.keep_rows: most answers at
+  // BIRD scale), which the result cache cannot hold. A candidate's timeout or error is not
+  // taken: gold then runs under its own limits. A candidate whose text is gold's but whose own
+  // run stopped at the fix stage's row cap (gold's answer is larger) is judged on gold's
+  // execution, not run once more.
   ExecutionMemo::Shared same = memo_ ? memo_->find(q_.gold_sql) : nullptr;
-  if (same && same->ok() && !same->digest && s_.exec_cache) {
-    db::CachedExecution e;
-    e.result = *same;
-    e.row_cap = limits.row_cap;
-    s_.exec_cache->put(db::ResultCache::key(fp, q_.gold_sql), e);
-    gold_seen_ = *same;
-  } else if (same && same->ok()) {
-    known_gold_ = s_.judge->gold(q_, db_path_, fp, nullptr, nullptr, same.get());
-    gold_seen_ = known_gold_->result;
-  } else {
-    db::CachedExecution g = s_.judge->gold(q_, db_path_, fp);
-    if (g.result.ok()) gold_seen_ = g.result;
-    if (g.result.digest || !s_.exec_cache) known_gold_ = std::move(g);
-  }
+  known_gold_ = s_.judge->gold(q_, db_path_, fp, nullptr, nullptr, same && same->ok() ? same.get() : nullptr);
   gold_text_ = fix::normalize_sql(q_.gold_sql);
+  capped_gold_text_ = false;
   for (size_t i = 0; i < candidates_.size(); ++i) {
     const auto& c = candidates_[i];
     eval::Prediction p;
@@ -387,9 +370,9 @@ Status QuestionRun::stage_judge() {
     // A result hashed past fix.keep_rows is not in the result cache (only its first rows are
     // held): the judge takes it as it is, and compares it on its digest.
     const db::ExecutionResult* hashed = known && known->ok() && known->digest ? known.get() : nullptr;
-    if (!hashed && gold_seen_ && known && known->status == db::ExecStatus::kRowCap &&
+    if (!hashed && known_gold_->result.ok() && known && known->status == db::ExecStatus::kRowCap &&
         fix::normalize_sql(c.sql) == gold_text_) {
-      hashed = &*gold_seen_;
+      hashed = &known_gold_->result;
       capped_gold_text_ = true;
     }
     items_[i] = s_.judge->judge(q_, db_path_, fp, p, known ? nullptr : &exec, nullptr, hashed,
@@ -648,8 +631,8 @@ run::QuestionRecord QuestionRun::final_record() {
     for (size_t i = 0; i < candidates_.size() && !hashed; ++i)
       if (p.present && candidates_[i].sql == p.sql && results_[i] && results_[i]->digest) hashed = results_[i].get();
     // Gold's own text, whose candidates stopped at the row cap: judged on gold's execution.
-    if (!hashed && p.present && capped_gold_text_ && gold_seen_ && fix::normalize_sql(p.sql) == gold_text_)
-      hashed = &*gold_seen_;
+    if (!hashed && p.present && capped_gold_text_ && fix::normalize_sql(p.sql) == gold_text_)
+      hashed = &known_gold_->result;
     verdict_ = s_.judge->judge(q_, db_path_, s_.fingerprints.at(q_.db_id), p, nullptr, nullptr, hashed,
                                known_gold_ ? &*known_gold_ : nullptr);
     latency_["eval"] += seconds_since(t0);

@@ -102,12 +102,9 @@ class QuestionRun {
   std::unique_ptr<fix::ExecutionMemo> memo_;
   json exec_before_fix_;  // per candidate id: executable before the fixer
   std::vector<eval::ItemResult> items_;
-  // Gold's execution made from a candidate's hashed result (see stage_judge), for every
-  // judgement of the question, the final verdict's included.
+  // Gold's execution with its tie check, made once by stage_judge for every judgement of the
+  // question (the final verdict's included), and gold's text normalized (fix::normalize_sql).
   std::optional<db::CachedExecution> known_gold_;
-  // Gold's successful execution, however it was had (for candidates with gold's text whose own
-  // run stopped at the row cap), and gold's text normalized (fix::normalize_sql).
-  std::optional<db::ExecutionResult> gold_seen_;
   std::string gold_text_;
   bool capped_gold_text_ = false;  // a candidate with gold's text stopped at the row cap
   // Per candidate, its result when it executed (shared by candidates with the same query).
