@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <iostream>
+#include <utility>
 
 #include "cli/command.h"
 #include "cli/config_options.h"
@@ -75,8 +76,8 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
                ? kExitBadInput
                : kExitFailure;
   }
-  std::vector<run::QuestionRecord> records = std::move(summary->records);
-  summary->records.clear();
+  // The reports take the records; the summary handed on (sweep) does not carry them.
+  std::vector<run::QuestionRecord> records = std::exchange(summary->records, {});
   const auto& s = *summary;
   if (summary_out) *summary_out = s;
   std::map<std::string, int64_t> duplicates;

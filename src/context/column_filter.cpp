@@ -217,16 +217,15 @@ Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::Prompt
       asks.push_back(std::move(ask));
     }
   }
-  std::vector<std::optional<Result<llm::ChatResponse>>> answers(asks.size());
-  core::parallel_for(asks.size(), std::min(asks.size(), kMaxRequestsAtOnce),
-                     [&](size_t i) { answers[i].emplace(client.chat(asks[i].request)); });
+  auto answers = core::parallel_map<Result<llm::ChatResponse>>(
+      asks.size(), std::min(asks.size(), kMaxRequestsAtOnce), [&](size_t i) { return client.chat(asks[i].request); });
   std::optional<Status> cancelled;
   for (size_t i = 0; i < asks.size(); ++i) {
     const Ask& ask = asks[i];
     const data::Table& t = *ask.table;
     const auto& cols = ask.columns;
     const auto& req = ask.request;
-    const auto& resp = *answers[i];
+    const auto& resp = answers[i];
     auto trace = llm::trace_of("column_filter", prompt, req, resp);
     Result<std::set<std::string>> rel = resp ? parse_column_filter_answer(resp->text(), cols,
                                                                           "question " + question.question_id + ", table " + t.name)

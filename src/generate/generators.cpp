@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -141,12 +140,8 @@ class GeneratorBase : public Generator {
   // waiting for its own model slot, so a question's generation takes one model round trip per
   // dependent step instead of one per sample. The answers come back in call order.
   std::vector<Result<llm::ModelAnswer>> call_all(const std::vector<llm::ModelCall>& calls) const {
-    std::vector<std::optional<Result<llm::ModelAnswer>>> got(calls.size());
-    core::parallel_for(calls.size(), calls.size(), [&](size_t i) { got[i].emplace(llm::call_model(*client_, calls[i])); });
-    std::vector<Result<llm::ModelAnswer>> out;
-    out.reserve(calls.size());
-    for (auto& g : got) out.push_back(std::move(*g));
-    return out;
+    return core::parallel_map<Result<llm::ModelAnswer>>(
+        calls.size(), calls.size(), [&](size_t i) { return llm::call_model(*client_, calls[i]); });
   }
 
   CommonOptions o_;

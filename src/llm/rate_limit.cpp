@@ -14,7 +14,7 @@ Status InFlightLimit::acquire(SlotPriority priority) {
     return Status::ok();
   }
   Waiter me;
-  const Key key{priority.rank, priority.order, tickets_++};
+  const Key key{priority.rank, tickets_++};
   waiters_.emplace(key, &me);
   me.cv.wait(lock, [&] { return me.granted || cancelled_; });
   if (!me.granted) {  // cancelled before a slot came

@@ -829,29 +829,16 @@ std::map<std::string, int64_t> duplicate_requests(const run::RunData& run) {
   return duplicates;
 }
 
-namespace {
-
-Status write_run_reports_from(const std::filesystem::path& dir, std::map<std::string, int64_t>* duplicates,
-                              std::vector<run::QuestionRecord>* records) {
+Status write_run_reports(const std::filesystem::path& dir, std::map<std::string, int64_t>* duplicates,
+                         std::optional<std::vector<run::QuestionRecord>> records) {
   auto reading = run::RunFolderLock::acquire_shared(dir);
   if (!reading) return reading.status();
-  auto data = records ? run::load_run(dir, std::move(*records)) : run::load_run(dir);
+  auto data = run::load_run(dir, std::move(records));
   if (!data) return data.status();
   if (duplicates) *duplicates = duplicate_requests(*data);
   auto options = ReportOptions::from_config(data->config);
   if (!options) return options.status();
   return write_reports(*data, dir, *options);
-}
-
-}  // namespace
-
-Status write_run_reports(const std::filesystem::path& dir, std::map<std::string, int64_t>* duplicates) {
-  return write_run_reports_from(dir, duplicates, nullptr);
-}
-
-Status write_run_reports(const std::filesystem::path& dir, std::map<std::string, int64_t>* duplicates,
-                         std::vector<run::QuestionRecord> records) {
-  return write_run_reports_from(dir, duplicates, &records);
 }
 
 }  // namespace nl2sql::report

@@ -5,9 +5,7 @@
 namespace nl2sql::run {
 using nlohmann::json;
 
-namespace {
-
-Result<RunData> load_run_impl(const std::filesystem::path& dir, std::vector<QuestionRecord>* known) {
+Result<RunData> load_run(const std::filesystem::path& dir, std::optional<std::vector<QuestionRecord>> known) {
   auto store = RunStore::open(dir, /*create=*/false);
   if (!store) return store.status();
   RunData run;
@@ -39,13 +37,6 @@ Result<RunData> load_run_impl(const std::filesystem::path& dir, std::vector<Ques
   return run;
 }
 
-}  // namespace
-
-Result<RunData> load_run(const std::filesystem::path& dir) { return load_run_impl(dir, nullptr); }
-
-Result<RunData> load_run(const std::filesystem::path& dir, std::vector<QuestionRecord> records) {
-  return load_run_impl(dir, &records);
-}
 
 Status add_run_usage(RunStore& store, const std::string& stage, int64_t calls, int64_t prompt_tokens,
                      int64_t completion_tokens, double cost_usd, double latency_s) {

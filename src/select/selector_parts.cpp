@@ -1,7 +1,5 @@
 #include "selector_parts.h"
 
-#include <optional>
-
 #include "nl2sql/core/thread_pool.h"
 
 #include "nl2sql/core/hash.h"
@@ -131,17 +129,11 @@ Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, s
 
 std::vector<Result<std::string>> ask_all(const ModelAsk& ask, std::vector<Ask> asks,
                                          std::vector<llm::LlmCallTrace>& calls) {
-  std::vector<std::optional<Result<std::string>>> texts(asks.size());
   std::vector<std::vector<llm::LlmCallTrace>> traces(asks.size());
-  core::parallel_for(asks.size(), asks.size(), [&](size_t n) {
-    texts[n].emplace(ask_model(ask, asks[n].values, std::move(asks[n].request), traces[n]));
+  auto out = core::parallel_map<Result<std::string>>(asks.size(), asks.size(), [&](size_t n) {
+    return ask_model(ask, asks[n].values, std::move(asks[n].request), traces[n]);
   });
-  std::vector<Result<std::string>> out;
-  out.reserve(asks.size());
-  for (size_t n = 0; n < asks.size(); ++n) {
-    calls.insert(calls.end(), traces[n].begin(), traces[n].end());
-    out.push_back(std::move(*texts[n]));
-  }
+  for (const auto& t : traces) calls.insert(calls.end(), t.begin(), t.end());
   return out;
 }
 

@@ -52,9 +52,14 @@ class SeparatingInstances : public Selector {
     struct Duel {
       int i = 0, j = 0;
       json d;
-      bool decided = false;  // a draw before any ask (no lineage, no instance)
-      std::optional<SeparatingInstance> inst;
+      std::optional<SeparatingInstance> inst;  // none: a draw before any ask (no lineage, no instance)
       size_t first_ask = 0;
+    };
+    auto draw = [&](Duel& du, const std::string& why) {
+      score[du.i] += 0.5;
+      score[du.j] += 0.5;
+      du.d["outcome"] = "draw";
+      du.d["why"] = why;
     };
     std::deque<Duel> plan;  // stable addresses: the asks' instance callbacks point into it
     std::vector<Ask> asks;
@@ -68,17 +73,10 @@ class SeparatingInstances : public Selector {
         const auto& cj = in.candidates[static_cast<size_t>(j)];
         json& d = du.d;
         d = {{"a", ci.id}, {"b", cj.id}};
-        auto draw = [&](const std::string& why) {
-          score[i] += 0.5;
-          score[j] += 0.5;
-          d["outcome"] = "draw";
-          d["why"] = why;
-          du.decided = true;
-        };
         const auto& la = lineage.at(i);
         const auto& lb = lineage.at(j);
         if (!la.is_ok() || !lb.is_ok()) {
-          draw("lineage: " + (!la.is_ok() ? la.status() : lb.status()).message());
+          draw(du, "lineage: " + (!la.is_ok() ? la.status() : lb.status()).message());
           continue;
         }
         core::KeyHasher h;
@@ -93,12 +91,12 @@ class SeparatingInstances : public Selector {
         if (!notes.empty()) d["lineage"] = std::move(notes);
         auto inst = builder->separate(*la, *lb, seed);
         if (!inst.is_ok()) {
-          draw("instance: " + inst.status().message());
+          draw(du, "instance: " + inst.status().message());
           continue;
         }
         d["instance"] = inst->to_json();
         if (!inst->found) {
-          draw("no separating instance");
+          draw(du, "no separating instance");
           continue;
         }
         du.inst = std::move(*inst);
@@ -144,16 +142,10 @@ class SeparatingInstances : public Selector {
     for (Duel& du : plan) {
       const int i = du.i, j = du.j;
       json& d = du.d;
-      if (du.decided) {
+      if (!du.inst) {
         duels.push_back(std::move(d));
         continue;
       }
-      auto draw = [&](const std::string& why) {
-        score[i] += 0.5;
-        score[j] += 0.5;
-        d["outcome"] = "draw";
-        d["why"] = why;
-      };
       s.duel_instances.push_back({duels.size(), du.inst->instance, std::nullopt});
       std::vector<db::ResultSet> answers;
       json model_answers = json::array();
@@ -181,7 +173,7 @@ class SeparatingInstances : public Selector {
         if (agree * 2 > o_.asks) { majority = &a; break; }
       }
       if (!majority) {
-        draw("the model's answers disagree");
+        draw(du, "the model's answers disagree");
         duels.push_back(std::move(d));
         continue;
       }
@@ -196,7 +188,7 @@ class SeparatingInstances : public Selector {
         score[j] += 1;
         d["outcome"] = "b";
       } else {
-        draw(ma ? "both match" : "neither matches");
+        draw(du, ma ? "both match" : "neither matches");
       }
       duels.push_back(std::move(d));
     }

@@ -51,16 +51,12 @@ class Tournament : public Selector {
     // comparisons then go out together (each waits for its own model slot), and the verdicts
     // are tallied in the planned order, so decisions and scores are those of one duel after
     // another.
-    struct Sides {
-      int a = 0, b = 0;  // candidate indices, A first in the prompt
-    };
     struct Planned {
       enum Kind { kEqual, kReused, kModel } kind = kEqual;
       int i = 0, j = 0;
-      size_t ask = 0;  // kModel: the first of its one or two asks
+      size_t ask = 0;  // kModel: the first of its one or two asks ((i, j), then (j, i))
     };
     std::vector<Ask> asks;
-    std::vector<Sides> sides_of;  // per ask
     std::vector<Planned> plan;
     std::set<std::pair<std::string, std::string>> planned_sql;  // ordered SQL pairs asked by this plan
     auto will_know = [&](const std::string& a, const std::string& b) {
@@ -110,22 +106,12 @@ class Tournament : public Selector {
           k.values = detail::pair_prompt_values(pair);
           planned_sql.insert({ca.sql, cb.sql});
           asks.push_back(std::move(k));
-          sides_of.push_back({a, b});
         }
       }
     }
     const std::vector<Result<std::string>> texts = ask_all(ask, std::move(asks), s.calls);
-    // Verdicts read in the planned order: each model ask, then any pair that repeats its SQL.
-    std::map<std::pair<std::string, std::string>, std::string> sides;  // this plan's answers
-    for (size_t n = 0; n < texts.size(); ++n) {
-      const auto& ca = in.candidates[static_cast<size_t>(sides_of[n].a)];
-      const auto& cb = in.candidates[static_cast<size_t>(sides_of[n].b)];
-      std::string side;
-      if (texts[n].is_ok()) {
-        if (auto w = llm::read_pairwise_winner(*texts[n])) side = *w == "A" ? "A" : "B";
-      }
-      sides[{ca.sql, cb.sql}] = side;
-    }
+    // Verdicts read in the planned order: a pair that repeats an earlier pair's SQL comes after
+    // it in the plan, so its verdict is in `asked` by the time it is read.
     for (const Planned& pl : plan) {
       const auto& ci = in.candidates[static_cast<size_t>(pl.i)];
       const auto& cj = in.candidates[static_cast<size_t>(pl.j)];
@@ -139,8 +125,7 @@ class Tournament : public Selector {
           const int a = order == 0 ? pl.i : pl.j, b = order == 0 ? pl.j : pl.i;
           const auto& ca = in.candidates[static_cast<size_t>(a)];
           const auto& cb = in.candidates[static_cast<size_t>(b)];
-          auto here = sides.find({ca.sql, cb.sql});
-          const std::string side = here != sides.end() ? here->second : asked->find(ca.sql, cb.sql).value_or("");
+          const std::string side = asked->find(ca.sql, cb.sql).value_or("");
           json d = {{"a", ca.id}, {"b", cb.id}, {"by", "same_sql_pair_asked"}};
           if (!side.empty()) {
             const int winner = side == "A" ? a : b;
@@ -152,17 +137,16 @@ class Tournament : public Selector {
         continue;
       }
       for (int order = 0; order < (o_.both_orders ? 2 : 1); ++order) {
-        const size_t n = pl.ask + static_cast<size_t>(order);
-        const auto& text = texts[n];
-        const Sides k = sides_of[n];
-        const auto& ca = in.candidates[static_cast<size_t>(k.a)];
-        const auto& cb = in.candidates[static_cast<size_t>(k.b)];
+        const auto& text = texts[pl.ask + static_cast<size_t>(order)];
+        const int a = order == 0 ? pl.i : pl.j, b = order == 0 ? pl.j : pl.i;
+        const auto& ca = in.candidates[static_cast<size_t>(a)];
+        const auto& cb = in.candidates[static_cast<size_t>(b)];
         std::string side;
         json d = {{"a", ca.id}, {"b", cb.id}, {"by", "model"}};
         if (!text.is_ok()) {
           d["error"] = text.status().message();
         } else if (auto w = llm::read_pairwise_winner(*text)) {
-          const int winner = *w == "A" ? k.a : k.b;
+          const int winner = *w == "A" ? a : b;
           side = *w == "A" ? "A" : "B";
           score[winner] += 1;
           d["winner"] = in.candidates[static_cast<size_t>(winner)].id;

@@ -782,12 +782,10 @@ TEST(ValueIndex, ColumnValuesAreTheDistinctRowsInTheirOrder) {
                               "CREATE TABLE capped (name TEXT);\n"
                               "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 49)\n"
                               "INSERT INTO capped SELECT 'v' || (i % 41) FROM n;\n");
-  auto schema = data::read_schema_from_database(db, "kinds");
-  ASSERT_TRUE(schema.is_ok());
   db::Executor ex;
   IndexParams params;
   params.skip.max_distinct = 40;
-  auto idx = ValueIndex::build("kinds", db, *schema, params, ex, 2, dir / "kinds.vidx");
+  auto idx = ValueIndex::build("kinds", db, schema_of(db), params, ex, 2, dir / "kinds.vidx");
   ASSERT_TRUE(idx.is_ok()) << idx.status().message();
   // The index column's DISTINCT is read from its index, not the table.
   auto plan = ex.explain_query_plan(db, "SELECT DISTINCT name FROM indexed WHERE typeof(name) = 'text'");

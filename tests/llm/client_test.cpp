@@ -342,7 +342,7 @@ TEST(InFlightLimit, AFreedSlotGoesToTheLowestRankThenTheEarliestArrival) {
       {"rank2", 2}, {"rank0-first", 0}, {"rank1", 1}, {"rank0-second", 0}};
   for (const auto& [name, rank] : callers) {
     threads.emplace_back([&, name = name, rank = rank] {
-      ASSERT_TRUE(limit.acquire(SlotPriority{rank, 0}).is_ok());
+      ASSERT_TRUE(limit.acquire(SlotPriority{rank}).is_ok());
       {
         std::lock_guard lock(mu);
         served.push_back(name);

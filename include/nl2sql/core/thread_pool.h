@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -37,6 +38,17 @@ class ThreadPool {
 };
 
 void parallel_for(size_t n, size_t threads, const std::function<void(size_t)>& fn);
+
+// The same collecting fn(i)'s results, in index order (T need not be default-constructible).
+template <typename T, typename F>
+std::vector<T> parallel_map(size_t n, size_t threads, F&& fn) {
+  std::vector<std::optional<T>> got(n);
+  parallel_for(n, threads, [&](size_t i) { got[i].emplace(fn(i)); });
+  std::vector<T> out;
+  out.reserve(n);
+  for (auto& g : got) out.push_back(std::move(*g));
+  return out;
+}
 
 // Default worker count: the number of hardware threads (at least 1).
 size_t default_threads();

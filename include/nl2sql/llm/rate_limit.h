@@ -11,18 +11,17 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <tuple>
+#include <utility>
 
 #include "nl2sql/core/status.h"
 #include "nl2sql/llm/clock.h"
 
 namespace nl2sql::llm {
 
-// Which waiter gets the next free slot: the lowest rank, then the lowest order, then the
-// earliest arrival. All zero (the default) is plain first come, first served.
+// Which waiter gets the next free slot: the lowest rank, then the earliest arrival. All zero
+// (the default) is plain first come, first served.
 struct SlotPriority {
   int64_t rank = 0;
-  int64_t order = 0;
 };
 
 class InFlightLimit {
@@ -43,7 +42,7 @@ class InFlightLimit {
     std::condition_variable cv;
     bool granted = false;
   };
-  using Key = std::tuple<int64_t, int64_t, uint64_t>;  // rank, order, arrival ticket
+  using Key = std::pair<int64_t, uint64_t>;  // rank, arrival ticket
   const int64_t max_;
   std::mutex mu_;
   std::map<Key, Waiter*> waiters_;  // guarded by mu_

@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -49,13 +50,11 @@ Status write_reports(const run::RunData& run, const std::filesystem::path& out_d
 // names (report.*): what `nl2sql run` and `nl2sql sweep` do after the pipeline returns. Reads
 // under the folder's shared lock (refused while a run holds it). `duplicates`, when given,
 // receives duplicate_requests(run) of the folder.
+// `records`: the folder's final records already read (run::load_run's): what `nl2sql run`
+// passes with the records its summary read, so a large run's records are not parsed twice.
 Status write_run_reports(const std::filesystem::path& dir,
-                         std::map<std::string, int64_t>* duplicates = nullptr);
-// The same with the folder's final records already read (run::load_run(dir, records)): what
-// `nl2sql run` does with the records its summary read, so a large run's records are not parsed
-// twice.
-Status write_run_reports(const std::filesystem::path& dir, std::map<std::string, int64_t>* duplicates,
-                         std::vector<run::QuestionRecord> records);
+                         std::map<std::string, int64_t>* duplicates = nullptr,
+                         std::optional<std::vector<run::QuestionRecord>> records = std::nullopt);
 
 // Duplicate requests by usage stage: calls whose request body (run::recorded_calls' traces,
 // request_hash: endpoint + body as posted) the run had already sent, byte for byte, counted in

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,12 +53,11 @@ Status add_run_usage(RunStore& store, const std::string& stage, int64_t calls, i
 
 // Reads manifest, resolved config and final records from `dir`'s run store; a record that does
 // not read is an error naming the store, the question and the field.
-Result<RunData> load_run(const std::filesystem::path& dir);
-// The same with the final records already read (record_from_json at kRecordVersion, all of
-// the store's, in its order: pipeline::RunSummary::records): only the manifest, config and run
-// usage are read. When the manifest names another record version, the store's records are
-// read again as load_run(dir) reads them.
-Result<RunData> load_run(const std::filesystem::path& dir, std::vector<QuestionRecord> records);
+// `records`: the final records already read (record_from_json at kRecordVersion, all of the
+// store's, in its order: pipeline::RunSummary::records); then only the manifest, config and
+// run usage are read, unless the manifest names another record version.
+Result<RunData> load_run(const std::filesystem::path& dir,
+                         std::optional<std::vector<QuestionRecord>> records = std::nullopt);
 
 // The eval metric that decides correctness: manifest "primary_metric", else spider_ts for
 // Spider, else bird.
