@@ -27,6 +27,7 @@
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/db/result_cache.h"
+#include "nl2sql/db/schema_info.h"
 
 namespace nl2sql::context {
 namespace fs = std::filesystem;
@@ -53,6 +54,8 @@ bool looks_like_url(std::string_view s) {
 struct ColumnWork {
   const data::Table* table = nullptr;
   const data::Column* column = nullptr;
+  // The table's declaration names no collation (db::TableInfo::create_sql); false when unknown.
+  bool table_without_collation = false;
   bool skipped = false;
   std::string reason;
   std::string raw, norm;
@@ -63,26 +66,19 @@ struct ColumnWork {
 
 // True when SQLite answers `distinct_sql` by scanning `table` itself and dropping repeats through
 // a temporary B-tree (EXPLAIN QUERY PLAN: exactly "SCAN <table>", "USE TEMP B-TREE FOR DISTINCT"),
-// and the table's declaration names no collation: its rows are then the first occurrence of each
-// value in the table's stored order, repeats being byte-equal values, which is what a plain scan
-// of the table in that order (NOT INDEXED) deduplicated by exact bytes gives, in the same order.
+// for a table whose declaration names no collation: its rows are then the first occurrence of
+// each value in the table's stored order, repeats being byte-equal values, which is what a plain
+// scan of the table in that order (NOT INDEXED) deduplicated by exact bytes gives, in the same order.
 bool distinct_is_a_table_scan(const db::Executor& ex, const fs::path& db_path, const std::string& distinct_sql,
-                              const std::string& table) {
+                              const ColumnWork& w) {
+  if (!w.table_without_collation) return false;
   auto plan = ex.explain_query_plan(db_path, distinct_sql);
   if (!plan.ok() || plan.result.rows.size() != 2) return false;
   auto detail = [&](size_t i) {
     const auto& r = plan.result.rows[i];
     return r.empty() || r.back().type != db::ValueType::kText ? std::string() : r.back().s;
   };
-  if (detail(0) != "SCAN " + table || detail(1) != "USE TEMP B-TREE FOR DISTINCT") return false;
-  std::string literal = "'";
-  for (char c : table) literal += c == '\'' ? std::string("''") : std::string(1, c);
-  literal += "'";
-  auto ddl = ex.run(db_path, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = " + literal);
-  if (!ddl.ok() || ddl.result.rows.size() != 1 || ddl.result.rows[0][0].type != db::ValueType::kText) return false;
-  std::string sql = ddl.result.rows[0][0].s;
-  for (auto& c : sql) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return sql.find("collate") == std::string::npos;
+  return detail(0) == "SCAN " + w.table->name && detail(1) == "USE TEMP B-TREE FOR DISTINCT";
 }
 
 // The distinct values of a scan, kept in first-occurrence order in `arena` (concatenated, with
@@ -172,7 +168,7 @@ void process_column(const fs::path& db_path, const IndexParams& p, const db::Exe
   const std::string distinct_sql =
       fmt::format("SELECT DISTINCT {} FROM {} WHERE typeof({}) = 'text'", col, tab, col);
   t0 = std::chrono::steady_clock::now();
-  if (distinct_is_a_table_scan(ex, db_path, distinct_sql, w.table->name)) {
+  if (distinct_is_a_table_scan(ex, db_path, distinct_sql, w)) {
     // The same rows without SQLite's temporary B-tree (its seeks and compares were most of a
     // BIRD-scale scan): the table scanned in its stored order, repeats dropped here by exact
     // bytes, the distinct values normalized afterwards and compacted in place.
@@ -374,14 +370,20 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
   if (!fp) return fp.status().with_context(db_id);
 
   // 1. Scan: every column's distinct values, columns in parallel.
+  auto declared = db::inspect_schema(db_path);  // for the tables' declarations (collations)
   std::vector<ColumnWork> work;
-  for (const auto& t : schema.tables)
+  for (const auto& t : schema.tables) {
+    const db::TableInfo* info = declared ? declared->find(t.name) : nullptr;
+    const bool without_collation =
+        info && core::lower(info->create_sql).find("collate") == std::string::npos;
     for (const auto& c : t.columns) {
       ColumnWork w;
       w.table = &t;
       w.column = &c;
+      w.table_without_collation = without_collation;
       work.push_back(std::move(w));
     }
+  }
   core::parallel_for(work.size(), threads, [&](size_t i) { process_column(db_path, params, executor, work[i]); });
 
   BuildTimings timings;
