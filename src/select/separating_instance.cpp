@@ -486,19 +486,17 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
     out.failure = "neither query reads any row";
     return out;
   }
-  // Witness queries (per query) for the support rows of subqueries; each is sorted.
-  std::vector<const std::vector<LineageTerm>*> witnesses;
+  // Both queries' witnesses: the support rows of subqueries come from them, and a term's group
+  // mates from the one holding it. Each witness's terms are sorted.
+  std::vector<const WitnessTerms*> witnesses;
   for (const QueryLineage* q : {&a, &b})
-    for (const auto& w : q->witnesses) witnesses.push_back(&w->terms);
+    for (const auto& w : q->witnesses) witnesses.push_back(w.get());
   auto table_name = [&](uint32_t t) -> const std::string& { return schema_->tables[t].name; };
 
   // The group mates of a term (see WitnessTerms::group_of): the witness holding it, by address.
-  std::vector<const WitnessTerms*> grouped;
-  for (const QueryLineage* q : {&a, &b})
-    for (const auto& w : q->witnesses) grouped.push_back(w.get());
   auto group_mates = [&](const LineageTerm* t) {
     std::vector<const LineageTerm*> mates;
-    for (const WitnessTerms* w : grouped) {
+    for (const WitnessTerms* w : witnesses) {
       const auto& terms = w->terms;
       const auto& groups = w->group_of;
       if (terms.empty() || t < terms.data() || t >= terms.data() + terms.size()) continue;
@@ -570,7 +568,7 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
       std::set<LineageTerm> chosen;
       for (const auto* p : picks) chosen.insert(*p);
       for (size_t w = 0; w < witnesses.size(); ++w) {
-        const auto& terms = *witnesses[w];
+        const auto& terms = witnesses[w]->terms;
         if (terms.empty()) continue;
         bool represented = std::any_of(chosen.begin(), chosen.end(), [&](const LineageTerm& t) {
           return std::binary_search(terms.begin(), terms.end(), t);
