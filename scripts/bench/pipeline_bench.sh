@@ -62,6 +62,9 @@ stop_server() {  # sets REQUESTS (called in this shell: the server is its child,
 echo "fake server: ${LATENCY} ms per request, $IN_FLIGHT requests in flight, $RUNS runs per measurement"
 
 declare -A RSS_MB WALL_S
+rss_ratio() {  # label, scaled MiB, x1 MiB, suffix
+  python3 -c "import sys; a, b = float(sys.argv[2]), float(sys.argv[3]); print(f'peak RSS {sys.argv[1]} / x1: {a:.0f} / {b:.0f} MiB = {a / b:.2f}{sys.argv[4]}')" "$@"
+}
 bench() {  # label, then run arguments
   local label=$1; shift
   local results="$WORK/results-$label"
@@ -173,12 +176,10 @@ if [ -f "$SCALE_TOOL" ]; then
     bench "train_${TRAIN_DB}_x$TF" --benchmark spider --split train --data "$D" --db "$TRAIN_DB" \
       --sample "$SCALE_SAMPLE" --seed 1
     rm -f "$D/database/$TRAIN_DB/$TRAIN_DB.sqlite"
-    python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'peak RSS {sys.argv[3]} x{sys.argv[4]} / x1: {a:.0f} / {b:.0f} MiB = {a / b:.2f}')" \
-      "${RSS_MB[train_${TRAIN_DB}_x$TF]}" "${RSS_MB[train_${TRAIN_DB}_x1]}" "$TRAIN_DB" "$TF"
+    rss_ratio "$TRAIN_DB x$TF" "${RSS_MB[train_${TRAIN_DB}_x$TF]}" "${RSS_MB[train_${TRAIN_DB}_x1]}" ""
   fi
   last=$(echo $FACTORS | awk '{print $NF}')
-  python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'peak RSS x{sys.argv[3]} / x1: {a:.0f} / {b:.0f} MiB = {a / b:.2f} (target <= 1.5)')" \
-    "${RSS_MB[superhero_x$last]}" "${RSS_MB[superhero_x1]}" "$last"
+  rss_ratio "x$last" "${RSS_MB[superhero_x$last]}" "${RSS_MB[superhero_x1]}" " (target <= 1.5)"
   if [ "$(echo $FACTORS | wc -w)" -gt 1 ]; then
     rows=""
     for f in 1 $FACTORS; do rows+="$f ${WALL_S[superhero_x$f]} ${RSS_MB[superhero_x$f]};"; done
