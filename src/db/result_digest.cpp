@@ -96,6 +96,27 @@ void ResultDigest::add(const Row& row) {
   ++rows_;
 }
 
+Hash128 ResultDigest::row_key(size_t row) const {
+  return hash_bytes(cells_.data() + row * columns_, columns_ * sizeof(Hash128));
+}
+
+ResultDigest ResultDigest::rows_at(const std::vector<size_t>& rows) const {
+  ResultDigest out(columns_);
+  out.invalid_utf8_ = invalid_utf8_;
+  out.rows_ = rows.size();
+  out.cells_.reserve(rows.size() * columns_);
+  out.ts_sorted_.reserve(rows.size());
+  if (invalid_utf8_) out.ts_cells_.reserve(rows.size() * columns_);
+  for (size_t r : rows) {
+    const auto from = static_cast<std::ptrdiff_t>(r * columns_);
+    const auto to = from + static_cast<std::ptrdiff_t>(columns_);
+    out.cells_.insert(out.cells_.end(), cells_.begin() + from, cells_.begin() + to);
+    if (invalid_utf8_) out.ts_cells_.insert(out.ts_cells_.end(), ts_cells_.begin() + from, ts_cells_.begin() + to);
+    out.ts_sorted_.push_back(ts_sorted_[r]);
+  }
+  return out;
+}
+
 ResultDigest digest_of(const ResultSet& r) {
   ResultDigest d(r.rows.empty() ? r.columns.size() : r.rows[0].size());
   for (const auto& row : r.rows) d.add(row);

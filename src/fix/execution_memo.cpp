@@ -2,6 +2,12 @@
 #include "nl2sql/fix/execution_memo.h"
 
 #include <cctype>
+#include <unordered_set>
+
+#include "nl2sql/core/text.h"
+#include "nl2sql/db/result_digest.h"
+#include "nl2sql/sql/parser.h"
+#include "nl2sql/sql/printer.h"
 
 namespace nl2sql::fix {
 
@@ -63,6 +69,94 @@ std::string normalize_sql(std::string_view sql) {
   return out;
 }
 
+namespace {
+
+bool word_is(const sql::Token& t, std::string_view upper) {
+  return t.kind == sql::TokenKind::kWord && core::upper(t.text) == upper;
+}
+
+// Whether ORDER BY term `e` names one of `core`'s result columns: its position, its alias, or
+// the same expression.
+bool names_result_column(const sql::Expr& e, const sql::SelectCore& core) {
+  bool star = false;
+  for (const auto& c : core.columns) star = star || c.expr->kind == sql::ExprKind::kStar;
+  if (e.kind == sql::ExprKind::kLiteral && e.literal == sql::LiteralKind::kNumber) {
+    if (star || e.text.empty() || e.text.find_first_not_of("0123456789") != std::string::npos) return false;
+    const size_t k = std::stoul(e.text.substr(0, 9));
+    return e.text.size() <= 9 && k >= 1 && k <= core.columns.size();
+  }
+  if (e.kind == sql::ExprKind::kColumn && e.names.size() == 1)
+    for (const auto& c : core.columns)
+      if (!c.alias.empty() && core::lower(c.alias.name) == core::lower(e.names[0].name)) return true;
+  const std::string text = sql::to_sql(e, {.lower_keywords = false, .lower_identifiers = true});
+  for (const auto& c : core.columns)
+    if (c.expr->kind != sql::ExprKind::kStar &&
+        sql::to_sql(*c.expr, {.lower_keywords = false, .lower_identifiers = true}) == text)
+      return true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::string> without_distinct(std::string_view text) {
+  const auto tokens = sql::tokenize(text);
+  const sql::Token* distinct = nullptr;
+  int depth = 0;
+  for (size_t i = 0; i + 1 < tokens.size(); ++i) {
+    const auto& t = tokens[i];
+    if (t.kind == sql::TokenKind::kError || word_is(t, "COLLATE")) return std::nullopt;
+    if (t.kind == sql::TokenKind::kOperator && t.text == "(") ++depth;
+    if (t.kind == sql::TokenKind::kOperator && t.text == ")") --depth;
+    if (!distinct && depth == 0 && word_is(t, "SELECT")) {
+      if (!word_is(tokens[i + 1], "DISTINCT")) return std::nullopt;
+      distinct = &tokens[i + 1];
+    }
+  }
+  if (!distinct) return std::nullopt;
+  auto parsed = sql::parse_query(text);
+  if (!parsed || !parsed->select) return std::nullopt;
+  const sql::Select& s = *parsed->select;
+  if (s.cores.size() != 1 || s.limit || s.offset) return std::nullopt;
+  const sql::SelectCore& core = s.cores[0];
+  if (!core.distinct || core.is_values || !core.misplaced_order_by.empty() || core.misplaced_limit ||
+      core.misplaced_offset)
+    return std::nullopt;
+  for (const auto& term : s.order_by)
+    if (!names_result_column(*term.expr, core)) return std::nullopt;
+  std::string plain(text.substr(0, distinct->pos.offset));
+  plain += text.substr(distinct->pos.offset + distinct->text.size());
+  return plain;
+}
+
+std::optional<db::ExecutionResult> distinct_of(const db::ExecutionResult& plain, size_t keep_rows) {
+  if (!plain.ok()) return std::nullopt;
+  db::ResultDigest local;
+  if (!plain.digest) local = db::digest_of(plain.result);
+  const db::ResultDigest& all = plain.digest ? *plain.digest : local;
+  struct HashOf {
+    size_t operator()(const db::Hash128& h) const { return static_cast<size_t>(h.lo); }
+  };
+  std::unordered_set<db::Hash128, HashOf> seen;
+  std::vector<size_t> first;  // the first occurrence of each distinct row, in order
+  for (size_t r = 0; r < all.rows(); ++r)
+    if (seen.insert(all.row_key(r)).second) first.push_back(r);
+  const bool hashed = keep_rows > 0 && first.size() > keep_rows;
+  const size_t shown = hashed ? keep_rows : first.size();
+  if (shown > 0 && first[shown - 1] >= plain.result.rows.size()) return std::nullopt;
+  db::ExecutionResult out;
+  out.status = db::ExecStatus::kOk;
+  out.result.columns = plain.result.columns;
+  out.result.rows.reserve(shown);
+  for (size_t j = 0; j < shown; ++j) out.result.rows.push_back(plain.result.rows[first[j]]);
+  if (hashed) out.digest = std::make_shared<const db::ResultDigest>(all.rows_at(first));
+  out.elapsed_ms = plain.elapsed_ms;
+  out.first_row_ms = plain.first_row_ms;
+  out.statement_ms = plain.statement_ms;
+  out.counters = plain.counters;
+  out.from_plain_twin = true;
+  return out;
+}
+
 ExecutionMemo::ExecutionMemo(const db::Executor& executor, std::filesystem::path db_path)
     : runner_([&executor, db_path = std::move(db_path)](const std::string& sql) {
         return executor.run(db_path, sql);
@@ -73,40 +167,101 @@ ExecutionMemo::ExecutionMemo(const db::Executor& executor, std::filesystem::path
         return executor.run(db_path, sql, limits);
       }) {}
 
-ExecutionMemo::Shared ExecutionMemo::run(const std::string& sql) {
+void ExecutionMemo::derive_distinct(size_t keep_rows) { derive_keep_ = keep_rows; }
+
+void ExecutionMemo::expect(const std::string& sql) {
   std::string key = normalize_sql(sql);
+  std::lock_guard lock(mu_);
+  expected_.insert(std::move(key));
+}
+
+std::optional<std::string> ExecutionMemo::twin_of(const std::string& sql) const {
+  if (!derive_keep_ || core::lower(sql).find("distinct") == std::string::npos) return std::nullopt;
+  return without_distinct(sql);
+}
+
+ExecutionMemo::Shared ExecutionMemo::run(const std::string& sql) { return obtain(sql, normalize_sql(sql), true); }
+
+ExecutionMemo::Shared ExecutionMemo::obtain(const std::string& sql, const std::string& key, bool count) {
+  const auto twin = twin_of(sql);
+  const std::string twin_key = twin ? normalize_sql(*twin) : std::string();
   std::promise<Shared> promise;
+  bool from_twin = false;
   {
     std::unique_lock lock(mu_);
-    ++requests_;
+    if (count) ++requests_;
     if (auto it = results_.find(key); it != results_.end()) {
       auto pending = it->second;
       lock.unlock();
       return pending.get();
     }
     results_.emplace(key, promise.get_future().share());
-    ++executions_;
+    from_twin = twin && (results_.count(twin_key) || expected_.count(twin_key));
+    if (!from_twin) ++executions_;
   }
   // Executed outside the lock: other queries of the question run meanwhile.
-  Shared result = std::make_shared<const db::ExecutionResult>(runner_(sql));
+  Shared result;
+  if (from_twin) {
+    // The plain twin has no top-level DISTINCT, so it never waits for this one.
+    if (auto d = distinct_of(*obtain(*twin, twin_key, false), *derive_keep_)) {
+      result = std::make_shared<const db::ExecutionResult>(std::move(*d));
+      std::lock_guard lock(mu_);
+      ++derived_;
+    } else {
+      {
+        std::lock_guard lock(mu_);
+        ++executions_;
+      }
+      result = std::make_shared<const db::ExecutionResult>(runner_(sql));
+    }
+  } else {
+    result = std::make_shared<const db::ExecutionResult>(runner_(sql));
+  }
   promise.set_value(result);
   return result;
 }
 
-ExecutionMemo::Shared ExecutionMemo::find(const std::string& sql) const {
+ExecutionMemo::Shared ExecutionMemo::find(const std::string& sql) {
+  const std::string key = normalize_sql(sql);
   std::shared_future<Shared> pending;
   {
     std::lock_guard lock(mu_);
-    auto it = results_.find(normalize_sql(sql));
-    if (it == results_.end()) return nullptr;
-    pending = it->second;
+    if (auto it = results_.find(key); it != results_.end()) {
+      pending = it->second;
+    } else {
+      // Not asked for, but its plain twin was: made from it, without running anything.
+      const auto twin = twin_of(sql);
+      if (!twin || !results_.count(normalize_sql(*twin))) return nullptr;
+    }
   }
-  return pending.get();
+  if (pending.valid()) return pending.get();
+  const auto twin = twin_of(sql);
+  auto d = distinct_of(*obtain(*twin, normalize_sql(*twin), false), *derive_keep_);
+  if (!d) return nullptr;
+  auto made = std::make_shared<const db::ExecutionResult>(std::move(*d));
+  std::promise<Shared> promise;
+  promise.set_value(made);
+  std::shared_future<Shared> theirs;
+  {
+    std::lock_guard lock(mu_);
+    auto [it, fresh] = results_.emplace(key, promise.get_future().share());
+    if (fresh) {
+      ++derived_;
+      return made;
+    }
+    theirs = it->second;  // asked for meanwhile by another caller: theirs
+  }
+  return theirs.get();
 }
 
 size_t ExecutionMemo::executions() const {
   std::lock_guard lock(mu_);
   return executions_;
+}
+
+size_t ExecutionMemo::derived() const {
+  std::lock_guard lock(mu_);
+  return derived_;
 }
 
 size_t ExecutionMemo::requests() const {

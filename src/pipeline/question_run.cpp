@@ -223,6 +223,7 @@ Status QuestionRun::stage_generate() {
     threads.emplace_back([&, g] {
       outs[g] = s_.generators[g]->generate(input);
       if (!outs[g] || cancelled()) return;
+      for (const auto& c : *outs[g]) shared_memo.expect(c.sql);
       for (const auto& c : *outs[g]) fix::prefetch_execution(c, shared_memo);
     });
   for (auto& t : threads) t.join();
@@ -279,6 +280,17 @@ Status QuestionRun::stage_fix() {
   // Every candidate's fix loop runs on its own, from the start: one waiting for its model's
   // answer never holds another back (the client bounds the calls in flight, the executor the
   // queries), and identical queries run once through the question's memo.
+  for (const auto& c : candidates_) input.memo->expect(c.sql);
+  // The judge needs gold right after this stage. When no candidate ran gold's text to a whole
+  // answer (none wrote it, or its run stopped at the row cap), gold runs now, beside the fix
+  // rounds, instead of after them.
+  if (!q_.gold_sql.empty()) {
+    auto same = input.memo->find(q_.gold_sql);
+    if (!same || !same->ok()) {
+      const std::string& fp = s_.fingerprints.at(q_.db_id);
+      gold_ahead_ = std::async(std::launch::async, [this, &fp] { return s_.judge->gold(q_, db_path_, fp); });
+    }
+  }
   std::vector<std::thread> threads;
   threads.reserve(candidates_.size());
   for (size_t i = 0; i < candidates_.size(); ++i) {
@@ -345,7 +357,10 @@ Status QuestionRun::stage_judge() {
   // run stopped at the fix stage's row cap (gold's answer is larger) is judged on gold's
   // execution, not run once more.
   ExecutionMemo::Shared same = memo_ ? memo_->find(q_.gold_sql) : nullptr;
-  known_gold_ = s_.judge->gold(q_, db_path_, fp, nullptr, nullptr, same && same->ok() ? same.get() : nullptr);
+  if ((!same || !same->ok()) && gold_ahead_.valid())
+    known_gold_ = gold_ahead_.get();
+  else
+    known_gold_ = s_.judge->gold(q_, db_path_, fp, nullptr, nullptr, same && same->ok() ? same.get() : nullptr);
   gold_text_ = fix::normalize_sql(q_.gold_sql);
   capped_gold_text_ = false;
   for (size_t i = 0; i < candidates_.size(); ++i) {

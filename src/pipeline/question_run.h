@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <future>
 #include <map>
 #include <optional>
 #include <set>
@@ -82,6 +83,7 @@ class QuestionRun {
       db::QueryLimits limits = s_.executor->options().limits;
       limits.hash_rows_after = fix::kept_rows(s_.fixer->options());
       memo_ = std::make_unique<fix::ExecutionMemo>(*s_.executor, db_path_, limits);
+      if (s_.collation_free.count(q_.db_id)) memo_->derive_distinct(limits.hash_rows_after);
     }
     return *memo_;
   }
@@ -105,6 +107,10 @@ class QuestionRun {
   // Gold's execution with its tie check, made once by stage_judge for every judgement of the
   // question (the final verdict's included), and gold's text normalized (fix::normalize_sql).
   std::optional<db::CachedExecution> known_gold_;
+  // Gold's execution started by stage_fix when no candidate ran gold's text to a whole answer:
+  // it runs beside the fix rounds instead of after them. Declared after everything it reads,
+  // so it is destroyed (waited for) first.
+  std::future<db::CachedExecution> gold_ahead_;
   std::string gold_text_;
   bool capped_gold_text_ = false;  // a candidate with gold's text stopped at the row cap
   // Per candidate, its result when it executed (shared by candidates with the same query).

@@ -76,6 +76,9 @@ struct Shared {
   select::ExpertKind expert_kind = select::ExpertKind::kGenerator;
   std::shared_ptr<select::WeightStore> weights;  // null unless a voting selector runs
   std::map<std::string, std::string> fingerprints;  // db_id → database fingerprint
+  // Databases whose tables and views declare no collation: their questions' memos answer a
+  // DISTINCT query from its plain twin (fix::ExecutionMemo::derive_distinct).
+  std::set<std::string> collation_free;
   run::RunStore* store = nullptr;
   Progress* progress = nullptr;
 

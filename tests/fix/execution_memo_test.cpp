@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "nl2sql/db/result_digest.h"
 #include "nl2sql/fix/fixer.h"
 #include "nl2sql/generate/candidate.h"
 #include "support/test_env.h"
@@ -115,6 +118,162 @@ TEST_F(MemoOnDatabase, CandidatesSharingAQueryShareOneExecutionAndSeeItsRows) {
   EXPECT_EQ(r->result.rows[0][0], db::Value::integer(1));
   EXPECT_EQ(r->result.rows[2][0], db::Value::integer(3));
   EXPECT_EQ(memo.find(sqls[0])->result.rows[0][0], db::Value::integer(2));
+}
+
+
+// --- DISTINCT twins --------------------------------------------------------------------------
+
+TEST(WithoutDistinct, DropsATopLevelDistinctOnlyWhereRepeatsAreAllItRemoves) {
+  auto plain = [](std::string_view sql) -> std::string {
+    auto p = without_distinct(sql);
+    return p ? normalize_sql(*p) : std::string("-");
+  };
+  EXPECT_EQ(plain("SELECT DISTINCT a FROM t"), "SELECT a FROM t");
+  EXPECT_EQ(plain("select distinct a, b from t where b = 'SELECT DISTINCT x'"),
+            "select a, b from t where b = 'SELECT DISTINCT x'");
+  EXPECT_EQ(plain("SELECT DISTINCT T1.name FROM t AS T1 GROUP BY T1.name HAVING count(*) > 1"),
+            "SELECT T1.name FROM t AS T1 GROUP BY T1.name HAVING count(*) > 1");
+  EXPECT_EQ(plain("WITH x AS (SELECT DISTINCT a FROM t) SELECT DISTINCT a FROM x"),
+            "WITH x AS (SELECT DISTINCT a FROM t) SELECT a FROM x");
+  // ORDER BY terms that are result columns: by expression, alias or position.
+  EXPECT_EQ(plain("SELECT DISTINCT a, b FROM t ORDER BY b DESC, T.a"), "-");  // T.a is not a result column's text
+  EXPECT_EQ(plain("SELECT DISTINCT a, b FROM t ORDER BY B DESC, a"), "SELECT a, b FROM t ORDER BY B DESC, a");
+  EXPECT_EQ(plain("SELECT DISTINCT a + 1 AS n FROM t ORDER BY n"), "SELECT a + 1 AS n FROM t ORDER BY n");
+  EXPECT_EQ(plain("SELECT DISTINCT a, b FROM t ORDER BY 2"), "SELECT a, b FROM t ORDER BY 2");
+  // Where dropping repeats is not what DISTINCT does, or not all it does.
+  EXPECT_EQ(plain("SELECT DISTINCT a FROM t ORDER BY b"), "-");  // which b is an engine's choice
+  EXPECT_EQ(plain("SELECT DISTINCT a, b FROM t ORDER BY 3"), "-");
+  EXPECT_EQ(plain("SELECT DISTINCT * FROM t ORDER BY 1"), "-");
+  EXPECT_EQ(plain("SELECT DISTINCT a FROM t LIMIT 3"), "-");  // counts rows after DISTINCT
+  EXPECT_EQ(plain("SELECT DISTINCT a FROM t LIMIT 3 OFFSET 1"), "-");
+  EXPECT_EQ(plain("SELECT DISTINCT a FROM t UNION SELECT b FROM u"), "-");
+  EXPECT_EQ(plain("SELECT DISTINCT a FROM t WHERE a = 'x' COLLATE NOCASE"), "-");
+  EXPECT_EQ(plain("SELECT a FROM t"), "-");
+  EXPECT_EQ(plain("SELECT count(DISTINCT a) FROM t"), "-");
+  EXPECT_EQ(plain("SELECT a FROM (SELECT DISTINCT a FROM t)"), "-");
+  EXPECT_EQ(plain("SELECT DISTINCT a FROM"), "-");  // does not parse
+}
+
+class DistinctTwin : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = dir_ / "t.sqlite";
+    // Values DISTINCT tells apart or not: 1 and 1.0 and -0.0 and 0 are equal, '1' and 1 and
+    // x'31' are not, NULLs are one value, text by its bytes ('a' and 'A' apart).
+    testing::build_database(db_,
+                            "CREATE TABLE t(a, b TEXT, c REAL);"
+                            "INSERT INTO t VALUES (1, 'x', 0.0), (1.0, 'x', -0.0), ('1', 'x', 2.5), (x'31', 'y', 2.5),"
+                            " (NULL, 'y', NULL), (NULL, 'y', NULL), (2, 'A', 1.0), (2, 'a', 1), (3, 'z', 7.25),"
+                            " (3, 'z', 7.25), (1, 'x', 0);"
+                            "CREATE TABLE r(v TEXT);"
+                            "INSERT INTO r VALUES ('x'), ('x'), ('x'), ('x'), ('x'), ('y'), ('z');");
+  }
+  // The executor's result of `sql` with hash_rows_after = `keep`.
+  db::ExecutionResult run(const std::string& sql, size_t keep) const {
+    db::QueryLimits limits = executor_.options().limits;
+    limits.hash_rows_after = keep;
+    return executor_.run(db_, sql, limits);
+  }
+  testing::TempDir dir_;
+  std::filesystem::path db_;
+  db::Executor executor_;
+};
+
+TEST_F(DistinctTwin, TheRowsMadeFromThePlainQueryAreTheDistinctQuerysOwn) {
+  const std::vector<std::string> queries = {
+      "SELECT DISTINCT a FROM t",
+      "SELECT DISTINCT a, b FROM t",
+      "SELECT DISTINCT c FROM t",
+      "SELECT DISTINCT b FROM t ORDER BY b",
+      "SELECT DISTINCT b, count(*) FROM t GROUP BY b",
+      "SELECT DISTINCT a, c FROM t ORDER BY 2 DESC, 1",
+      "SELECT DISTINCT v FROM r",
+      "SELECT DISTINCT v FROM r WHERE v = 'none'",
+  };
+  for (size_t keep : {size_t{0}, size_t{2}, size_t{100}}) {
+    for (const auto& d : queries) {
+      SCOPED_TRACE(d + " keep_rows " + std::to_string(keep));
+      const auto p = without_distinct(d);
+      ASSERT_TRUE(p.has_value());
+      const db::ExecutionResult plain = run(*p, keep);
+      const db::ExecutionResult own = run(d, keep);
+      ASSERT_TRUE(own.ok()) << own.error;
+      const auto made = distinct_of(plain, keep);
+      if (!made) {
+        // Only when the plain result kept too few rows to show the first distinct ones.
+        EXPECT_TRUE(plain.digest != nullptr);
+        continue;
+      }
+      EXPECT_TRUE(made->from_plain_twin);
+      EXPECT_EQ(made->row_count(), own.row_count());
+      EXPECT_EQ(made->result.rows.size(), own.result.rows.size());
+      EXPECT_EQ(made->digest != nullptr, own.digest != nullptr);
+      EXPECT_EQ(made->result.columns, own.result.columns);
+      const db::ResultDigest made_all = made->digest ? *made->digest : db::digest_of(made->result);
+      const db::ResultDigest own_all = own.digest ? *own.digest : db::digest_of(own.result);
+      EXPECT_TRUE(db::bird_equal(made_all, own_all));
+      EXPECT_TRUE(db::spider_ts_equal(own_all, made_all, false));
+      // Ordered queries without ties on their keys come out in the same order.
+      if (d.find("ORDER BY") != std::string::npos)
+        EXPECT_TRUE(db::spider_ts_equal(own_all, made_all, true));
+    }
+  }
+  // r's first five rows repeat one value: with two rows kept, the plain result does not hold
+  // the second distinct row, and nothing is made.
+  EXPECT_FALSE(distinct_of(run("SELECT v FROM r", 2), 2).has_value());
+  EXPECT_TRUE(distinct_of(run("SELECT v FROM r", 0), 0).has_value());
+  db::ExecutionResult failed = run("SELECT nope FROM t", 0);
+  EXPECT_FALSE(distinct_of(failed, 0).has_value());
+}
+
+TEST_F(DistinctTwin, TheMemoAnswersADistinctQueryFromItsAnnouncedPlainTwin) {
+  std::vector<std::string> executed;
+  std::mutex mu;
+  auto runner = [&](const std::string& sql) {
+    std::lock_guard lock(mu);
+    executed.push_back(normalize_sql(sql));
+    return executor_.run(db_, sql);
+  };
+  {
+    ExecutionMemo memo(runner);
+    memo.derive_distinct(0);
+    memo.expect("SELECT a, b FROM t");
+    auto d = memo.run("SELECT DISTINCT a, b FROM t");
+    auto p = memo.run("SELECT  a, b FROM t");
+    EXPECT_EQ(executed, std::vector<std::string>{"SELECT a, b FROM t"});
+    EXPECT_EQ(memo.executions(), 1u);
+    EXPECT_EQ(memo.derived(), 1u);
+    EXPECT_EQ(memo.requests(), 2u);
+    EXPECT_TRUE(d->from_plain_twin);
+    EXPECT_FALSE(p->from_plain_twin);
+    EXPECT_EQ(d->result.rows.size(), 7u);  // 1, '1', x'31', NULL, (2, 'A'), (2, 'a'), 3
+    EXPECT_EQ(p->result.rows.size(), 11u);
+    // Found without running anything once the plain twin has run.
+    auto found = memo.find("SELECT DISTINCT b FROM t ORDER BY b");
+    EXPECT_EQ(found, nullptr) << "its plain twin never ran";
+    memo.run("SELECT b FROM t ORDER BY b");
+    found = memo.find("SELECT DISTINCT b FROM t ORDER BY b");
+    ASSERT_NE(found, nullptr);
+    EXPECT_EQ(found->result.rows.size(), 5u);
+    EXPECT_EQ(memo.executions(), 2u);
+  }
+  executed.clear();
+  {
+    // Not announced: the DISTINCT query runs on its own; nor when derivation is off, or the
+    // plain twin fails.
+    ExecutionMemo memo(runner);
+    memo.derive_distinct(0);
+    memo.run("SELECT DISTINCT a FROM t");
+    memo.expect("SELECT nope FROM t");
+    memo.run("SELECT DISTINCT nope FROM t");
+    EXPECT_EQ(executed, (std::vector<std::string>{"SELECT DISTINCT a FROM t", "SELECT nope FROM t",
+                                                  "SELECT DISTINCT nope FROM t"}));
+    EXPECT_EQ(memo.derived(), 0u);
+    ExecutionMemo off(runner);
+    off.expect("SELECT a FROM t");
+    EXPECT_FALSE(off.run("SELECT DISTINCT a FROM t")->from_plain_twin);
+    EXPECT_EQ(off.derived(), 0u);
+  }
 }
 
 }  // namespace

@@ -105,6 +105,9 @@ struct ExecutionResult {
   bool ok() const { return status == ExecStatus::kOk; }
   // Rows of the whole answer (more than result.rows holds when it was hashed).
   size_t row_count() const { return digest ? digest->rows() : result.rows.size(); }
+  // Not executed: the rows of the same query without its DISTINCT, repeats dropped
+  // (fix::ExecutionMemo); the timings and counters are that query's.
+  bool from_plain_twin = false;
   DerivedKeys derived_keys;
 };
 

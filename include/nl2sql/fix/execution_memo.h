@@ -8,6 +8,14 @@
 // db::Executor); every later request, from any thread, gets the same shared, immutable result.
 // Two threads asking for the same new query at once: one executes, the other waits for it.
 //
+// DISTINCT twins: candidates often differ only by a top-level DISTINCT, and at BIRD scale both
+// forms cost the same scan. With derive_distinct() on, `SELECT DISTINCT …` is answered from the
+// result of the same text without DISTINCT, repeats dropped, when that query has been asked for
+// or is announced by expect() (without_distinct() says when this is exactly what SQLite's DISTINCT
+// returns). The plain query runs then (or is waited for), and the DISTINCT one only when the
+// plain one did not finish within the limits or kept too few rows to show the first distinct
+// ones. The derived result is marked db::ExecutionResult::from_plain_twin.
+//
 // Memory: with QueryLimits::hash_rows_after set (fix.keep_rows in the pipeline), a result held
 // here keeps its first rows and a digest of the whole answer (db/result_digest.h), never more.
 //
@@ -22,8 +30,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "nl2sql/db/executor.h"
 
@@ -33,6 +43,22 @@ namespace nl2sql::fix {
 // collapsed to one space (a newline after a `--` comment, which still ends there), and leading
 // and trailing blanks removed.
 std::string normalize_sql(std::string_view sql);
+
+// `sql` without its top-level DISTINCT keyword, when dropping repeated rows from that query's
+// result gives exactly a result SQLite may return for `sql`: one SELECT (no compound, no VALUES)
+// written `SELECT DISTINCT`, no LIMIT or OFFSET (they count rows after DISTINCT), every ORDER BY
+// term a result column (its alias, its position, or the same expression), and no COLLATE in the
+// text. The columns' declared collations are not seen here: the caller turns derivation on only
+// for databases that declare none (DISTINCT then compares with BINARY, as a digest's row_key does).
+// nullopt otherwise, or when `sql` does not parse.
+std::optional<std::string> without_distinct(std::string_view sql);
+
+// The result of `SELECT DISTINCT …` made from `plain`, the same query's result without DISTINCT:
+// its rows in order with every repeat of an earlier row dropped, shaped as the executor shapes
+// a result under QueryLimits::hash_rows_after = `keep_rows` (past it: the first rows and the
+// digest of the whole answer). nullopt when `plain` did not succeed, or holds only the first rows
+// and the first distinct rows to keep are not all among them.
+std::optional<db::ExecutionResult> distinct_of(const db::ExecutionResult& plain, size_t keep_rows);
 
 class ExecutionMemo {
  public:
@@ -49,20 +75,37 @@ class ExecutionMemo {
   // The result of `sql`: executed by the runner the first time its normalized text is seen,
   // shared afterwards.
   Shared run(const std::string& sql);
-  // The result of `sql` when it has been executed (or is being executed: waits); nullptr when
-  // the memo has not seen it.
-  Shared find(const std::string& sql) const;
+  // The result of `sql` when it has been executed (or is being executed: waits), or can be
+  // derived from its plain twin's; nullptr when the memo has not seen it.
+  Shared find(const std::string& sql);
 
-  // Queries executed (distinct normalized texts) and requests answered.
+  // Answers `SELECT DISTINCT …` from its plain twin (see above); `keep_rows` is the runner's
+  // QueryLimits::hash_rows_after. Off by default.
+  void derive_distinct(size_t keep_rows);
+  // Announces a query that will be asked for: a DISTINCT twin asked before it takes its result
+  // from it instead of running on its own.
+  void expect(const std::string& sql);
+
+  // Queries executed (distinct normalized texts), requests answered, and results made from a
+  // plain twin's (not executed).
   size_t executions() const;
   size_t requests() const;
+  size_t derived() const;
 
  private:
+  // The result of `sql` (normalized: `key`); `count` says whether it is a caller's request.
+  Shared obtain(const std::string& sql, const std::string& key, bool count);
+  // The plain twin of `sql` when derivation is on and it has one.
+  std::optional<std::string> twin_of(const std::string& sql) const;
+
   Runner runner_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_future<Shared>> results_;  // guarded by mu_
+  std::set<std::string> expected_;                             // guarded by mu_
   size_t executions_ = 0;                                      // guarded by mu_
   size_t requests_ = 0;                                        // guarded by mu_
+  size_t derived_ = 0;                                         // guarded by mu_
+  std::optional<size_t> derive_keep_;                          // set before use
 };
 
 }  // namespace nl2sql::fix
