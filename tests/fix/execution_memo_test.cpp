@@ -214,8 +214,9 @@ TEST_F(DistinctTwin, TheRowsMadeFromThePlainQueryAreTheDistinctQuerysOwn) {
       EXPECT_TRUE(db::bird_equal(made_all, own_all));
       EXPECT_TRUE(db::spider_ts_equal(own_all, made_all, false));
       // Ordered queries without ties on their keys come out in the same order.
-      if (d.find("ORDER BY") != std::string::npos)
+      if (d.find("ORDER BY") != std::string::npos) {
         EXPECT_TRUE(db::spider_ts_equal(own_all, made_all, true));
+      }
     }
   }
   // r's first five rows repeat one value: with two rows kept, the plain result does not hold
