@@ -374,8 +374,7 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
   std::vector<ColumnWork> work;
   for (const auto& t : schema.tables) {
     const db::TableInfo* info = declared ? declared->find(t.name) : nullptr;
-    const bool without_collation =
-        info && core::lower(info->create_sql).find("collate") == std::string::npos;
+    const bool without_collation = info && !info->declares_collation();
     for (const auto& c : t.columns) {
       ColumnWork w;
       w.table = &t;

@@ -96,8 +96,12 @@ void ResultDigest::add(const Row& row) {
   ++rows_;
 }
 
-Hash128 ResultDigest::row_key(size_t row) const {
-  return hash_bytes(cells_.data() + row * columns_, columns_ * sizeof(Hash128));
+std::vector<size_t> ResultDigest::first_occurrences() const {
+  HashSet seen;
+  std::vector<size_t> first;
+  for (size_t r = 0; r < rows_; ++r)
+    if (seen.insert(row_hash(columns_, [&](size_t c) { return cell(r, c); })).second) first.push_back(r);
+  return first;
 }
 
 ResultDigest ResultDigest::rows_at(const std::vector<size_t>& rows) const {

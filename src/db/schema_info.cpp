@@ -16,6 +16,10 @@ const ColumnInfo* TableInfo::find_column(std::string_view name) const {
   return nullptr;
 }
 
+bool TableInfo::declares_collation() const {
+  return core::lower(create_sql).find("collate") != std::string::npos;
+}
+
 std::vector<std::string> TableInfo::primary_key() const {
   std::vector<const ColumnInfo*> key;
   for (const auto& c : columns)

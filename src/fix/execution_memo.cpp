@@ -2,7 +2,6 @@
 #include "nl2sql/fix/execution_memo.h"
 
 #include <cctype>
-#include <unordered_set>
 
 #include "nl2sql/core/text.h"
 #include "nl2sql/db/result_digest.h"
@@ -81,9 +80,10 @@ bool names_result_column(const sql::Expr& e, const sql::SelectCore& core) {
   bool star = false;
   for (const auto& c : core.columns) star = star || c.expr->kind == sql::ExprKind::kStar;
   if (e.kind == sql::ExprKind::kLiteral && e.literal == sql::LiteralKind::kNumber) {
-    if (star || e.text.empty() || e.text.find_first_not_of("0123456789") != std::string::npos) return false;
-    const size_t k = std::stoul(e.text.substr(0, 9));
-    return e.text.size() <= 9 && k >= 1 && k <= core.columns.size();
+    if (star || e.text.empty() || e.text.size() > 9 || e.text.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    const size_t k = std::stoul(e.text);
+    return k >= 1 && k <= core.columns.size();
   }
   if (e.kind == sql::ExprKind::kColumn && e.names.size() == 1)
     for (const auto& c : core.columns)
@@ -133,13 +133,7 @@ std::optional<db::ExecutionResult> distinct_of(const db::ExecutionResult& plain,
   db::ResultDigest local;
   if (!plain.digest) local = db::digest_of(plain.result);
   const db::ResultDigest& all = plain.digest ? *plain.digest : local;
-  struct HashOf {
-    size_t operator()(const db::Hash128& h) const { return static_cast<size_t>(h.lo); }
-  };
-  std::unordered_set<db::Hash128, HashOf> seen;
-  std::vector<size_t> first;  // the first occurrence of each distinct row, in order
-  for (size_t r = 0; r < all.rows(); ++r)
-    if (seen.insert(all.row_key(r)).second) first.push_back(r);
+  const std::vector<size_t> first = all.first_occurrences();
   const bool hashed = keep_rows > 0 && first.size() > keep_rows;
   const size_t shown = hashed ? keep_rows : first.size();
   if (shown > 0 && first[shown - 1] >= plain.result.rows.size()) return std::nullopt;
@@ -199,24 +193,15 @@ ExecutionMemo::Shared ExecutionMemo::obtain(const std::string& sql, const std::s
     from_twin = twin && (results_.count(twin_key) || expected_.count(twin_key));
     if (!from_twin) ++executions_;
   }
-  // Executed outside the lock: other queries of the question run meanwhile.
-  Shared result;
+  // Executed outside the lock: other queries of the question run meanwhile. The plain twin has
+  // no top-level DISTINCT, so it never waits for this one.
+  std::optional<db::ExecutionResult> made;
   if (from_twin) {
-    // The plain twin has no top-level DISTINCT, so it never waits for this one.
-    if (auto d = distinct_of(*obtain(*twin, twin_key, false), *derive_keep_)) {
-      result = std::make_shared<const db::ExecutionResult>(std::move(*d));
-      std::lock_guard lock(mu_);
-      ++derived_;
-    } else {
-      {
-        std::lock_guard lock(mu_);
-        ++executions_;
-      }
-      result = std::make_shared<const db::ExecutionResult>(runner_(sql));
-    }
-  } else {
-    result = std::make_shared<const db::ExecutionResult>(runner_(sql));
+    made = distinct_of(*obtain(*twin, twin_key, false), *derive_keep_);
+    std::lock_guard lock(mu_);
+    ++(made ? derived_ : executions_);
   }
+  Shared result = std::make_shared<const db::ExecutionResult>(made ? std::move(*made) : runner_(sql));
   promise.set_value(result);
   return result;
 }
@@ -226,17 +211,18 @@ ExecutionMemo::Shared ExecutionMemo::find(const std::string& sql) {
   std::shared_future<Shared> pending;
   {
     std::lock_guard lock(mu_);
-    if (auto it = results_.find(key); it != results_.end()) {
-      pending = it->second;
-    } else {
-      // Not asked for, but its plain twin was: made from it, without running anything.
-      const auto twin = twin_of(sql);
-      if (!twin || !results_.count(normalize_sql(*twin))) return nullptr;
-    }
+    if (auto it = results_.find(key); it != results_.end()) pending = it->second;
   }
   if (pending.valid()) return pending.get();
+  // Not asked for, but its plain twin was: made from it, without running anything.
   const auto twin = twin_of(sql);
-  auto d = distinct_of(*obtain(*twin, normalize_sql(*twin), false), *derive_keep_);
+  if (!twin) return nullptr;
+  const std::string twin_key = normalize_sql(*twin);
+  {
+    std::lock_guard lock(mu_);
+    if (!results_.count(twin_key)) return nullptr;
+  }
+  auto d = distinct_of(*obtain(*twin, twin_key, false), *derive_keep_);
   if (!d) return nullptr;
   auto made = std::make_shared<const db::ExecutionResult>(std::move(*d));
   std::promise<Shared> promise;

@@ -21,7 +21,6 @@
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/hash.h"
 #include "nl2sql/core/log.h"
-#include "nl2sql/core/text.h"
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/db/result_cache.h"
@@ -185,11 +184,10 @@ Result<RunSummary> run(const RunOptions& options) {
     auto f = db::database_fingerprint(path);
     if (!f) return f.status();
     s.fingerprints[db_id] = *f;
-    if (auto info = db::inspect_schema(path)) {
-      bool declared = false;
-      for (const auto& t : info->tables) declared = declared || core::lower(t.create_sql).find("collate") != std::string::npos;
-      if (!declared) s.collation_free.insert(db_id);
-    }
+    if (auto info = db::inspect_schema(path);
+        info && std::none_of(info->tables.begin(), info->tables.end(),
+                             [](const db::TableInfo& t) { return t.declares_collation(); }))
+      s.collation_free.insert(db_id);
   }
   auto prompts = prompt_hashes(s.prompts_dir);
   if (!prompts) return prompts.status();

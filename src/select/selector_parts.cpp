@@ -1,8 +1,7 @@
 #include "selector_parts.h"
 
-#include "nl2sql/core/thread_pool.h"
-
 #include "nl2sql/core/hash.h"
+#include "nl2sql/core/thread_pool.h"
 #include "nl2sql/db/result_digest.h"
 #include "nl2sql/llm/model_call.h"
 #include "prompt_parts.h"

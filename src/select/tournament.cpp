@@ -4,7 +4,6 @@
 #include <set>
 #include <utility>
 
-
 #include "nl2sql/llm/answer.h"
 #include "prompt_parts.h"
 #include "selector_parts.h"

@@ -50,10 +50,10 @@ class ResultDigest {
   }
   // Hash of the row's Spider quick-reject key (its decoded cells sorted by spider_sort_key).
   const Hash128& ts_sorted_row(size_t row) const { return ts_sorted_[row]; }
-  // Hash of the row's cells as stored: equal for two rows iff every value is (up to a
-  // collision), which is SQLite's DISTINCT equality under the BINARY collation (1 and 1.0 alike,
-  // '1' and 1 apart, text and blob by their bytes).
-  Hash128 row_key(size_t row) const;
+  // The first row of each set of equal rows, in order: rows are equal when every value's cell
+  // is (up to a collision), which is SQLite's DISTINCT equality under the BINARY collation (1
+  // and 1.0 alike, '1' and 1 apart, text and blob by their bytes).
+  std::vector<size_t> first_occurrences() const;
   // The digest of rows `rows` (indices into this one, in that order).
   ResultDigest rows_at(const std::vector<size_t>& rows) const;
   // Bytes held by the digest.

@@ -39,6 +39,8 @@ struct TableInfo {
   std::vector<ForeignKeyInfo> foreign_keys;
   const ColumnInfo* find_column(std::string_view name) const;  // case-insensitive
   std::vector<std::string> primary_key() const;                // column names in key order
+  // Whether the declaration names a collation anywhere (a column's, or a view's expression's).
+  bool declares_collation() const;
 };
 
 struct SchemaInfo {
