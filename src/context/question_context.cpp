@@ -1,5 +1,7 @@
 #include "nl2sql/context/question_context.h"
 
+#include <future>
+
 #include <spdlog/spdlog.h>
 
 #include "llm_calls.h"
@@ -220,15 +222,28 @@ Result<QuestionContext> ContextBuilder::build(const data::Task& q, const data::S
   out.question_id = q.question_id;
   out.db_id = q.db_id;
   out.seed = seed;
+  // The keyword call needs no index: it goes out first, and the database's index opens (or is
+  // built, the first time) while the model answers.
+  struct Asked {
+    Result<std::vector<std::string>> keywords = internal_error("not asked");
+    llm::LlmCallTrace trace;
+  };
+  std::future<Asked> asked;
+  if (keywords_prompt_)
+    asked = std::async(std::launch::async, [&] {
+      Asked a;
+      a.keywords = llm_keywords(*client_, *keywords_prompt_, q.question, q.evidence, q.question_id, &a.trace);
+      return a;
+    });
   auto idx = index(q.db_id, db_path, schema);
-  if (!idx) return idx.status().with_context("question " + q.question_id);
+  if (!idx) return idx.status().with_context("question " + q.question_id);  // `asked` waits
   out.index = *idx;
 
   RetrievalOptions ro = settings_.retrieval;
-  if (keywords_prompt_) {
-    llm::LlmCallTrace trace;
-    auto kws = llm_keywords(*client_, *keywords_prompt_, q.question, q.evidence, q.question_id, &trace);
-    out.calls.push_back(std::move(trace));
+  if (asked.valid()) {
+    Asked a = asked.get();
+    auto& kws = a.keywords;
+    out.calls.push_back(std::move(a.trace));
     if (kws) {
       out.llm_keywords = *kws;
       ro.extra_keywords.insert(ro.extra_keywords.end(), kws->begin(), kws->end());

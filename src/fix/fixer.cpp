@@ -227,9 +227,10 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
       // Same query again: its execution is known; do not run it twice.
       round.execution_after = c.execution;
     }
-    // The next round's prompt would be this round's again, word for word (same query, same
-    // failure): the model has nothing new to answer, so this candidate's fixing ends here.
-    const bool unchanged = round.sql_after == round.sql_before;
+    // The model answered the query it was asked to repair (up to blanks: the same query, the
+    // same execution, the same failure): the next round would ask the same again, so this
+    // candidate's fixing ends here.
+    const bool unchanged = normalize_sql(round.sql_after) == normalize_sql(round.sql_before);
     c.fix_rounds.push_back(std::move(round));
     if (unchanged) break;
   }

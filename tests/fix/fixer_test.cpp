@@ -152,6 +152,31 @@ TEST_F(FixerTest, AnUnchangedAnswerEndsTheCandidatesFixing) {
   EXPECT_TRUE(c.still_failing);
 }
 
+TEST_F(FixerTest, TheSameQueryRespacedEndsTheCandidatesFixingToo) {
+  // Round 1 repairs the table name but the answer is still refused (a missing column); round
+  // 2's answer is round 2's query laid out again (other blanks, a line break): the same query,
+  // the same failure, so there is no third round. Without the blank-insensitive comparison
+  // the loop would run all three rounds.
+  std::atomic<int> calls{0};
+  FakeOpenAiServer server([&](const httplib::Request&, int64_t seq) {
+    ++calls;
+    const char* sql = seq == 0 ? "SELECT nme FROM school" : "SELECT  nme\n  FROM   school";
+    return FakeReply(200, completion_body(std::string("```sql\n") + sql + "\n```"));
+  });
+  auto client = client_for(server.base_url());
+  auto f = fixer(client.get());
+  auto c = candidate("SELECT nme FROM schol");
+  ASSERT_TRUE(f.fix(c, input()).is_ok());
+  EXPECT_EQ(calls.load(), 2);
+  ASSERT_EQ(c.fix_rounds.size(), 2u);
+  EXPECT_EQ(c.fix_rounds[0].failure_class, "no_such_table");
+  EXPECT_EQ(c.fix_rounds[1].failure_class, "no_such_column");
+  EXPECT_EQ(c.fix_rounds[1].sql_before, "SELECT nme FROM school");
+  EXPECT_EQ(c.fix_rounds[1].sql_after, "SELECT  nme\n  FROM   school");
+  EXPECT_TRUE(c.still_failing);
+  EXPECT_EQ(c.execution.status, db::ExecStatus::kError);
+}
+
 TEST_F(FixerTest, MaxRoundsFromConfig) {
   std::atomic<int> calls{0};
   FakeOpenAiServer server([&](const httplib::Request&, int64_t) {
