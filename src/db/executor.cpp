@@ -13,6 +13,7 @@
 #include <cstring>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "nl2sql/core/hash.h"
@@ -321,11 +322,17 @@ struct FirstStep {
   bool seen = false;
 };
 
-// Past limits.hash_rows_after rows, `digest` receives every row's hashes and `rs` stops growing.
+struct Hash128Lo {
+  size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.lo); }
+};
+
+// Past limits.hash_rows_after rows, `digest` receives every row's hashes and `rs` stops growing;
+// `later_firsts` (when given) receives the rows limits.keep_first_distinct asks for.
 std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline& deadline,
                                              const QueryLimits& limits, ResultSet& rs,
                                              std::shared_ptr<const ResultDigest>& digest, FirstStep& first,
-                                             const RowSink* sink = nullptr) {
+                                             const RowSink* sink = nullptr,
+                                             std::vector<std::pair<size_t, Row>>* later_firsts = nullptr) {
   const int ncol = sqlite3_column_count(stmt);
   sqlite3* db = sqlite3_db_handle(stmt);
   const size_t cap = limits.max_result_bytes;
@@ -337,6 +344,9 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
   auto& rows = rs.rows;
   size_t streamed = 0;  // rows handed to `sink`
   std::shared_ptr<ResultDigest> hashed;  // once the result outgrows limits.hash_rows_after
+  // The kinds of rows seen while later_firsts still wants rows (see keep_first_distinct).
+  std::unordered_set<Hash128, Hash128Lo> kinds;
+  bool want_firsts = false;
   for (;;) {
     int rc = sqlite3_step(stmt);
     if (!first.seen) {
@@ -364,6 +374,11 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
       for (const auto& r : rows) hashed->add(r);
       bytes += rows.size() * ResultDigest::bytes_per_row(static_cast<size_t>(ncol));
       digest = hashed;
+      if (later_firsts && limits.keep_first_distinct > 0) {
+        for (size_t r = 0; r < rows.size() && kinds.size() < limits.keep_first_distinct; ++r)
+          kinds.insert(hashed->row_key(r));
+        want_firsts = kinds.size() < limits.keep_first_distinct;
+      }
     }
     Row row;
     row.reserve(static_cast<size_t>(ncol));
@@ -388,6 +403,14 @@ std::pair<ExecStatus, std::string> step_rows(sqlite3_stmt* stmt, const Deadline&
     if (hashed) {
       hashed->add(row);
       bytes += ResultDigest::bytes_per_row(static_cast<size_t>(ncol));
+      if (want_firsts && kinds.insert(hashed->row_key(hashed->rows() - 1)).second) {
+        for (const auto& v : row) bytes += value_bytes(v);
+        later_firsts->emplace_back(hashed->rows() - 1, std::move(row));
+        if (kinds.size() >= limits.keep_first_distinct) {
+          want_firsts = false;
+          std::unordered_set<Hash128, Hash128Lo>().swap(kinds);
+        }
+      }
       if (cap > 0 && bytes > cap) return over_bytes();
       continue;
     }
@@ -500,6 +523,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     if (st != ExecStatus::kOk) {
       out.result.rows.clear();
       out.digest.reset();
+      out.later_firsts.clear();
     }
     return std::move(out);
   };
@@ -637,7 +661,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
                       std::chrono::duration<double>(limits.timeout_s));
 
   if (!conn->deadline.active || limits.step_on_caller || sink) {
-    auto [st, err] = step_rows(stmt, conn->deadline, limits, out.result, out.digest, first, sink);
+    auto [st, err] = step_rows(stmt, conn->deadline, limits, out.result, out.digest, first, sink, &out.later_firsts);
     measured(stmt);
     conn->deadline.active = false;
     return finish(st, std::move(err));
@@ -662,6 +686,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     ResultSet result;
     FirstStep first;
     std::shared_ptr<const ResultDigest> digest;
+    std::vector<std::pair<size_t, Row>> later_firsts;
   };
   auto job = std::make_shared<Job>();
   job->conn = std::move(conn);
@@ -670,7 +695,8 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
   job->result.columns = out.result.columns;
   stmt = nullptr;  // owned by the job now
   auto work = [job] {
-    auto [st, err] = step_rows(job->stmt, job->conn->deadline, job->limits, job->result, job->digest, job->first);
+    auto [st, err] = step_rows(job->stmt, job->conn->deadline, job->limits, job->result, job->digest, job->first,
+                               nullptr, &job->later_firsts);
     job->conn->deadline.active = false;
     bool abandoned;
     {
@@ -686,6 +712,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
       job->conn.reset();  // closes the connection
       job->result.rows.clear();
       job->digest.reset();
+      job->later_firsts.clear();
     } else {
       job->cv.notify_all();
     }
@@ -718,6 +745,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
   measured(stmt);
   out.result = std::move(job->result);
   out.digest = std::move(job->digest);
+  out.later_firsts = std::move(job->later_firsts);
   return finish(job->status, std::move(job->error));
 }
 

@@ -96,11 +96,15 @@ void ResultDigest::add(const Row& row) {
   ++rows_;
 }
 
+Hash128 ResultDigest::row_key(size_t row) const {
+  return row_hash(columns_, [&](size_t c) { return cell(row, c); });
+}
+
 std::vector<size_t> ResultDigest::first_occurrences() const {
   HashSet seen;
   std::vector<size_t> first;
   for (size_t r = 0; r < rows_; ++r)
-    if (seen.insert(row_hash(columns_, [&](size_t c) { return cell(r, c); })).second) first.push_back(r);
+    if (seen.insert(row_key(r)).second) first.push_back(r);
   return first;
 }
 

@@ -1,6 +1,7 @@
 // One question's executions, each distinct query once (see execution_memo.h).
 #include "nl2sql/fix/execution_memo.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "nl2sql/core/text.h"
@@ -136,12 +137,23 @@ std::optional<db::ExecutionResult> distinct_of(const db::ExecutionResult& plain,
   const std::vector<size_t> first = all.first_occurrences();
   const bool hashed = keep_rows > 0 && first.size() > keep_rows;
   const size_t shown = hashed ? keep_rows : first.size();
-  if (shown > 0 && first[shown - 1] >= plain.result.rows.size()) return std::nullopt;
+  // Row `i` of the plain answer, when it was kept: among the first rows, or among those kept
+  // past them as the first of their kind (db::QueryLimits::keep_first_distinct).
+  auto kept = [&](size_t i) -> const db::Row* {
+    if (i < plain.result.rows.size()) return &plain.result.rows[i];
+    auto it = std::lower_bound(plain.later_firsts.begin(), plain.later_firsts.end(), i,
+                               [](const std::pair<size_t, db::Row>& e, size_t at) { return e.first < at; });
+    return it != plain.later_firsts.end() && it->first == i ? &it->second : nullptr;
+  };
   db::ExecutionResult out;
+  out.result.rows.reserve(shown);
+  for (size_t j = 0; j < shown; ++j) {
+    const db::Row* row = kept(first[j]);
+    if (row == nullptr) return std::nullopt;
+    out.result.rows.push_back(*row);
+  }
   out.status = db::ExecStatus::kOk;
   out.result.columns = plain.result.columns;
-  out.result.rows.reserve(shown);
-  for (size_t j = 0; j < shown; ++j) out.result.rows.push_back(plain.result.rows[first[j]]);
   if (hashed) out.digest = std::make_shared<const db::ResultDigest>(all.rows_at(first));
   out.elapsed_ms = plain.elapsed_ms;
   out.first_row_ms = plain.first_row_ms;

@@ -82,8 +82,12 @@ class QuestionRun {
     if (!memo_) {
       db::QueryLimits limits = s_.executor->options().limits;
       limits.hash_rows_after = fix::kept_rows(s_.fixer->options());
+      const bool derive = s_.collation_free.count(q_.db_id) > 0;
+      // A large answer also keeps the first rows of each kind past its first rows: its DISTINCT
+      // twin is then made from it whatever the repeats among the first rows.
+      if (derive) limits.keep_first_distinct = limits.hash_rows_after;
       memo_ = std::make_unique<fix::ExecutionMemo>(*s_.executor, db_path_, limits);
-      if (s_.collation_free.count(q_.db_id)) memo_->derive_distinct(limits.hash_rows_after);
+      if (derive) memo_->derive_distinct(limits.hash_rows_after);
     }
     return *memo_;
   }

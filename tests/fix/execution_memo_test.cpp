@@ -168,10 +168,12 @@ class DistinctTwin : public ::testing::Test {
                             "CREATE TABLE r(v TEXT);"
                             "INSERT INTO r VALUES ('x'), ('x'), ('x'), ('x'), ('x'), ('y'), ('z');");
   }
-  // The executor's result of `sql` with hash_rows_after = `keep`.
-  db::ExecutionResult run(const std::string& sql, size_t keep) const {
+  // The executor's result of `sql` with hash_rows_after = `keep` (and keep_first_distinct =
+  // `keep` when `firsts`).
+  db::ExecutionResult run(const std::string& sql, size_t keep, bool firsts = false) const {
     db::QueryLimits limits = executor_.options().limits;
     limits.hash_rows_after = keep;
+    if (firsts) limits.keep_first_distinct = keep;
     return executor_.run(db_, sql, limits);
   }
   testing::TempDir dir_;
@@ -190,17 +192,22 @@ TEST_F(DistinctTwin, TheRowsMadeFromThePlainQueryAreTheDistinctQuerysOwn) {
       "SELECT DISTINCT v FROM r",
       "SELECT DISTINCT v FROM r WHERE v = 'none'",
   };
-  for (size_t keep : {size_t{0}, size_t{2}, size_t{100}}) {
+  for (size_t keep : {size_t{0}, size_t{2}, size_t{100}})
+    for (bool firsts : {false, true})
     for (const auto& d : queries) {
-      SCOPED_TRACE(d + " keep_rows " + std::to_string(keep));
+      SCOPED_TRACE(d + " keep_rows " + std::to_string(keep) + (firsts ? " keeping the first of each kind" : ""));
       const auto p = without_distinct(d);
       ASSERT_TRUE(p.has_value());
-      const db::ExecutionResult plain = run(*p, keep);
+      const db::ExecutionResult plain = run(*p, keep, firsts);
       const db::ExecutionResult own = run(d, keep);
       ASSERT_TRUE(own.ok()) << own.error;
       const auto made = distinct_of(plain, keep);
+      // Only when the plain result kept too few rows to show the first distinct ones; never
+      // when it kept the first of each kind past them.
+      if (firsts) {
+        ASSERT_TRUE(made.has_value());
+      }
       if (!made) {
-        // Only when the plain result kept too few rows to show the first distinct ones.
         EXPECT_TRUE(plain.digest != nullptr);
         continue;
       }
@@ -217,12 +224,23 @@ TEST_F(DistinctTwin, TheRowsMadeFromThePlainQueryAreTheDistinctQuerysOwn) {
       if (d.find("ORDER BY") != std::string::npos) {
         EXPECT_TRUE(db::spider_ts_equal(own_all, made_all, true));
       }
+      // The rows shown are the DISTINCT query's own first rows.
+      EXPECT_EQ(made->result.rows, own.result.rows);
     }
-  }
   // r's first five rows repeat one value: with two rows kept, the plain result does not hold
-  // the second distinct row, and nothing is made.
+  // the second distinct row, and nothing is made — unless it kept the first of each kind past
+  // them: row 5 ('y'), and no more once two kinds are known.
   EXPECT_FALSE(distinct_of(run("SELECT v FROM r", 2), 2).has_value());
   EXPECT_TRUE(distinct_of(run("SELECT v FROM r", 0), 0).has_value());
+  const db::ExecutionResult r2 = run("SELECT v FROM r", 2, true);
+  ASSERT_EQ(r2.later_firsts.size(), 1u);
+  EXPECT_EQ(r2.later_firsts[0].first, 5u);
+  EXPECT_EQ(r2.result.rows.size(), 2u);
+  const auto made_r = distinct_of(r2, 2);
+  ASSERT_TRUE(made_r.has_value());
+  ASSERT_EQ(made_r->result.rows.size(), 2u);
+  EXPECT_EQ(made_r->result.rows[1][0].s, "y");
+  EXPECT_EQ(made_r->row_count(), 3u);
   db::ExecutionResult failed = run("SELECT nope FROM t", 0);
   EXPECT_FALSE(distinct_of(failed, 0).has_value());
 }

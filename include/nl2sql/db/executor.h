@@ -108,6 +108,10 @@ struct ExecutionResult {
   // Not executed: the rows of the same query without its DISTINCT, repeats dropped
   // (fix::ExecutionMemo); the timings and counters are that query's.
   bool from_plain_twin = false;
+  // With QueryLimits::keep_first_distinct: rows past those `result` keeps that are the first
+  // of their kind (equal as ResultDigest::first_occurrences tells rows apart), with their
+  // positions in the answer, in order — what the query's DISTINCT twin shows (fix::distinct_of).
+  std::vector<std::pair<size_t, Row>> later_firsts;
   DerivedKeys derived_keys;
 };
 
@@ -131,6 +135,10 @@ struct QueryLimits {
   // an evaluation can compare answers of any size without a row cap. The byte cap counts the
   // digest too. Used by the evaluator (eval/evaluator.h).
   size_t hash_rows_after = 0;
+  // With hash_rows_after: past the rows kept, the rows that are the first of their kind are
+  // kept too (ExecutionResult::later_firsts) until this many kinds are known, kept rows
+  // included; they count against the byte cap. 0: none.
+  size_t keep_first_distinct = 0;
   // Temporary B-trees (DISTINCT, GROUP BY or ORDER BY without a usable index) in memory
   // (PRAGMA temp_store=MEMORY) instead of a temporary file. For our own scans whose temporary
   // tables are bounded (the value index's DISTINCT scans: a temporary file costs them about as

@@ -54,6 +54,8 @@ class ResultDigest {
   // is (up to a collision), which is SQLite's DISTINCT equality under the BINARY collation (1
   // and 1.0 alike, '1' and 1 apart, text and blob by their bytes).
   std::vector<size_t> first_occurrences() const;
+  // The key first_occurrences() tells rows apart by: the hash of row `row`'s cells.
+  Hash128 row_key(size_t row) const;
   // The digest of rows `rows` (indices into this one, in that order).
   ResultDigest rows_at(const std::vector<size_t>& rows) const;
   // Bytes held by the digest.

@@ -57,7 +57,8 @@ std::optional<std::string> without_distinct(std::string_view sql);
 // its rows in order with every repeat of an earlier row dropped, shaped as the executor shapes
 // a result under QueryLimits::hash_rows_after = `keep_rows` (past it: the first rows and the
 // digest of the whole answer). nullopt when `plain` did not succeed, or holds only the first rows
-// and the first distinct rows to keep are not all among them.
+// and the first distinct rows to keep are not all among them nor among its later_firsts (run
+// `plain` with QueryLimits::keep_first_distinct = `keep_rows` to have them).
 std::optional<db::ExecutionResult> distinct_of(const db::ExecutionResult& plain, size_t keep_rows);
 
 class ExecutionMemo {
