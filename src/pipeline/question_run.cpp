@@ -218,6 +218,7 @@ Status QuestionRun::stage_generate() {
   // their model: the fix stage then finds them in the question's memo.
   fix::ExecutionMemo& shared_memo = memo();
   input.execute = [&shared_memo](const std::string& sql) { return shared_memo.run(sql); };
+  const std::string gold_key = q_.gold_sql.empty() ? std::string() : fix::normalize_sql(q_.gold_sql);
   std::vector<std::thread> threads;
   for (size_t g = 0; g < s_.generators.size(); ++g)
     threads.emplace_back([&, g] {
@@ -225,6 +226,14 @@ Status QuestionRun::stage_generate() {
       if (!outs[g] || cancelled()) return;
       for (const auto& c : *outs[g]) shared_memo.expect(c.sql);
       for (const auto& c : *outs[g]) fix::prefetch_execution(c, shared_memo);
+      // A candidate that wrote gold's text stopped at the row cap (gold's answer is larger):
+      // gold's own run (no cap) starts now, beside the rest of the question's work.
+      bool wrote_gold = false;
+      for (const auto& c : *outs[g]) wrote_gold = wrote_gold || (!gold_key.empty() && fix::normalize_sql(c.sql) == gold_key);
+      if (wrote_gold) {
+        auto same = shared_memo.find(q_.gold_sql);
+        if (same && same->status == db::ExecStatus::kRowCap) start_gold_ahead();
+      }
     });
   for (auto& t : threads) t.join();
   for (auto& out : outs) {
@@ -286,10 +295,7 @@ Status QuestionRun::stage_fix() {
   // rounds, instead of after them.
   if (!q_.gold_sql.empty()) {
     auto same = input.memo->find(q_.gold_sql);
-    if (!same || !same->ok()) {
-      const std::string& fp = s_.fingerprints.at(q_.db_id);
-      gold_ahead_ = std::async(std::launch::async, [this, &fp] { return s_.judge->gold(q_, db_path_, fp); });
-    }
+    if (!same || !same->ok()) start_gold_ahead();
   }
   std::vector<std::thread> threads;
   threads.reserve(candidates_.size());
@@ -402,6 +408,13 @@ Status QuestionRun::stage_judge() {
   memo_.reset();  // what selection needs is in results_
   latency_["eval"] = seconds_since(t0);
   return Status::ok();
+}
+
+void QuestionRun::start_gold_ahead() {
+  std::lock_guard lock(gold_ahead_mu_);
+  if (gold_ahead_.valid()) return;
+  const std::string& fp = s_.fingerprints.at(q_.db_id);
+  gold_ahead_ = std::async(std::launch::async, [this, &fp] { return s_.judge->gold(q_, db_path_, fp); });
 }
 
 void QuestionRun::wait_turn() {

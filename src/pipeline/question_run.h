@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -44,6 +45,8 @@ class QuestionRun {
   run::QuestionRecord base_record() const;
   void wait_turn();
   void finish_turn();
+  // Starts gold's execution (gold_ahead_) unless it has started.
+  void start_gold_ahead();
   // The cancel flag, or the client stopped by an auth failure.
   bool cancelled() const { return s_.client->cancelled(); }
   llm::UsageTotals usage_now() { return s_.client->accounting().question(q_.question_id); }
@@ -111,9 +114,11 @@ class QuestionRun {
   // Gold's execution with its tie check, made once by stage_judge for every judgement of the
   // question (the final verdict's included), and gold's text normalized (fix::normalize_sql).
   std::optional<db::CachedExecution> known_gold_;
-  // Gold's execution started by stage_fix when no candidate ran gold's text to a whole answer:
-  // it runs beside the fix rounds instead of after them. Declared after everything it reads,
-  // so it is destroyed (waited for) first.
+  // Gold's execution started when no candidate ran gold's text to a whole answer: by the
+  // generate stage as soon as a candidate's run of gold's text stopped at the row cap, else by
+  // stage_fix when none ran it whole. It runs beside the question's other work instead of
+  // after it. Declared after everything it reads, so it is destroyed (waited for) first.
+  std::mutex gold_ahead_mu_;
   std::future<db::CachedExecution> gold_ahead_;
   std::string gold_text_;
   bool capped_gold_text_ = false;  // a candidate with gold's text stopped at the row cap
