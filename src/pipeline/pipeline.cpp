@@ -50,9 +50,14 @@ namespace {
 Result<std::vector<run::QuestionRecord>> final_records(const run::RunStore& store, const fs::path& dir) {
   auto rows = store.final_records();
   if (!rows) return rows.status();
+  auto recs = core::parallel_map<Result<run::QuestionRecord>>(rows->size(), core::default_threads(), [&](size_t i) {
+    auto rec = run::record_from_json((*rows)[i]);
+    (*rows)[i] = json();
+    return rec;
+  });
   std::vector<run::QuestionRecord> out;
-  for (const auto& r : *rows) {
-    auto rec = run::record_from_json(r);
+  out.reserve(recs.size());
+  for (auto& rec : recs) {
     if (!rec) return rec.status().with_context((dir / run::RunStore::kFileName).string());
     out.push_back(std::move(*rec));
   }

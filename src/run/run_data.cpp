@@ -1,5 +1,6 @@
 #include "nl2sql/run/run_data.h"
 
+#include "nl2sql/core/thread_pool.h"
 #include "nl2sql/run/run_store.h"
 
 namespace nl2sql::run {
@@ -29,8 +30,13 @@ Result<RunData> load_run(const std::filesystem::path& dir, std::optional<std::ve
   }
   auto records = (*store)->final_records();
   if (!records) return records.status();
-  for (const auto& r : *records) {
-    auto rec = record_from_json(r, *version);
+  auto recs = core::parallel_map<Result<QuestionRecord>>(records->size(), core::default_threads(), [&](size_t i) {
+    auto rec = record_from_json((*records)[i], *version);
+    (*records)[i] = json();
+    return rec;
+  });
+  run.records.reserve(recs.size());
+  for (auto& rec : recs) {
     if (!rec) return rec.status().with_context((dir / RunStore::kFileName).string());
     run.records.push_back(std::move(*rec));
   }

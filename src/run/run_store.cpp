@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "nl2sql/core/files.h"
+#include "nl2sql/core/thread_pool.h"
 #include "nl2sql/db/sqlite_setup.h"
 
 namespace nl2sql::run {
@@ -196,18 +197,28 @@ Result<std::map<std::string, std::string>> RunStore::stages_done(const std::stri
 }
 
 Result<std::vector<json>> RunStore::final_records() const {
-  std::lock_guard lock(mu_);
-  Stmt s(db_, "SELECT question_id, payload FROM stages WHERE stage = ? ORDER BY idx, question_id");
-  if (!s.ok()) return s.error("prepare read");
-  s.bind(1, std::string(kFinalStage));
+  // Read under the lock; parsed after it, on every core (the end of a run waits for this).
+  std::vector<std::pair<std::string, std::string>> rows;  // question id, payload
+  {
+    std::lock_guard lock(mu_);
+    Stmt s(db_, "SELECT question_id, payload FROM stages WHERE stage = ? ORDER BY idx, question_id");
+    if (!s.ok()) return s.error("prepare read");
+    s.bind(1, std::string(kFinalStage));
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) rows.emplace_back(s.text(0), s.text(1));
+    if (rc != SQLITE_DONE) return s.error("read final records");
+  }
+  auto parsed = core::parallel_map<Result<json>>(rows.size(), core::default_threads(), [&](size_t i) {
+    auto p = parse_payload(rows[i].second, rows[i].first + "/final");
+    std::string().swap(rows[i].second);
+    return p;
+  });
   std::vector<json> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) {
-    auto p = parse_payload(s.text(1), s.text(0) + "/final");
+  out.reserve(parsed.size());
+  for (auto& p : parsed) {
     if (!p) return p.status();
     out.push_back(std::move(*p));
   }
-  if (rc != SQLITE_DONE) return s.error("read final records");
   return out;
 }
 
