@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
+#include <string>
 
 #include "nl2sql/core/text.h"
 #include "nl2sql/db/result_digest.h"
@@ -163,6 +165,49 @@ std::optional<db::ExecutionResult> distinct_of(const db::ExecutionResult& plain,
   return out;
 }
 
+std::optional<db::ExecutionResult> shaped_as(const db::ExecutionResult& whole, const db::QueryLimits& limits) {
+  if (!whole.ok()) return std::nullopt;
+  if (limits.timeout_s > 0 && whole.elapsed_ms > limits.timeout_s * 1000) return std::nullopt;
+  db::ExecutionResult out;
+  out.elapsed_ms = whole.elapsed_ms;
+  out.first_row_ms = whole.first_row_ms;
+  out.statement_ms = whole.statement_ms;
+  out.counters = whole.counters;
+  out.result.columns = whole.result.columns;
+  if (limits.row_cap > 0 && whole.row_count() > limits.row_cap) {
+    out.status = db::ExecStatus::kRowCap;
+    out.error = "result has more than " + std::to_string(limits.row_cap) + " rows";
+    return out;
+  }
+  if (whole.digest) {
+    // Hashed past the same number of rows: a run under these limits but the row cap.
+    if (limits.hash_rows_after == 0 || whole.result.rows.size() != limits.hash_rows_after) return std::nullopt;
+    out = whole;
+    return out;
+  }
+  const auto& rows = whole.result.rows;
+  const size_t n = rows.size();
+  out.status = db::ExecStatus::kOk;
+  const size_t kept = limits.hash_rows_after;
+  if (kept == 0 || n <= kept) {
+    out.result.rows = rows;
+    return out;
+  }
+  auto digest = std::make_shared<db::ResultDigest>(db::digest_of(whole.result));
+  out.result.rows.assign(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(kept));
+  // As the executor picks them: the kinds among the kept rows first, then each new kind past
+  // them until keep_first_distinct kinds are known.
+  const size_t want = limits.keep_first_distinct;
+  if (want > 0) {
+    std::set<db::Hash128> kinds;
+    for (size_t r = 0; r < kept && kinds.size() < want; ++r) kinds.insert(digest->row_key(r));
+    for (size_t r = kept; r < n && kinds.size() < want; ++r)
+      if (kinds.insert(digest->row_key(r)).second) out.later_firsts.emplace_back(r, rows[r]);
+  }
+  out.digest = std::move(digest);
+  return out;
+}
+
 ExecutionMemo::ExecutionMemo(const db::Executor& executor, std::filesystem::path db_path)
     : runner_([&executor, db_path = std::move(db_path)](const std::string& sql) {
         return executor.run(db_path, sql);
@@ -174,6 +219,12 @@ ExecutionMemo::ExecutionMemo(const db::Executor& executor, std::filesystem::path
       }) {}
 
 void ExecutionMemo::derive_distinct(size_t keep_rows) { derive_keep_ = keep_rows; }
+
+void ExecutionMemo::provide(const std::string& sql, std::shared_future<Shared> pending) {
+  std::string key = normalize_sql(sql);
+  std::lock_guard lock(mu_);
+  provided_.insert_or_assign(std::move(key), std::move(pending));
+}
 
 void ExecutionMemo::expect(const std::string& sql) {
   std::string key = normalize_sql(sql);
@@ -193,6 +244,7 @@ ExecutionMemo::Shared ExecutionMemo::obtain(const std::string& sql, const std::s
   const std::string twin_key = twin ? normalize_sql(*twin) : std::string();
   std::promise<Shared> promise;
   bool from_twin = false;
+  std::shared_future<Shared> provided;
   {
     std::unique_lock lock(mu_);
     if (count) ++requests_;
@@ -202,8 +254,17 @@ ExecutionMemo::Shared ExecutionMemo::obtain(const std::string& sql, const std::s
       return pending.get();
     }
     results_.emplace(key, promise.get_future().share());
-    from_twin = twin && (results_.count(twin_key) || expected_.count(twin_key));
-    if (!from_twin) ++executions_;
+    if (auto p = provided_.find(key); p != provided_.end()) provided = p->second;
+    from_twin = !provided.valid() && twin && (results_.count(twin_key) || expected_.count(twin_key));
+    if (!from_twin && !provided.valid()) ++executions_;
+  }
+  if (provided.valid()) {
+    if (Shared given = provided.get()) {
+      promise.set_value(given);
+      return given;
+    }
+    std::lock_guard lock(mu_);
+    ++executions_;
   }
   // Executed outside the lock: other queries of the question run meanwhile. The plain twin has
   // no top-level DISTINCT, so it never waits for this one.

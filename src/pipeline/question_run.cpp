@@ -218,7 +218,6 @@ Status QuestionRun::stage_generate() {
   // their model: the fix stage then finds them in the question's memo.
   fix::ExecutionMemo& shared_memo = memo();
   input.execute = [&shared_memo](const std::string& sql) { return shared_memo.run(sql); };
-  const std::string gold_key = q_.gold_sql.empty() ? std::string() : fix::normalize_sql(q_.gold_sql);
   std::vector<std::thread> threads;
   for (size_t g = 0; g < s_.generators.size(); ++g)
     threads.emplace_back([&, g] {
@@ -226,14 +225,6 @@ Status QuestionRun::stage_generate() {
       if (!outs[g] || cancelled()) return;
       for (const auto& c : *outs[g]) shared_memo.expect(c.sql);
       for (const auto& c : *outs[g]) fix::prefetch_execution(c, shared_memo);
-      // A candidate that wrote gold's text stopped at the row cap (gold's answer is larger):
-      // gold's own run (no cap) starts now, beside the rest of the question's work.
-      bool wrote_gold = false;
-      for (const auto& c : *outs[g]) wrote_gold = wrote_gold || (!gold_key.empty() && fix::normalize_sql(c.sql) == gold_key);
-      if (wrote_gold) {
-        auto same = shared_memo.find(q_.gold_sql);
-        if (same && same->status == db::ExecStatus::kRowCap) start_gold_ahead();
-      }
     });
   for (auto& t : threads) t.join();
   for (auto& out : outs) {
@@ -290,13 +281,6 @@ Status QuestionRun::stage_fix() {
   // answer never holds another back (the client bounds the calls in flight, the executor the
   // queries), and identical queries run once through the question's memo.
   for (const auto& c : candidates_) input.memo->expect(c.sql);
-  // The judge needs gold right after this stage. When no candidate ran gold's text to a whole
-  // answer (none wrote it, or its run stopped at the row cap), gold runs now, beside the fix
-  // rounds, instead of after them.
-  if (!q_.gold_sql.empty()) {
-    auto same = input.memo->find(q_.gold_sql);
-    if (!same || !same->ok()) start_gold_ahead();
-  }
   std::vector<std::thread> threads;
   threads.reserve(candidates_.size());
   for (size_t i = 0; i < candidates_.size(); ++i) {
@@ -355,18 +339,19 @@ Status QuestionRun::stage_judge() {
   results_.assign(candidates_.size(), nullptr);
   std::map<std::tuple<bool, bool, std::string>, size_t> judged;  // (present, rejected, sql) → first
   // Gold is one more query of the question, run once for all its judgements (the final
-  // verdict's included), with its tie check. When a candidate ran the same text (after
-  // normalisation) successfully, gold's answer is taken from it, also when that result was cut
-  // to its first rows plus the digest of the whole answer (past fix.keep_rows: most answers at
-  // BIRD scale), which the result cache cannot hold. A candidate's timeout or error is not
-  // taken: gold then runs under its own limits. A candidate whose text is gold's but whose own
-  // run stopped at the fix stage's row cap (gold's answer is larger) is judged on gold's
-  // execution, not run once more.
-  ExecutionMemo::Shared same = memo_ ? memo_->find(q_.gold_sql) : nullptr;
-  if ((!same || !same->ok()) && gold_ahead_.valid())
+  // verdict's included), with its tie check: from the question's start (gold_ahead_), and a
+  // candidate that wrote gold's text took that run through the memo. Without it (no gold ahead),
+  // when a candidate ran the same text (after normalisation) successfully, gold's answer is
+  // taken from it, also when that result was cut to its first rows plus the digest of the whole
+  // answer (past fix.keep_rows), which the result cache cannot hold. A candidate whose text is
+  // gold's but whose run stopped at the fix stage's row cap (gold's answer is larger) is judged
+  // on gold's execution, not run once more.
+  if (gold_ahead_.valid()) {
     known_gold_ = gold_ahead_.get();
-  else
+  } else {
+    ExecutionMemo::Shared same = memo_ ? memo_->find(q_.gold_sql) : nullptr;
     known_gold_ = s_.judge->gold(q_, db_path_, fp, nullptr, nullptr, same && same->ok() ? same.get() : nullptr);
+  }
   gold_text_ = fix::normalize_sql(q_.gold_sql);
   capped_gold_text_ = false;
   for (size_t i = 0; i < candidates_.size(); ++i) {
@@ -411,10 +396,15 @@ Status QuestionRun::stage_judge() {
 }
 
 void QuestionRun::start_gold_ahead() {
-  std::lock_guard lock(gold_ahead_mu_);
-  if (gold_ahead_.valid()) return;
   const std::string& fp = s_.fingerprints.at(q_.db_id);
-  gold_ahead_ = std::async(std::launch::async, [this, &fp] { return s_.judge->gold(q_, db_path_, fp); });
+  gold_ahead_ = std::async(std::launch::async, [this, &fp] {
+                  db::QueryLimits limits = memo_limits();
+                  limits.row_cap = 0;  // verdicts need the whole answer; the digest bounds memory
+                  const db::ExecutionResult whole = s_.executor->run(db_path_, q_.gold_sql, limits);
+                  // A failed run (a timeout, an error) is not taken: gold runs under the
+                  // judge's own limits.
+                  return s_.judge->gold(q_, db_path_, fp, nullptr, nullptr, whole.ok() ? &whole : nullptr);
+                }).share();
 }
 
 void QuestionRun::wait_turn() {
@@ -714,6 +704,9 @@ run::QuestionRecord QuestionRun::run() {
   }
   schema_ = &sit->second;
   db_path_ = pit->second;
+  // Gold runs for the judge from the start, beside the model calls; a candidate that writes
+  // gold's text takes that run (see memo()).
+  if (!q_.gold_sql.empty()) start_gold_ahead();
   const bool sequenced = static_cast<bool>(s_.weights);
   run::QuestionRecord rec;
   const char* stage = "context";

@@ -45,7 +45,7 @@ class QuestionRun {
   run::QuestionRecord base_record() const;
   void wait_turn();
   void finish_turn();
-  // Starts gold's execution (gold_ahead_) unless it has started.
+  // Starts gold's execution for the judge (gold_ahead_).
   void start_gold_ahead();
   // The cancel flag, or the client stopped by an auth failure.
   bool cancelled() const { return s_.client->cancelled(); }
@@ -81,16 +81,26 @@ class QuestionRun {
 
   // The question's executions (fix stage, then judging), created on first use. A result past
   // fix.keep_rows rows keeps its first rows and the digest of the whole answer.
+  // The limits of the question's executions: the executor's, a result past fix.keep_rows rows
+  // kept as its first rows and the digest of the whole answer; on a database without declared
+  // collations (DISTINCT twins derived), also the first rows of each kind past them, so a
+  // DISTINCT twin is made from the answer whatever the repeats among its first rows.
+  db::QueryLimits memo_limits() const {
+    db::QueryLimits limits = s_.executor->options().limits;
+    limits.hash_rows_after = fix::kept_rows(s_.fixer->options());
+    if (s_.collation_free.count(q_.db_id)) limits.keep_first_distinct = limits.hash_rows_after;
+    return limits;
+  }
   fix::ExecutionMemo& memo() {
     if (!memo_) {
-      db::QueryLimits limits = s_.executor->options().limits;
-      limits.hash_rows_after = fix::kept_rows(s_.fixer->options());
-      const bool derive = s_.collation_free.count(q_.db_id) > 0;
-      // A large answer also keeps the first rows of each kind past its first rows: its DISTINCT
-      // twin is then made from it whatever the repeats among the first rows.
-      if (derive) limits.keep_first_distinct = limits.hash_rows_after;
+      const db::QueryLimits limits = memo_limits();
       memo_ = std::make_unique<fix::ExecutionMemo>(*s_.executor, db_path_, limits);
-      if (derive) memo_->derive_distinct(limits.hash_rows_after);
+      if (s_.collation_free.count(q_.db_id)) memo_->derive_distinct(limits.hash_rows_after);
+      if (gold_ahead_.valid())
+        memo_->provide(q_.gold_sql, std::async(std::launch::deferred, [gold = gold_ahead_, limits]() -> ExecutionMemo::Shared {
+                                      auto shaped = fix::shaped_as(gold.get().result, limits);
+                                      return shaped ? std::make_shared<const db::ExecutionResult>(std::move(*shaped)) : nullptr;
+                                    }).share());
     }
     return *memo_;
   }
@@ -114,12 +124,12 @@ class QuestionRun {
   // Gold's execution with its tie check, made once by stage_judge for every judgement of the
   // question (the final verdict's included), and gold's text normalized (fix::normalize_sql).
   std::optional<db::CachedExecution> known_gold_;
-  // Gold's execution started when no candidate ran gold's text to a whole answer: by the
-  // generate stage as soon as a candidate's run of gold's text stopped at the row cap, else by
-  // stage_fix when none ran it whole. It runs beside the question's other work instead of
-  // after it. Declared after everything it reads, so it is destroyed (waited for) first.
-  std::mutex gold_ahead_mu_;
-  std::future<db::CachedExecution> gold_ahead_;
+  // Gold's execution with its tie check, started with the question (run()): gold's text runs
+  // under the memo's limits without the row cap (its whole answer: kept rows and digest),
+  // beside the model calls, and the judge takes it. The memo hands it, shaped as a candidate's
+  // run is (stopped at the row cap when larger), to a candidate that writes gold's text.
+  // Declared after everything it reads, so it is destroyed (waited for) first.
+  std::shared_future<db::CachedExecution> gold_ahead_;
   std::string gold_text_;
   bool capped_gold_text_ = false;  // a candidate with gold's text stopped at the row cap
   // Per candidate, its result when it executed (shared by candidates with the same query).

@@ -245,6 +245,51 @@ TEST_F(DistinctTwin, TheRowsMadeFromThePlainQueryAreTheDistinctQuerysOwn) {
   EXPECT_FALSE(distinct_of(failed, 0).has_value());
 }
 
+// A whole answer reshaped as a run under other limits gives what that run gives: the memo
+// hands gold's run (made whole for the judge) to a candidate that wrote gold's text.
+TEST_F(DistinctTwin, AWholeAnswerShapedAsARunUnderLimitsIsThatRunsResult) {
+  const std::vector<std::string> queries = {"SELECT a, b FROM t", "SELECT v FROM r", "SELECT c FROM t ORDER BY c",
+                                            "SELECT v FROM r WHERE v = 'none'"};
+  for (const auto& sql : queries)
+    for (size_t keep : {size_t{0}, size_t{2}, size_t{5}})
+      for (size_t kinds : {size_t{0}, size_t{2}, size_t{3}})
+        for (size_t cap : {size_t{0}, size_t{3}, size_t{7}}) {
+          SCOPED_TRACE(sql + " keep " + std::to_string(keep) + " kinds " + std::to_string(kinds) + " cap " +
+                       std::to_string(cap));
+          db::QueryLimits limits = executor_.options().limits;
+          limits.hash_rows_after = keep;
+          limits.keep_first_distinct = keep > 0 ? kinds : 0;
+          limits.row_cap = cap;
+          db::QueryLimits whole_limits = executor_.options().limits;
+          whole_limits.row_cap = 0;
+          const db::ExecutionResult own = executor_.run(db_, sql, limits);
+          const db::ExecutionResult whole = executor_.run(db_, sql, whole_limits);
+          const auto shaped = shaped_as(whole, limits);
+          ASSERT_TRUE(shaped.has_value());
+          EXPECT_EQ(shaped->status, own.status);
+          EXPECT_EQ(shaped->error, own.error);
+          EXPECT_EQ(shaped->result.columns, own.result.columns);
+          EXPECT_EQ(shaped->result.rows, own.result.rows);
+          EXPECT_EQ(shaped->row_count(), own.row_count());
+          ASSERT_EQ(shaped->digest != nullptr, own.digest != nullptr);
+          if (own.digest) {
+            EXPECT_TRUE(db::bird_equal(*shaped->digest, *own.digest));
+            EXPECT_TRUE(db::spider_ts_equal(*own.digest, *shaped->digest, true));
+          }
+          ASSERT_EQ(shaped->later_firsts.size(), own.later_firsts.size());
+          for (size_t k = 0; k < own.later_firsts.size(); ++k) {
+            EXPECT_EQ(shaped->later_firsts[k].first, own.later_firsts[k].first);
+            EXPECT_EQ(shaped->later_firsts[k].second, own.later_firsts[k].second);
+          }
+        }
+  // What a whole answer cannot tell: a failed run, one slower than the limits allow.
+  db::QueryLimits limits = executor_.options().limits;
+  EXPECT_FALSE(shaped_as(executor_.run(db_, "SELECT nope FROM t", limits), limits).has_value());
+  db::ExecutionResult slow = executor_.run(db_, "SELECT a FROM t", limits);
+  slow.elapsed_ms = limits.timeout_s * 1000 + 1;
+  EXPECT_FALSE(shaped_as(slow, limits).has_value());
+}
+
 TEST_F(DistinctTwin, TheMemoAnswersADistinctQueryFromItsAnnouncedPlainTwin) {
   std::vector<std::string> executed;
   std::mutex mu;

@@ -117,9 +117,10 @@ TEST_F(ExecutionSharing, EachDistinctQueryRunsOncePerQuestionAndEveryStageSeesIt
   ASSERT_EQ(summary->finished, 4u);
   ASSERT_EQ(summary->failed, 0u);
   EXPECT_EQ(generated, 48);
-  // Per question: the count query, the broken one and its fix. Executed once per candidate and
-  // round, as before the memo, it would be 6 + 2 = 8.
-  EXPECT_EQ(executions.load(), 4u * 3u);
+  // Per question: the count query, the broken one and its fix, and gold (run for the judge from
+  // the question's start, through the same executor). Executed once per candidate and round, as
+  // before the memo, it would be 6 + 2 + 1 = 9.
+  EXPECT_EQ(executions.load(), 4u * 4u);
 
   auto data = run::load_run(dir_ / "run");
   ASSERT_TRUE(data.is_ok()) << data.status().message();
@@ -257,11 +258,13 @@ TEST_F(ExecutionSharing, TheSeparatingInstanceDuelsAsksGoOutTogether) {
   EXPECT_GE(asking.most, 6) << "the duels' asks were not in flight together";
 }
 
-TEST_F(ExecutionSharing, GoldIsNotRunAgainWhenACandidateRanTheSameQuery) {
-  // Every sample answers its question's gold query, laid out differently (blanks only): the
-  // judge takes gold's answer from the candidate's result. Questions 0-3 of regional_schools
-  // have four gold queries; only question 2's (ORDER BY population DESC LIMIT 1) needs one
-  // more query, the tie probe. With another answer, gold runs for every question.
+TEST_F(ExecutionSharing, GoldRunsOnceFromTheStartAndACandidateWithItsTextTakesThatRun) {
+  // Every sample answers its question's gold query, laid out differently (blanks only). Gold
+  // runs from the question's start through the run's executor (questions 0-3 of
+  // regional_schools: four gold queries), the judge takes it and runs only question 2's tie
+  // probe (ORDER BY population DESC LIMIT 1), and the candidates take gold's run: nothing else
+  // runs. With another answer, gold runs all the same and the candidates' query once per
+  // question.
   const json dev = testing::read_json_file(data_ / "dev.json");
   auto gold_of = [&](const std::string& content) -> std::string {
     for (const auto& q : dev)
@@ -277,23 +280,36 @@ TEST_F(ExecutionSharing, GoldIsNotRunAgainWhenACandidateRanTheSameQuery) {
     relaid.replace(relaid.find(" FROM "), 6, "\n    FROM  ");
     return sql_reply(relaid);
   });
-  auto same = run(options(sharing_config(server.base_url()), dir_ / "same"));
+  std::atomic<int> executed{0};
+  auto counted = [&](const core::Config& config, const fs::path& out) {
+    RunOptions o = options(config, out);
+    o.db_fault_injector = [&](uint64_t) {
+      ++executed;
+      return Status::ok();
+    };
+    return o;
+  };
+  // A first run builds the value index (the run's executor scans the database for it).
+  ASSERT_TRUE(run(options(sharing_config(server.base_url()), dir_ / "warm")).is_ok());
+  auto same = run(counted(sharing_config(server.base_url()), dir_ / "same"));
   ASSERT_TRUE(same.is_ok()) << same.status().message();
   ASSERT_EQ(same->finished, 4u);
   EXPECT_EQ(same->correct, 4u);  // gold's answer, whichever way it came
   EXPECT_EQ(same->eval_executions, 1u);
+  EXPECT_EQ(executed.load(), 4);
   answer_gold = false;
-  auto other = run(options(sharing_config(server.base_url()), dir_ / "other"));
+  executed = 0;
+  auto other = run(counted(sharing_config(server.base_url()), dir_ / "other"));
   ASSERT_TRUE(other.is_ok()) << other.status().message();
   ASSERT_EQ(other->finished, 4u);
-  EXPECT_EQ(other->eval_executions, 4u);
+  EXPECT_EQ(other->eval_executions, 1u);
+  EXPECT_EQ(executed.load(), 8);  // gold and kFixed, once per question
 }
 
-TEST_F(ExecutionSharing, GoldIsNotRunAgainWhenTheCandidatesResultWasHashed) {
+TEST_F(ExecutionSharing, ACandidateTakesGoldsRunShapedAsItsOwnWouldBe) {
   // fix.keep_rows 1: question 1's answer (three charter schools) is kept as its first row plus
-  // the digest of the whole answer, which the result cache cannot hold. Gold's execution is made
-  // from it all the same: only question 2's tie probe runs (before the change: question 1's
-  // gold too).
+  // the digest of the whole answer, as the candidate's own run would keep it: gold's run is
+  // handed to the candidates as it is. Nothing but gold runs (and question 2's tie probe).
   const json dev = testing::read_json_file(data_ / "dev.json");
   FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
     const std::string content = content_of(req);
@@ -302,22 +318,51 @@ TEST_F(ExecutionSharing, GoldIsNotRunAgainWhenTheCandidatesResultWasHashed) {
         return sql_reply(q.value("SQL", ""));
     return sql_reply(kFixed);
   });
+  std::atomic<int> executed{0};
+  auto counted = [&](const core::Config& config, const fs::path& out) {
+    RunOptions o = options(config, out);
+    o.db_fault_injector = [&](uint64_t) {
+      ++executed;
+      return Status::ok();
+    };
+    return o;
+  };
   core::Config config = sharing_config(server.base_url());
   config.set("fix.keep_rows", 1);
-  auto r = run(options(config, dir_ / "hashed"));
+  ASSERT_TRUE(run(options(config, dir_ / "warm")).is_ok());  // builds the value index
+  auto r = run(counted(config, dir_ / "hashed"));
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   ASSERT_EQ(r->finished, 4u);
   EXPECT_EQ(r->correct, 4u);
   EXPECT_EQ(r->eval_executions, 1u);
+  EXPECT_EQ(executed.load(), 4);
+  const run::QuestionRecord* q1 = nullptr;
+  for (const auto& rec : r->records)
+    if (rec.index == 1) q1 = &rec;
+  ASSERT_NE(q1, nullptr);
+  ASSERT_FALSE(q1->candidates.empty());
+  const json& execution = q1->candidates[0].trace.at("execution");
+  EXPECT_EQ(execution.value("rows", 0), 3) << execution.dump();
+  EXPECT_TRUE(execution.value("error", std::string("?")).empty()) << execution.dump();
 
-  // eval.row_cap 2: question 1's candidates (gold's text, three rows) stop at the row cap, and
-  // gold runs for the judge under its own limits, once. Those candidates, and the prediction
-  // when it is gold's text, are judged on that execution, not run again.
+  // eval.row_cap 2: question 1's answer is larger than the cap, so each candidate that wrote
+  // gold's text sees what its own run would: stopped at the row cap, which the fixer is told
+  // (its answer, gold's text again, ends the rounds). Gold, judged without the cap, runs once,
+  // and those candidates are judged on it: nothing else runs.
   config.set("eval.row_cap", 2);
-  auto capped = run(options(config, dir_ / "capped"));
+  executed = 0;
+  auto capped = run(counted(config, dir_ / "capped"));
   ASSERT_TRUE(capped.is_ok()) << capped.status().message();
   ASSERT_EQ(capped->finished, 4u);
-  EXPECT_EQ(capped->eval_executions, 2u);  // question 1's gold, question 2's tie probe
+  EXPECT_EQ(capped->eval_executions, 1u);
+  EXPECT_EQ(executed.load(), 4);
+  EXPECT_EQ(capped->correct, 4u);
+  for (const auto& rec : capped->records)
+    if (rec.index == 1) q1 = &rec;
+  const json& rounds = q1->candidates[0].trace.at("fix_rounds");
+  ASSERT_FALSE(rounds.empty()) << q1->candidates[0].trace.dump();
+  EXPECT_NE(rounds[0].value("feedback", "").find("result has more than 2 rows"), std::string::npos)
+      << rounds[0].dump();
 }
 
 }  // namespace

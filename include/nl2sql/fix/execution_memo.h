@@ -61,6 +61,15 @@ std::optional<std::string> without_distinct(std::string_view sql);
 // `plain` with QueryLimits::keep_first_distinct = `keep_rows` to have them).
 std::optional<db::ExecutionResult> distinct_of(const db::ExecutionResult& plain, size_t keep_rows);
 
+// `whole`, a run of a query to its whole answer, as a run of the same query under `limits` gives
+// it: stopped at the row cap (status kRowCap, the executor's message), else its rows, or past
+// limits.hash_rows_after its first rows, the digest of the whole answer and the first rows of
+// each kind (limits.keep_first_distinct); the timings are `whole`'s. `whole` is either a run
+// that kept every row, or a run under `limits` without the row cap (taken as it is). nullopt
+// when that cannot be told from `whole`: it failed, took longer than limits' timeout, or was
+// hashed past another number of rows.
+std::optional<db::ExecutionResult> shaped_as(const db::ExecutionResult& whole, const db::QueryLimits& limits);
+
 class ExecutionMemo {
  public:
   using Runner = std::function<db::ExecutionResult(const std::string& sql)>;
@@ -86,6 +95,10 @@ class ExecutionMemo {
   // Announces a query that will be asked for: a DISTINCT twin asked before it takes its result
   // from it instead of running on its own.
   void expect(const std::string& sql);
+  // `sql`'s result comes from elsewhere (gold's run, made by the judge from the question's
+  // start): a run of `sql` waits for `pending` and takes what it gives, executing nothing; when
+  // that is null, `sql` runs as usual.
+  void provide(const std::string& sql, std::shared_future<Shared> pending);
 
   // Queries executed (distinct normalized texts), requests answered, and results made from a
   // plain twin's (not executed).
@@ -103,6 +116,7 @@ class ExecutionMemo {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_future<Shared>> results_;  // guarded by mu_
   std::set<std::string> expected_;                             // guarded by mu_
+  std::map<std::string, std::shared_future<Shared>> provided_; // guarded by mu_
   size_t executions_ = 0;                                      // guarded by mu_
   size_t requests_ = 0;                                        // guarded by mu_
   size_t derived_ = 0;                                         // guarded by mu_
