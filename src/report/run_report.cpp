@@ -13,6 +13,7 @@
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/hash.h"
 #include "nl2sql/core/text.h"
+#include "nl2sql/core/thread_pool.h"
 #include "nl2sql/eval/evaluator.h"
 #include "nl2sql/eval/report.h"
 #include "nl2sql/run/run_lock.h"
@@ -802,12 +803,52 @@ std::string render_csv(const run::RunData& run) {
   return out;
 }
 
+std::string dump_report(json& report) {
+  auto whole = [&] { return report.dump(1, ' ', false, json::error_handler_t::replace); };
+  auto it = report.find("questions");
+  if (it == report.end() || !it->is_array() || it->size() < 2) return whole();
+  // The report without its questions, then each question as the whole dump lays it out: one
+  // level deeper (two more spaces on every line; a dumped string holds no raw line break).
+  json questions = std::move(*it);
+  *it = json::array();
+  const std::string head = whole();
+  *it = std::move(questions);
+  const std::string marker = "\n \"questions\": []";
+  const size_t at = head.find(marker);
+  if (at == std::string::npos) return whole();
+  const json& qs = *it;
+  auto parts = core::parallel_map<std::string>(qs.size(), core::default_threads(), [&](size_t i) {
+    const std::string one = qs[i].dump(1, ' ', false, json::error_handler_t::replace);
+    std::string out;
+    out.reserve(one.size() + one.size() / 8);
+    out += "  ";
+    for (char c : one) {
+      out += c;
+      if (c == '\n') out += "  ";
+    }
+    return out;
+  });
+  size_t size = head.size() + 16;
+  for (const auto& p : parts) size += p.size() + 2;
+  std::string text;
+  text.reserve(size);
+  text.append(head, 0, at);
+  text += "\n \"questions\": [\n";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) text += ",\n";
+    text += parts[i];
+  }
+  text += "\n ]";
+  text.append(head, at + marker.size(), std::string::npos);
+  return text;
+}
+
 Status write_reports(const run::RunData& run, const std::filesystem::path& out_dir, const ReportOptions& o) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) return io_error("cannot create " + out_dir.string() + ": " + ec.message());
   json rep = build_report(run, o);
-  NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "report.json", rep.dump(1, ' ', false, json::error_handler_t::replace) + "\n"));
+  NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "report.json", dump_report(rep) + "\n"));
   NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "report.md", render_markdown(rep)));
   NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "per_question.csv", render_csv(run)));
   if (o.html) NL2SQL_RETURN_IF_ERROR(core::write_file_atomic(out_dir / "report.html", render_html(rep, run, o)));

@@ -304,6 +304,23 @@ TEST(RunReport, SeparatingInstanceDuelsAreShownAsEvidenceAgainstGold) {
   EXPECT_NE(html.find("1 question(s): " + disputed), std::string::npos);
 }
 
+// report.json is written from its questions serialized side by side: the text is the whole
+// report's dump byte for byte (strings with line breaks, quotes and invalid UTF-8 included).
+TEST(RunReport, ReportJsonIsTheWholeReportsDumpByteForByte) {
+  auto run = fixture_run();
+  ASSERT_GE(run.records.size(), 2u);
+  run.records[0].question = "line one\nline two \"quoted\"\t\xff\xfe end";
+  run.records[1].evidence = "  \n  \"questions\": []\n";
+  json rep = build_report(run, ReportOptions{});
+  const json before = rep;
+  const std::string whole = rep.dump(1, ' ', false, json::error_handler_t::replace);
+  EXPECT_EQ(dump_report(rep), whole);
+  EXPECT_EQ(rep, before);
+  json few = build_report(run, ReportOptions{});
+  few["questions"] = json::array({few["questions"][0]});
+  EXPECT_EQ(dump_report(few), few.dump(1, ' ', false, json::error_handler_t::replace));
+}
+
 TEST(RunReport, WriteReportsFromTheStoreAndOptionsFromConfig) {
   testing::TempDir dir;
   testing::write_fixture_run(dir / "run");

@@ -39,6 +39,9 @@ struct ReportOptions {
 };
 
 nlohmann::json build_report(const run::RunData& run, const ReportOptions& options);
+// report.json's text: `report.dump(1)` byte for byte (invalid UTF-8 replaced), its questions
+// serialized on every core. `report` is left as it was.
+std::string dump_report(nlohmann::json& report);
 std::string render_markdown(const nlohmann::json& report);
 std::string render_csv(const run::RunData& run);
 std::string render_html(const nlohmann::json& report, const run::RunData& run, const ReportOptions& options);
