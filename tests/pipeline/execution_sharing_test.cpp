@@ -70,6 +70,15 @@ class ExecutionSharing : public ::testing::Test {
     o.filter.ranges = "0-3";
     return o;
   }
+  // The same, counting the run's own executions (the executor's fault hook) into `executed`.
+  RunOptions counting(const core::Config& config, const fs::path& out, std::atomic<int>& executed) {
+    RunOptions o = options(config, out);
+    o.db_fault_injector = [&executed](uint64_t) {
+      ++executed;
+      return Status::ok();
+    };
+    return o;
+  }
   // Question 0 alone, with `selector` as the only and primary selector.
   RunOptions one_question_with(const std::string& base_url, const std::string& selector) {
     core::Config config = sharing_config(base_url);
@@ -281,14 +290,7 @@ TEST_F(ExecutionSharing, GoldRunsOnceFromTheStartAndACandidateWithItsTextTakesTh
     return sql_reply(relaid);
   });
   std::atomic<int> executed{0};
-  auto counted = [&](const core::Config& config, const fs::path& out) {
-    RunOptions o = options(config, out);
-    o.db_fault_injector = [&](uint64_t) {
-      ++executed;
-      return Status::ok();
-    };
-    return o;
-  };
+  auto counted = [&](const core::Config& config, const fs::path& out) { return counting(config, out, executed); };
   // A first run builds the value index (the run's executor scans the database for it).
   ASSERT_TRUE(run(options(sharing_config(server.base_url()), dir_ / "warm")).is_ok());
   auto same = run(counted(sharing_config(server.base_url()), dir_ / "same"));
@@ -319,14 +321,7 @@ TEST_F(ExecutionSharing, ACandidateTakesGoldsRunShapedAsItsOwnWouldBe) {
     return sql_reply(kFixed);
   });
   std::atomic<int> executed{0};
-  auto counted = [&](const core::Config& config, const fs::path& out) {
-    RunOptions o = options(config, out);
-    o.db_fault_injector = [&](uint64_t) {
-      ++executed;
-      return Status::ok();
-    };
-    return o;
-  };
+  auto counted = [&](const core::Config& config, const fs::path& out) { return counting(config, out, executed); };
   core::Config config = sharing_config(server.base_url());
   config.set("fix.keep_rows", 1);
   ASSERT_TRUE(run(options(config, dir_ / "warm")).is_ok());  // builds the value index
