@@ -182,8 +182,7 @@ std::optional<db::ExecutionResult> shaped_as(const db::ExecutionResult& whole, c
   if (whole.digest) {
     // Hashed past the same number of rows: a run under these limits but the row cap.
     if (limits.hash_rows_after == 0 || whole.result.rows.size() != limits.hash_rows_after) return std::nullopt;
-    out = whole;
-    return out;
+    return whole;
   }
   const auto& rows = whole.result.rows;
   const size_t n = rows.size();

@@ -44,28 +44,6 @@ namespace nl2sql::pipeline {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-// The store's final records, typed (this build writes them, so they read at its version).
-Result<std::vector<run::QuestionRecord>> final_records(const run::RunStore& store, const fs::path& dir) {
-  auto rows = store.final_records();
-  if (!rows) return rows.status();
-  auto recs = core::parallel_map<Result<run::QuestionRecord>>(rows->size(), core::default_threads(), [&](size_t i) {
-    auto rec = run::record_from_json((*rows)[i]);
-    (*rows)[i] = json();
-    return rec;
-  });
-  std::vector<run::QuestionRecord> out;
-  out.reserve(recs.size());
-  for (auto& rec : recs) {
-    if (!rec) return rec.status().with_context((dir / run::RunStore::kFileName).string());
-    out.push_back(std::move(*rec));
-  }
-  return out;
-}
-
-}  // namespace
-
 Result<RunSummary> run(const RunOptions& options) {
   auto started = Clock::now();
   RunSummary summary;
@@ -222,7 +200,7 @@ Result<RunSummary> run(const RunOptions& options) {
   std::vector<size_t> positions;
   std::map<std::string, run::QuestionRecord> finals;
   {
-    auto recs = final_records(**store, options.out_dir);
+    auto recs = run::read_final_records(**store, options.out_dir);
     if (!recs) return recs.status();
     for (auto& r : *recs) {
       // A question that failed (its model calls, its database) is attempted again: its
@@ -415,7 +393,7 @@ Result<RunSummary> run(const RunOptions& options) {
   }
 
   // Summary from the store (the source of truth, including resumed questions).
-  auto recs = final_records(**store, options.out_dir);
+  auto recs = run::read_final_records(**store, options.out_dir);
   if (!recs) return recs.status();
   std::set<std::string> wanted(s.order.begin(), s.order.end());
   for (const auto& r : *recs) {

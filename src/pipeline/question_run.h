@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <future>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -79,8 +78,6 @@ class QuestionRun {
     return Status::ok();
   }
 
-  // The question's executions (fix stage, then judging), created on first use. A result past
-  // fix.keep_rows rows keeps its first rows and the digest of the whole answer.
   // The limits of the question's executions: the executor's, a result past fix.keep_rows rows
   // kept as its first rows and the digest of the whole answer; on a database without declared
   // collations (DISTINCT twins derived), also the first rows of each kind past them, so a
@@ -91,6 +88,8 @@ class QuestionRun {
     if (s_.collation_free.count(q_.db_id)) limits.keep_first_distinct = limits.hash_rows_after;
     return limits;
   }
+  // The question's executions (fix stage, then judging), created on first use, under
+  // memo_limits(); gold's run (gold_ahead_) answers gold's text.
   fix::ExecutionMemo& memo() {
     if (!memo_) {
       const db::QueryLimits limits = memo_limits();

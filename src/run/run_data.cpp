@@ -28,19 +28,28 @@ Result<RunData> load_run(const std::filesystem::path& dir, std::optional<std::ve
     run.records = std::move(*known);
     return run;
   }
-  auto records = (*store)->final_records();
+  auto records = read_final_records(**store, dir, *version);
   if (!records) return records.status();
-  auto recs = core::parallel_map<Result<QuestionRecord>>(records->size(), core::default_threads(), [&](size_t i) {
-    auto rec = record_from_json((*records)[i], *version);
-    (*records)[i] = json();
+  run.records = std::move(*records);
+  return run;
+}
+
+Result<std::vector<QuestionRecord>> read_final_records(const RunStore& store, const std::filesystem::path& dir,
+                                                       int version) {
+  auto rows = store.final_records();
+  if (!rows) return rows.status();
+  auto recs = core::parallel_map<Result<QuestionRecord>>(rows->size(), core::default_threads(), [&](size_t i) {
+    auto rec = record_from_json((*rows)[i], version);
+    (*rows)[i] = json();
     return rec;
   });
-  run.records.reserve(recs.size());
+  std::vector<QuestionRecord> out;
+  out.reserve(recs.size());
   for (auto& rec : recs) {
     if (!rec) return rec.status().with_context((dir / RunStore::kFileName).string());
-    run.records.push_back(std::move(*rec));
+    out.push_back(std::move(*rec));
   }
-  return run;
+  return out;
 }
 
 

@@ -51,6 +51,11 @@ class RunStore;
 Status add_run_usage(RunStore& store, const std::string& stage, int64_t calls, int64_t prompt_tokens,
                      int64_t completion_tokens, double cost_usd, double latency_s);
 
+// The store's final records, typed (record_from_json at `version`), in the store's order;
+// parsed and read on every core. A record that does not read is an error naming `dir`'s store.
+Result<std::vector<QuestionRecord>> read_final_records(const RunStore& store, const std::filesystem::path& dir,
+                                                       int version = kRecordVersion);
+
 // Reads manifest, resolved config and final records from `dir`'s run store; a record that does
 // not read is an error naming the store, the question and the field.
 // `records`: the final records already read (record_from_json at kRecordVersion, all of the
