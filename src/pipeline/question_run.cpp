@@ -218,12 +218,18 @@ Status QuestionRun::stage_generate() {
   // their model: the fix stage then finds them in the question's memo.
   fix::ExecutionMemo& shared_memo = memo();
   input.execute = [&shared_memo](const std::string& sql) { return shared_memo.run(sql); };
+  // Its fix loops start then too, once the generators before it are done (FixLaunch).
+  fix_launch_ = launch_fixes(s_.generators.size());
   std::vector<std::thread> threads;
   for (size_t g = 0; g < s_.generators.size(); ++g)
     threads.emplace_back([&, g] {
       outs[g] = s_.generators[g]->generate(input);
-      if (!outs[g] || cancelled()) return;
+      if (!outs[g] || cancelled()) {
+        fix_launch_->done(g, nullptr);
+        return;
+      }
       for (const auto& c : *outs[g]) shared_memo.expect(c.sql);
+      fix_launch_->done(g, &*outs[g]);
       for (const auto& c : *outs[g]) fix::prefetch_execution(c, shared_memo);
     });
   for (auto& t : threads) t.join();
@@ -243,15 +249,7 @@ Status QuestionRun::stage_generate() {
   return put("generate", payload, before);
 }
 
-Status QuestionRun::stage_fix() {
-  if (auto done = stored("fix")) {
-    NL2SQL_RETURN_IF_ERROR(load_candidates(*done));
-    exec_before_fix_ = done->value("executable_before_fix", json::object());
-    latency_["fix"] = done->value("latency_s", 0.0);
-    return Status::ok();
-  }
-  auto t0 = Clock::now();
-  auto before = usage_now();
+std::unique_ptr<FixLaunch> QuestionRun::launch_fixes(size_t generators) {
   fix::FixInput input;
   input.question = &task_;
   input.schema = schema_;
@@ -261,43 +259,40 @@ Status QuestionRun::stage_fix() {
   input.metadata = metadata_.get();
   input.executor = s_.executor.get();
   input.memo = &memo();
+  auto seed_of = [seed = s_.settings.seed, id = q_.question_id](const std::string& candidate) {
+    return core::stage_seed(seed, id, "fix#" + candidate);
+  };
+  return std::make_unique<FixLaunch>(s_.fixer ? &*s_.fixer : nullptr, std::move(input), std::move(seed_of),
+                                     generators);
+}
+
+Status QuestionRun::stage_fix() {
+  if (auto done = stored("fix")) {
+    fix_launch_.reset();
+    NL2SQL_RETURN_IF_ERROR(load_candidates(*done));
+    exec_before_fix_ = done->value("executable_before_fix", json::object());
+    latency_["fix"] = done->value("latency_s", 0.0);
+    return Status::ok();
+  }
+  auto t0 = Clock::now();
+  // Loops started with generation counted their faults there until it was stored; this stage
+  // counts from then on.
+  const llm::UsageTotals before = fix_launch_ ? usage_at_put_ : usage_now();
   exec_before_fix_ = json::object();
-  std::vector<Status> statuses(candidates_.size());
-  // Candidates with the same SQL, repaired by the same model, would send the same fix requests:
-  // the first of them is fixed and the others take its outcome (fix_shared_with).
-  const bool fixing = s_.fixer && s_.fixer->options().enabled;
-  std::vector<int> leader(candidates_.size(), -1);
-  if (fixing) {
-    std::map<std::string, size_t> first_of;
-    for (size_t i = 0; i < candidates_.size(); ++i) {
-      const auto& c = candidates_[i];
-      if (c.sql.empty()) continue;
-      const std::string key = fix::normalize_sql(c.sql) + '\x1f' + s_.fixer->profile_for(c);
-      auto [it, fresh] = first_of.emplace(key, i);
-      if (!fresh) leader[i] = static_cast<int>(it->second);
-    }
+  // Every candidate's fix loop runs on its own: one waiting for its model's answer never holds
+  // another back (the client bounds the calls in flight, the executor the queries), and
+  // identical queries run once through the question's memo. Candidates with the same SQL,
+  // repaired by the same model, would send the same fix requests: the first of them is fixed
+  // and the others take its outcome (fix_shared_with). The loops started with generation,
+  // unless it was read from the run store.
+  if (!fix_launch_) {
+    fix_launch_ = launch_fixes(1);
+    fix_launch_->done(0, &candidates_);
   }
-  // Every candidate's fix loop runs on its own, from the start: one waiting for its model's
-  // answer never holds another back (the client bounds the calls in flight, the executor the
-  // queries), and identical queries run once through the question's memo.
-  for (const auto& c : candidates_) input.memo->expect(c.sql);
-  std::vector<std::thread> threads;
-  threads.reserve(candidates_.size());
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    if (leader[i] >= 0) continue;
-    threads.emplace_back([&, i] {
-      auto& c = candidates_[i];
-      fix::FixInput in = input;
-      in.seed = core::stage_seed(s_.settings.seed, q_.question_id, "fix#" + c.id);
-      if (s_.fixer && s_.fixer->options().enabled) {
-        statuses[i] = s_.fixer->fix(c, in);
-      } else {
-        fix::execute_candidate(c, *input.memo);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& st : statuses) NL2SQL_RETURN_IF_ERROR(st);
+  std::vector<int> leader;
+  Status fixed = fix_launch_->finish(candidates_, leader);
+  fix_launch_.reset();
+  NL2SQL_RETURN_IF_ERROR(fixed);
   for (size_t i = 0; i < candidates_.size(); ++i) {
     if (leader[i] < 0) continue;
     auto& c = candidates_[i];

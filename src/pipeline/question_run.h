@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/run/question_record.h"
+#include "fix_launch.h"
 #include "shared.h"
 
 namespace nl2sql::pipeline {
@@ -46,6 +47,7 @@ class QuestionRun {
   void finish_turn();
   // Starts gold's execution for the judge (gold_ahead_).
   void start_gold_ahead();
+  std::unique_ptr<FixLaunch> launch_fixes(size_t generators);
   // The cancel flag, or the client stopped by an auth failure.
   bool cancelled() const { return s_.client->cancelled(); }
   llm::UsageTotals usage_now() { return s_.client->accounting().question(q_.question_id); }
@@ -54,7 +56,9 @@ class QuestionRun {
   // storing it would make the resumed run differ from an uninterrupted one.
   Status put(const std::string& stage, json payload, const llm::UsageTotals& before) {
     if (cancelled()) return Status(ErrorCode::kCancelled, "run stopping: stage " + stage + " not stored");
-    faults_[stage] = llm_faults_between(before, usage_now());
+    const llm::UsageTotals now = usage_now();
+    faults_[stage] = llm_faults_between(before, now);
+    usage_at_put_ = now;
     payload["llm_faults"] = run::to_json(faults_[stage]);
     return s_.store->put_stage(q_.question_id, static_cast<int64_t>(q_.index), stage, run::kStageDone,
                                payload);
@@ -118,6 +122,9 @@ class QuestionRun {
   std::shared_ptr<const context::DatabaseMetadata> metadata_;
   std::vector<generate::Candidate> candidates_;
   std::unique_ptr<fix::ExecutionMemo> memo_;
+  // Fix loops started by the generate stage as its generators finish (declared after memo_ and
+  // candidates_: destroyed first, it waits for loops that use them).
+  std::unique_ptr<FixLaunch> fix_launch_;
   json exec_before_fix_;  // per candidate id: executable before the fixer
   std::vector<eval::ItemResult> items_;
   // Gold's execution with its tie check, made once by stage_judge for every judgement of the
@@ -140,6 +147,7 @@ class QuestionRun {
   std::optional<eval::ItemResult> verdict_;
   bool turn_taken_ = false;
   std::map<std::string, run::LlmFaults> faults_;  // per stage: failed model calls and retries
+  llm::UsageTotals usage_at_put_;  // the question's usage when the last stage was stored
 };
 
 }  // namespace nl2sql::pipeline

@@ -208,6 +208,93 @@ TEST_F(ExecutionSharing, ACandidatesFixRoundsDoNotWaitForOtherCandidates) {
   for (const auto& c : records[0]["candidates"]) EXPECT_EQ(c.value("sql", ""), kFixed);
 }
 
+// Two one-sample generators, told apart by temperature: "first" (0.1) and "second" (0.9).
+core::Config two_generators_config(const std::string& base_url) {
+  core::Config config = sharing_config(base_url);
+  config.set("generate.generators", json::parse(R"([{"name": "baseline", "label": "first", "samples": 1, "temperature": 0.1},
+                                                     {"name": "baseline", "label": "second", "samples": 1, "temperature": 0.9}])"));
+  return config;
+}
+
+bool is_second(const httplib::Request& req) { return json::parse(req.body).value("temperature", 0.0) > 0.5; }
+
+TEST_F(ExecutionSharing, AGeneratorsCandidatesAreFixedWhileALaterGeneratorStillWaits) {
+  // The second generator's request is held until a fix request has arrived (10 s at most): fix
+  // loops that start only when every generator is done never send one in time.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool fix_seen = false, second_answered = false, fixed_before_second = false;
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
+    std::unique_lock lock(mu);
+    if (is_fix(content_of(req))) {
+      fix_seen = true;
+      fixed_before_second = !second_answered;
+      cv.notify_all();
+      return sql_reply(kFixed);
+    }
+    if (!is_second(req)) return sql_reply(kBroken);
+    cv.wait_for(lock, std::chrono::seconds(10), [&] { return fix_seen; });
+    second_answered = true;
+    return sql_reply(kCount);
+  });
+  auto o = options(two_generators_config(server.base_url()), dir_ / "run");
+  o.filter.ranges = "0";
+  auto summary = run(o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_EQ(summary->finished, 1u);
+  EXPECT_TRUE(fixed_before_second) << "the first generator's candidate was fixed only after the second answered";
+  auto data = run::load_run(dir_ / "run");
+  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  auto records = testing::written_records(*data);
+  ASSERT_EQ(records.size(), 1u);
+  std::map<std::string, std::string> sql_of;
+  for (const auto& c : records[0]["candidates"]) sql_of[c.value("id", "")] = c.value("sql", "");
+  EXPECT_EQ(sql_of["first#0"], kFixed);
+  EXPECT_EQ(sql_of["second#0"], kCount);
+}
+
+TEST_F(ExecutionSharing, TheFirstCandidateInPoolOrderIsFixedWhicheverGeneratorAnswersFirst) {
+  // Both generators write the same broken query; the first generator answers only after the
+  // second has (10 s at most). The first generator's candidate is still the one fixed, and the
+  // second's takes its outcome: one fix request, as when the whole pool starts at once.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool second_answered = false;
+  int fix_requests = 0;
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
+    std::unique_lock lock(mu);
+    const std::string content = content_of(req);
+    if (is_fix(content)) {
+      ++fix_requests;
+      return sql_reply(kFixed);
+    }
+    if (is_second(req)) {
+      second_answered = true;
+      cv.notify_all();
+    } else {
+      cv.wait_for(lock, std::chrono::seconds(10), [&] { return second_answered; });
+    }
+    return sql_reply(kBroken);
+  });
+  auto o = options(two_generators_config(server.base_url()), dir_ / "run");
+  o.filter.ranges = "0";
+  auto summary = run(o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_EQ(summary->finished, 1u);
+  EXPECT_EQ(fix_requests, 1);
+  auto data = run::load_run(dir_ / "run");
+  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  auto records = testing::written_records(*data);
+  ASSERT_EQ(records.size(), 1u);
+  std::map<std::string, json> by_id;
+  for (const auto& c : records[0]["candidates"]) by_id[c.value("id", "")] = c;
+  ASSERT_EQ(by_id.size(), 2u);
+  EXPECT_EQ(by_id["first#0"].value("fix_shared_with", ""), "");
+  EXPECT_FALSE(by_id["first#0"].value("fix_rounds", json::array()).empty());
+  EXPECT_EQ(by_id["second#0"].value("fix_shared_with", ""), "first#0");
+  EXPECT_EQ(by_id["second#0"].value("sql", ""), kFixed);
+}
+
 // Requests of one kind in flight, each held until `want` of them have been in flight at once
 // (10 s at most): requests sent one after another never get there, and `most` shows it.
 struct HeldTogether {
