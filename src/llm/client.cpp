@@ -461,6 +461,15 @@ bool Client::any_simulated() const {
   return any_simulated(profiles_for(roles));
 }
 
+std::optional<Status> Client::held_back() {
+  if (!gate_.valid()) return std::nullopt;
+  const std::shared_future<Status> gate = gate_;  // each thread reads through its own copy
+  const Status& open = gate.get();
+  if (open.is_ok()) return std::nullopt;
+  stop_with(open);
+  return make_call_error(CallErrorKind::kCancelled, "not sent: " + open.message());
+}
+
 void Client::stop_with(const Status& fatal) {
   bool first = false;
   {
@@ -629,6 +638,7 @@ Result<ChatResponse> Client::chat(const ChatRequest& request_in) {
 Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileState& state,
                                            const ChatRequest& request_in, int* attempts_out) {
   ChatRequest request = request_in;
+  if (auto held = held_back()) return *held;
   HttpRequest http = http_request(profile, "/chat/completions");
   const auto start = options_.clock->now();
   const double estimated = static_cast<double>(estimate_tokens(prompt_chars(request)));
@@ -945,6 +955,14 @@ Result<EmbeddingResponse> Client::embed(const EmbeddingRequest& request) {
   const auto start = options_.clock->now();
   int attempts = 0;
   std::string label = "profile \"" + profile.name + "\" (embeddings, model " + model + ")";
+  if (auto held = held_back()) {
+    UsageTotals t;
+    t.calls = 1;
+    t.errors = 1;
+    t.errors_by_kind[call_error_kind_name(CallErrorKind::kCancelled)] = 1;
+    accounting_.record(request.stage, request.question_id, t);
+    return *held;
+  }
   auto posted = post_with_retries(profile, *states_.at(profile.name), http,
                                   static_cast<double>(estimate_tokens(chars)), label, &attempts);
   UsageTotals t;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -84,6 +85,23 @@ Result<RunSummary> run(const RunOptions& options) {
   if (!use) return use.status();
   const std::vector<std::string> used_profiles = s.client->profiles_for(use->roles, use->profiles);
   summary.simulated = s.client->any_simulated(used_profiles);
+  // Preflight: one real request per profile the run uses, so a wrong model name, a refused
+  // field or a dead endpoint stops the run in seconds instead of failing every question. It
+  // does not hold the run back: it is sent while the run gets ready (at once when the run folder
+  // is new, so every picked question is to run), and the questions start meanwhile with their
+  // model calls held until it passed (llm::Client::hold_calls_until).
+  const bool preflighting = s.client->settings().preflight &&
+                            s.client->settings().cache.mode != llm::CacheMode::kReplay &&
+                            s.client->settings().cache.mode != llm::CacheMode::kReadOnly;
+  std::future<std::vector<llm::PreflightResult>> preflight;
+  auto start_preflight = [&] {
+    preflight = std::async(std::launch::async, [client = s.client.get(), used_profiles] {
+      return client->preflight(used_profiles);
+    });
+  };
+  if (preflighting && !picked->empty() &&
+      (options.force_new || !fs::exists(options.out_dir / run::RunStore::kFileName)))
+    start_preflight();
   db::ExecutorOptions exec_options;
   exec_options.limits = s.settings.eval.pred_limits;
   exec_options.max_concurrent = s.settings.sql_threads;
@@ -259,12 +277,13 @@ Result<RunSummary> run(const RunOptions& options) {
     spdlog::info("resuming {}: {} of {} questions already finished", options.out_dir.string(),
                  summary.resumed, summary.questions);
 
-  // Preflight: one real request per profile the run uses, so a wrong model name, a refused
-  // field or a dead endpoint stops the run in seconds instead of failing every question.
-  if (!pending.empty() && s.client->settings().preflight &&
-      s.client->settings().cache.mode != llm::CacheMode::kReplay &&
-      s.client->settings().cache.mode != llm::CacheMode::kReadOnly) {
-    const auto checks = s.client->preflight(used_profiles);
+  if (!pending.empty() && preflighting && !preflight.valid()) start_preflight();
+  std::promise<Status> preflight_passed;
+  if (preflight.valid()) s.client->hold_calls_until(preflight_passed.get_future().share());
+  // The preflight's verdict, once it answered: the gate of the questions' model calls.
+  auto judge_preflight = [&] {
+    if (!preflight.valid()) return;
+    const auto checks = preflight.get();
     // The checks are real calls the server answered (and billed): the run's report counts them
     // under the stage "preflight", kept in the run store over every invocation.
     if (const auto by_stage = s.client->accounting().by_stage(); by_stage.count("preflight")) {
@@ -276,6 +295,7 @@ Result<RunSummary> run(const RunOptions& options) {
           spdlog::warn("run store: the preflight's usage was not recorded: {}", st.message());
       }
     }
+    Status verdict = Status::ok();
     for (const auto& r : checks) {
       if (r.ok) {
         if (!r.simulated)
@@ -283,15 +303,15 @@ Result<RunSummary> run(const RunOptions& options) {
                        r.endpoint, r.latency_s, r.note.empty() ? "" : " — " + r.note);
         continue;
       }
-      summary.fatal_error = "preflight: model profile \"" + r.profile + "\" (model " + r.model + " at " +
-                            r.endpoint + ") failed: " + r.error +
-                            " — check it with `nl2sql models check --config …`";
-      summary.not_started = pending.size();
-      summary.wall_s = seconds_since(started);
-      spdlog::error("{}", summary.fatal_error);
-      return summary;
+      verdict = Status(ErrorCode::kUnavailable,
+                       "preflight: model profile \"" + r.profile + "\" (model " + r.model + " at " + r.endpoint +
+                           ") failed: " + r.error + " — check it with `nl2sql models check --config …`");
+      // Stopped before the gate opens: no held call goes out, no question stores a stage.
+      s.client->stop(verdict);
+      break;
     }
-  }
+    preflight_passed.set_value(verdict);
+  };
 
   ProgressOptions popts;
   popts.mode = options.progress;
@@ -382,6 +402,7 @@ Result<RunSummary> run(const RunOptions& options) {
         malloc_trim(0);
       });
     }
+    judge_preflight();
     pool.wait_idle();
   }
   progress.stop();

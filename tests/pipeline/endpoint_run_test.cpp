@@ -7,6 +7,8 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -190,6 +192,41 @@ TEST_F(EndpointRun, EveryReasoningShapeScoresLikePlainFencedAnswers) {
       for (const auto& c : r["candidates"])
         EXPECT_EQ(c["sql"].get<std::string>().find("'draft'"), std::string::npos) << name << ": " << c["sql"];
   }
+}
+
+TEST_F(EndpointRun, QuestionsDoTheirLocalWorkWhileThePreflightIsAnsweredButSendNothingBeforeIt) {
+  // The preflight is held until a question has run SQL (gold runs from a question's start), at
+  // most 10 s: a run that started its questions only after the preflight never gets there.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool executed = false;
+  int sent_during_preflight = 0;
+  bool preflight_answered = false;
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t) {
+    std::unique_lock lock(mu);
+    if (req.body.find("Reply with the single word OK.") != std::string::npos) {
+      cv.wait_for(lock, std::chrono::seconds(10), [&] { return executed; });
+      preflight_answered = true;
+      return FakeReply(200, answer_body(Shape::kPlainFence, "OK").dump());
+    }
+    if (!preflight_answered) ++sent_during_preflight;
+    return FakeReply(200, answer_body(Shape::kPlainFence, gold_for(req.body)).dump());
+  });
+  RunOptions o = options(config(server.base_url()), dir_ / "run");
+  bool executed_before_answer = false;
+  o.db_fault_injector = [&](uint64_t) {
+    std::lock_guard lock(mu);
+    if (!preflight_answered) executed_before_answer = true;
+    executed = true;
+    cv.notify_all();
+    return Status::ok();
+  };
+  auto summary = testing::run_and_report(o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_TRUE(summary->fatal_error.empty()) << summary->fatal_error;
+  EXPECT_EQ(summary->finished, 21u);
+  EXPECT_TRUE(executed_before_answer) << "no question ran SQL while the preflight was answered";
+  EXPECT_EQ(sent_during_preflight, 0) << "a question's call went out before the preflight passed";
 }
 
 TEST_F(EndpointRun, AFailedPreflightStopsBeforeTheFirstQuestionAndARerunResumes) {

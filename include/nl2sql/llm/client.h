@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -95,6 +96,14 @@ class Client {
   // shows here, in seconds, not as a run of failed questions). Sim profiles are reported as
   // simulated without a call. Calls are accounted under stage "preflight".
   std::vector<PreflightResult> preflight(const std::vector<std::string>& profiles);
+  // Holds every call that would go to an endpoint (answers from the cache or the simulator are
+  // not held) until `open` is ready: an OK status lets them go; an error stops the client with
+  // it (as stop()) and the held calls fail as cancelled. Set before the first call. A run holds
+  // its questions' calls until its preflight passed, while they do their local work.
+  void hold_calls_until(std::shared_future<Status> open) { gate_ = std::move(open); }
+  // Stops the client for good: fatal_error() is `fatal` (the first one given), every call in
+  // progress or to come fails as cancelled.
+  void stop(const Status& fatal) { stop_with(fatal); }
 
   // Tokens a prompt may take for a call of `role` (or to `profile`): the profile's
   // context_tokens minus the call's output budget and a margin for the chat template;
@@ -131,6 +140,8 @@ class Client {
                                          int max_attempts = 0, SlotPriority priority = {});
   HttpRequest http_request(const ModelProfile& profile, const std::string& path) const;
   void stop_with(const Status& fatal);
+  // Waits for the gate of hold_calls_until; the error a held call fails with when it closed.
+  std::optional<Status> held_back();
   Clock::Duration backoff(int attempt, const HttpResponse* response);
   void record(const ChatRequest& request, const Result<ChatResponse>& result, int attempts = 0);
 
@@ -145,6 +156,7 @@ class Client {
   uint64_t jitter_state_;  // guarded by jitter_mu_
   mutable std::mutex fatal_mu_;
   std::optional<Status> fatal_;  // guarded by fatal_mu_
+  std::shared_future<Status> gate_;  // written before the first call, then only read
 };
 
 // Parses an OpenAI Chat Completions response body (exposed for tests).
