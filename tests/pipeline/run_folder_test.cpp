@@ -11,6 +11,7 @@
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/eval/evaluator.h"
 #include "nl2sql/pipeline/pipeline.h"
+#include "nl2sql/run/run_data.h"
 #include "nl2sql/run/run_lock.h"
 #include "support/mini_run.h"
 #include "support/test_env.h"
@@ -43,6 +44,30 @@ class RunFolder : public ::testing::Test {
   testing::TempDir dir_;
   fs::path data_;
 };
+
+TEST_F(RunFolder, ARunsRecordsAreThoseItsStoreHoldsInTheStoresOrder) {
+  // A fresh run hands on the records it stored without reading them back: they must be what
+  // the store holds, field for field and in its order (the reports of a fresh run and of the
+  // same folder re-rendered are then the same). Three generators, the fixer and the tournament
+  // make records with every part filled.
+  core::Config c = sim_config();
+  c.set("generate.generators", json::parse(R"([{"name": "dc", "samples": 2}, {"name": "qp", "samples": 2},
+                                               {"name": "os", "samples": 2}])"));
+  c.set("fix", json::parse(R"({"enabled": true, "max_rounds": 2})"));
+  c.set("run.selectors", json::array({"tournament", "self_consistency"}));
+  c.set("run.primary_selector", "tournament");
+  c.set("run.threads", 4);
+  const fs::path out = dir_ / "run";
+  auto summary = run(options(c, out));
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_EQ(summary->finished, 21u);
+  auto data = run::load_run(out);
+  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  ASSERT_EQ(summary->records.size(), data->records.size());
+  for (size_t i = 0; i < data->records.size(); ++i)
+    EXPECT_EQ(run::to_json(summary->records[i]).dump(), run::to_json(data->records[i]).dump())
+        << "record " << i << " (question " << data->records[i].question_id << ")";
+}
 
 TEST_F(RunFolder, ASecondRunOnALiveFolderIsRefusedWithTheHoldersPid) {
   const fs::path out = dir_ / "run";
