@@ -392,13 +392,30 @@ Status QuestionRun::stage_judge() {
 
 void QuestionRun::start_gold_ahead() {
   const std::string& fp = s_.fingerprints.at(q_.db_id);
-  gold_ahead_ = std::async(std::launch::async, [this, &fp] {
+  // A DISTINCT gold, where the memo makes DISTINCT queries from their plain twins, runs as its
+  // plain twin with repeats dropped (fix::distinct_of): candidates write either form, and the
+  // one run answers both (the memo is given the plain run too). Gold itself runs when the plain
+  // run failed or cannot give the DISTINCT result.
+  std::optional<std::string> twin;
+  if (s_.collation_free.count(q_.db_id)) twin = fix::without_distinct(q_.gold_sql);
+  std::promise<ExecutionMemo::Shared> plain_run;
+  if (twin) {
+    gold_twin_text_ = *twin;
+    gold_twin_ahead_ = plain_run.get_future().share();
+  }
+  gold_ahead_ = std::async(std::launch::async, [this, &fp, twin, plain_run = std::move(plain_run)]() mutable {
                   db::QueryLimits limits = memo_limits();
                   limits.row_cap = 0;  // verdicts need the whole answer; the digest bounds memory
-                  const db::ExecutionResult whole = s_.executor->run(db_path_, q_.gold_sql, limits);
+                  std::optional<db::ExecutionResult> whole;
+                  if (twin) {
+                    auto plain = std::make_shared<const db::ExecutionResult>(s_.executor->run(db_path_, *twin, limits));
+                    if (plain->ok()) whole = fix::distinct_of(*plain, limits.hash_rows_after);
+                    plain_run.set_value(plain->ok() ? plain : nullptr);
+                  }
+                  if (!whole) whole = s_.executor->run(db_path_, q_.gold_sql, limits);
                   // A failed run (a timeout, an error) is not taken: gold runs under the
                   // judge's own limits.
-                  return s_.judge->gold(q_, db_path_, fp, nullptr, nullptr, whole.ok() ? &whole : nullptr);
+                  return s_.judge->gold(q_, db_path_, fp, nullptr, nullptr, whole->ok() ? &*whole : nullptr);
                 }).share();
 }
 

@@ -104,6 +104,13 @@ class QuestionRun {
                                       auto shaped = fix::shaped_as(gold.get().result, limits);
                                       return shaped ? std::make_shared<const db::ExecutionResult>(std::move(*shaped)) : nullptr;
                                     }).share());
+      if (gold_twin_ahead_.valid())
+        memo_->provide(gold_twin_text_, std::async(std::launch::deferred, [plain = gold_twin_ahead_, limits]() -> ExecutionMemo::Shared {
+                                          const ExecutionMemo::Shared whole = plain.get();
+                                          if (!whole) return nullptr;
+                                          auto shaped = fix::shaped_as(*whole, limits);
+                                          return shaped ? std::make_shared<const db::ExecutionResult>(std::move(*shaped)) : nullptr;
+                                        }).share());
     }
     return *memo_;
   }
@@ -136,6 +143,9 @@ class QuestionRun {
   // run is (stopped at the row cap when larger), to a candidate that writes gold's text.
   // Declared after everything it reads, so it is destroyed (waited for) first.
   std::shared_future<db::CachedExecution> gold_ahead_;
+  // A DISTINCT gold's plain twin (fix::without_distinct) and its whole run, when gold runs as it.
+  std::string gold_twin_text_;
+  std::shared_future<ExecutionMemo::Shared> gold_twin_ahead_;
   std::string gold_text_;
   bool capped_gold_text_ = false;  // a candidate with gold's text stopped at the row cap
   // Per candidate, its result when it executed (shared by candidates with the same query).

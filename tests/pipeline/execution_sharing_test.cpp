@@ -395,6 +395,45 @@ TEST_F(ExecutionSharing, GoldRunsOnceFromTheStartAndACandidateWithItsTextTakesTh
   EXPECT_EQ(executed.load(), 8);  // gold and kFixed, once per question
 }
 
+TEST_F(ExecutionSharing, ADistinctGoldRunsAsItsPlainTwinWhichAnswersBothForms) {
+  // Question 16 (music_store) has a DISTINCT gold. Half the samples write it, half write it
+  // without DISTINCT: gold's one run (its plain twin, repeats dropped for the judge) answers
+  // both forms, and nothing else runs. Gold's verdict is its own.
+  const json dev = testing::read_json_file(data_ / "dev.json");
+  std::string gold;
+  for (const auto& q : dev)
+    if (q.is_object() && q.contains("question_id") && q["question_id"] == 16) gold = q["SQL"].get<std::string>();
+  ASSERT_NE(gold.find("SELECT DISTINCT "), std::string::npos);
+  std::string plain = gold;
+  plain.replace(plain.find("SELECT DISTINCT "), 16, "SELECT ");
+  std::atomic<int> sample{0};
+  FakeOpenAiServer server([&](const httplib::Request&, int64_t) { return sql_reply(sample++ % 2 ? plain : gold); });
+  std::atomic<int> executed{0};
+  auto in_music_store = [&](const fs::path& out, std::atomic<int>* count) {
+    RunOptions o = count ? counting(sharing_config(server.base_url()), out, *count)
+                         : options(sharing_config(server.base_url()), out);
+    o.filter.db_id = "music_store";
+    o.filter.ranges = "16";
+    return o;
+  };
+  ASSERT_TRUE(run(in_music_store(dir_ / "warm", nullptr)).is_ok());  // builds the value index
+  auto summary = run(in_music_store(dir_ / "run", &executed));
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_EQ(summary->finished, 1u);
+  EXPECT_EQ(executed.load(), 1);
+  auto data = run::load_run(dir_ / "run");
+  ASSERT_TRUE(data.is_ok()) << data.status().message();
+  auto records = testing::written_records(*data);
+  ASSERT_EQ(records.size(), 1u);
+  int gold_form = 0;
+  for (const auto& c : records[0]["candidates"]) {
+    if (c.value("sql", "") != gold) continue;
+    ++gold_form;
+    EXPECT_EQ(c.value("correct", json()), json(true)) << c.dump();
+  }
+  EXPECT_EQ(gold_form, 3);
+}
+
 TEST_F(ExecutionSharing, ACandidateTakesGoldsRunShapedAsItsOwnWouldBe) {
   // fix.keep_rows 1: question 1's answer (three charter schools) is kept as its first row plus
   // the digest of the whole answer, as the candidate's own run would keep it: gold's run is
