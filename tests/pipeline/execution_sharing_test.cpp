@@ -88,6 +88,21 @@ class ExecutionSharing : public ::testing::Test {
     o.filter.ranges = "0";
     return o;
   }
+  // Question 0 alone under `config`, in `out`: its written record, or null (with the failure
+  // reported) when the run did not finish it.
+  json question_zero(const core::Config& config, const fs::path& out) {
+    auto o = options(config, out);
+    o.filter.ranges = "0";
+    auto summary = run(o);
+    EXPECT_TRUE(summary.is_ok()) << summary.status().message();
+    if (!summary.is_ok() || summary->finished != 1u) return json();
+    auto data = run::load_run(out);
+    EXPECT_TRUE(data.is_ok()) << data.status().message();
+    if (!data.is_ok()) return json();
+    auto records = testing::written_records(*data);
+    EXPECT_EQ(records.size(), 1u);
+    return records.size() == 1 ? records[0] : json();
+  }
   testing::TempDir dir_;
   fs::path data_;
 };
@@ -195,17 +210,10 @@ TEST_F(ExecutionSharing, ACandidatesFixRoundsDoNotWaitForOtherCandidates) {
     --fixing;
     return sql_reply(kFixed);
   });
-  auto o = options(sharing_config(server.base_url()), dir_ / "run");
-  o.filter.ranges = "0";
-  auto summary = run(o);
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
-  ASSERT_EQ(summary->finished, 1u);
+  const json record = question_zero(sharing_config(server.base_url()), dir_ / "run");
+  ASSERT_FALSE(record.is_null());
   EXPECT_EQ(most, 6) << "the six candidates' fix rounds were not in flight together";
-  auto data = run::load_run(dir_ / "run");
-  ASSERT_TRUE(data.is_ok()) << data.status().message();
-  auto records = testing::written_records(*data);
-  ASSERT_EQ(records.size(), 1u);
-  for (const auto& c : records[0]["candidates"]) EXPECT_EQ(c.value("sql", ""), kFixed);
+  for (const auto& c : record["candidates"]) EXPECT_EQ(c.value("sql", ""), kFixed);
 }
 
 // Two one-sample generators, told apart by temperature: "first" (0.1) and "second" (0.9).
@@ -237,18 +245,11 @@ TEST_F(ExecutionSharing, AGeneratorsCandidatesAreFixedWhileALaterGeneratorStillW
     second_answered = true;
     return sql_reply(kCount);
   });
-  auto o = options(two_generators_config(server.base_url()), dir_ / "run");
-  o.filter.ranges = "0";
-  auto summary = run(o);
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
-  ASSERT_EQ(summary->finished, 1u);
+  const json record = question_zero(two_generators_config(server.base_url()), dir_ / "run");
+  ASSERT_FALSE(record.is_null());
   EXPECT_TRUE(fixed_before_second) << "the first generator's candidate was fixed only after the second answered";
-  auto data = run::load_run(dir_ / "run");
-  ASSERT_TRUE(data.is_ok()) << data.status().message();
-  auto records = testing::written_records(*data);
-  ASSERT_EQ(records.size(), 1u);
   std::map<std::string, std::string> sql_of;
-  for (const auto& c : records[0]["candidates"]) sql_of[c.value("id", "")] = c.value("sql", "");
+  for (const auto& c : record["candidates"]) sql_of[c.value("id", "")] = c.value("sql", "");
   EXPECT_EQ(sql_of["first#0"], kFixed);
   EXPECT_EQ(sql_of["second#0"], kCount);
 }
@@ -276,18 +277,11 @@ TEST_F(ExecutionSharing, TheFirstCandidateInPoolOrderIsFixedWhicheverGeneratorAn
     }
     return sql_reply(kBroken);
   });
-  auto o = options(two_generators_config(server.base_url()), dir_ / "run");
-  o.filter.ranges = "0";
-  auto summary = run(o);
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
-  ASSERT_EQ(summary->finished, 1u);
+  const json record = question_zero(two_generators_config(server.base_url()), dir_ / "run");
+  ASSERT_FALSE(record.is_null());
   EXPECT_EQ(fix_requests, 1);
-  auto data = run::load_run(dir_ / "run");
-  ASSERT_TRUE(data.is_ok()) << data.status().message();
-  auto records = testing::written_records(*data);
-  ASSERT_EQ(records.size(), 1u);
   std::map<std::string, json> by_id;
-  for (const auto& c : records[0]["candidates"]) by_id[c.value("id", "")] = c;
+  for (const auto& c : record["candidates"]) by_id[c.value("id", "")] = c;
   ASSERT_EQ(by_id.size(), 2u);
   EXPECT_EQ(by_id["first#0"].value("fix_shared_with", ""), "");
   EXPECT_FALSE(by_id["first#0"].value("fix_rounds", json::array()).empty());
