@@ -437,7 +437,13 @@ Result<RunSummary> run(const RunOptions& options) {
         // What the finished question freed goes back to the system, instead of staying in its
         // thread's arena as free pages that later questions on other threads cannot use
         // (superhero x300, 30 questions: peak RSS 126-130 MiB against 140-147 MiB, same CPU).
+        // Not under AddressSanitizer: its allocator serves the process, and glibc's malloc, never
+        // used, would first be set up here by concurrent workers (ptmalloc_init is not
+        // thread-safe: two workers initializing it at once each leave an arena reference that
+        // their exits both release, and glibc aborts in __malloc_arena_thread_freeres).
+#if !defined(__SANITIZE_ADDRESS__)
         malloc_trim(0);
+#endif
       });
     }
     judge_preflight();
