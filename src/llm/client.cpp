@@ -866,75 +866,82 @@ Result<HttpResponse> Client::post_with_retries(const ModelProfile& profile, Prof
   }
 }
 
-std::vector<PreflightResult> Client::preflight(const std::vector<std::string>& profiles) {
-  std::vector<PreflightResult> out;
-  for (const auto& name : profiles) {
-    PreflightResult r;
-    r.profile = name;
-    auto it = settings_.profiles.find(name);
-    if (it == settings_.profiles.end()) {
-      r.error = "no model profile \"" + name + "\"";
-      out.push_back(std::move(r));
-      continue;
-    }
-    const ModelProfile& profile = it->second;
-    r.model = profile.model;
-    r.endpoint = core::mask_url(profile.base_url + "/chat/completions");
-    if (profile.provider == "sim") {
-      r.simulated = r.ok = true;
-      r.note = "simulated (sim provider): not called";
-      out.push_back(std::move(r));
-      continue;
-    }
-    // The shape of a real call (the fields a generation sends), with a small budget: a reasoning
-    // model may spend it all thinking, and that is fine here — the server accepted the request.
-    ChatRequest request;
-    request.profile = name;
-    request.stage = "preflight";
-    request.messages = {{"user", "Reply with the single word OK."}};
-    request.temperature = profile.temperature;
-    request.top_p = profile.top_p;
-    request.max_tokens = std::min<int64_t>(64, settings_.output_budget(profile, "generate"));
-    HttpRequest http = http_request(profile, "/chat/completions");
-    http.body = build_chat_body(profile, request);
-    if (auto body = json::parse(http.body, nullptr, false); body.is_object())
-      for (const auto& [k, v] : body.items())
-        if (k != "messages") r.fields.push_back(k);
-    const auto start = options_.clock->now();
-    int attempts = 0;
-    auto posted = post_with_retries(profile, *states_.at(name), http, 16, "preflight of profile \"" + name + "\"",
-                                    &attempts, /*max_attempts=*/std::min(2, settings_.retry.max_attempts));
-    r.latency_s = seconds_between(start, options_.clock->now());
-    Result<ChatResponse> parsed = posted ? (profile.stream ? parse_chat_stream(posted->body, true)
-                                                           : parse_chat_completion(posted->body, true))
-                                         : Result<ChatResponse>(posted.status());
-    UsageTotals t;
-    t.calls = 1;
-    t.attempts = attempts;
-    t.retries = std::max(0, attempts - 1);
-    if (!parsed) {
-      r.error = core::redact(parsed.status().message());
-      t.errors = 1;
-      t.errors_by_kind[call_error_kind_name(call_error_kind(parsed.status()))] = 1;
-    } else {
-      r.ok = true;
-      r.answer = core::redact_and_cut(parsed->text(), 200);
-      const bool blank = parsed->text().find_first_not_of(" \t\r\n") == std::string::npos;
-      if (parsed->finish_reasons.front() == "length")
-        r.note = parsed->answer_from_reasoning.front() || blank
-                     ? "the check's 64-token budget went to reasoning before any answer (fine: the request was accepted)"
-                     : "answer cut at the check's 64-token budget";
-      else if (parsed->answer_from_reasoning.front())
-        r.note = "the content was empty: the answer came from the reasoning field";
-      t.prompt_tokens = parsed->usage.prompt_tokens;
-      t.completion_tokens = parsed->usage.completion_tokens;
-      t.cost_usd = (static_cast<double>(t.prompt_tokens) * profile.price_in_per_mtok +
-                    static_cast<double>(t.completion_tokens) * profile.price_out_per_mtok) / 1e6;
-      t.latency_s = r.latency_s;
-    }
-    accounting_.record(request.stage, "", t);
-    out.push_back(std::move(r));
+PreflightResult Client::preflight_one(const std::string& name) {
+  PreflightResult r;
+  r.profile = name;
+  auto it = settings_.profiles.find(name);
+  if (it == settings_.profiles.end()) {
+    r.error = "no model profile \"" + name + "\"";
+    return r;
   }
+  const ModelProfile& profile = it->second;
+  r.model = profile.model;
+  r.endpoint = core::mask_url(profile.base_url + "/chat/completions");
+  if (profile.provider == "sim") {
+    r.simulated = r.ok = true;
+    r.note = "simulated (sim provider): not called";
+    return r;
+  }
+  // The shape of a real call (the fields a generation sends), with a small budget: a reasoning
+  // model may spend it all thinking, and that is fine here — the server accepted the request.
+  ChatRequest request;
+  request.profile = name;
+  request.stage = "preflight";
+  request.messages = {{"user", "Reply with the single word OK."}};
+  request.temperature = profile.temperature;
+  request.top_p = profile.top_p;
+  request.max_tokens = std::min<int64_t>(64, settings_.output_budget(profile, "generate"));
+  HttpRequest http = http_request(profile, "/chat/completions");
+  http.body = build_chat_body(profile, request);
+  if (auto body = json::parse(http.body, nullptr, false); body.is_object())
+    for (const auto& [k, v] : body.items())
+      if (k != "messages") r.fields.push_back(k);
+  const auto start = options_.clock->now();
+  int attempts = 0;
+  auto posted = post_with_retries(profile, *states_.at(name), http, 16, "preflight of profile \"" + name + "\"",
+                                  &attempts, /*max_attempts=*/std::min(2, settings_.retry.max_attempts));
+  r.latency_s = seconds_between(start, options_.clock->now());
+  Result<ChatResponse> parsed = posted ? (profile.stream ? parse_chat_stream(posted->body, true)
+                                                         : parse_chat_completion(posted->body, true))
+                                       : Result<ChatResponse>(posted.status());
+  UsageTotals t;
+  t.calls = 1;
+  t.attempts = attempts;
+  t.retries = std::max(0, attempts - 1);
+  if (!parsed) {
+    r.error = core::redact(parsed.status().message());
+    t.errors = 1;
+    t.errors_by_kind[call_error_kind_name(call_error_kind(parsed.status()))] = 1;
+  } else {
+    r.ok = true;
+    r.answer = core::redact_and_cut(parsed->text(), 200);
+    const bool blank = parsed->text().find_first_not_of(" \t\r\n") == std::string::npos;
+    if (parsed->finish_reasons.front() == "length")
+      r.note = parsed->answer_from_reasoning.front() || blank
+                   ? "the check's 64-token budget went to reasoning before any answer (fine: the request was accepted)"
+                   : "answer cut at the check's 64-token budget";
+    else if (parsed->answer_from_reasoning.front())
+      r.note = "the content was empty: the answer came from the reasoning field";
+    t.prompt_tokens = parsed->usage.prompt_tokens;
+    t.completion_tokens = parsed->usage.completion_tokens;
+    t.cost_usd = (static_cast<double>(t.prompt_tokens) * profile.price_in_per_mtok +
+                  static_cast<double>(t.completion_tokens) * profile.price_out_per_mtok) / 1e6;
+    t.latency_s = r.latency_s;
+  }
+  accounting_.record(request.stage, "", t);
+  return r;
+}
+
+std::vector<PreflightResult> Client::preflight(const std::vector<std::string>& profiles) {
+  // Each profile's check on its own thread: a config with several endpoints waits for the
+  // slowest, not for their sum.
+  std::vector<std::future<PreflightResult>> checks;
+  checks.reserve(profiles.size());
+  for (const auto& name : profiles)
+    checks.push_back(std::async(std::launch::async, [this, &name] { return preflight_one(name); }));
+  std::vector<PreflightResult> out;
+  out.reserve(checks.size());
+  for (auto& c : checks) out.push_back(c.get());
   return out;
 }
 

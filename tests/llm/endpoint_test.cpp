@@ -4,6 +4,12 @@
 // vLLM and llama.cpp-server, Retry-After as an HTTP date, answers cut at the budget, and the
 // same refusal repeated until the run must stop. Each case is the server's own answer shape.
 #include <gtest/gtest.h>
+
+#include <mutex>
+
+#include <chrono>
+
+#include <condition_variable>
 #include <stdlib.h>
 
 #include <ctime>
@@ -208,6 +214,34 @@ TEST(EndpointPreflight, SaysPerProfileWhatWasSentAndWhatTheServerAnswered) {
   EXPECT_EQ(o1.requests(), 1);
   EXPECT_EQ(ollama.requests(), 1);
   EXPECT_EQ(client->accounting().by_stage().at("preflight").calls, 3);
+}
+
+TEST(EndpointPreflight, ProfilesAreCheckedSideBySide) {
+  // Each server holds its check until the other's has arrived (10 s at most): checks sent one
+  // after another never get there.
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  bool together = true;
+  auto held = [&](const httplib::Request&, int64_t) {
+    std::unique_lock lock(mu);
+    ++arrived;
+    cv.notify_all();
+    together = cv.wait_for(lock, std::chrono::seconds(10), [&] { return arrived >= 2; }) && together;
+    return FakeReply{200, completion_body("OK")};
+  };
+  FakeOpenAiServer first(held), second(held);
+  LlmSettings s = one_profile(first.base_url());
+  ModelProfile other = s.profiles.at("main");
+  other.name = "other";
+  other.base_url = second.base_url();
+  s.profiles["other"] = other;
+  auto results = make_client(s)->preflight({"main", "other"});
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].profile, "main");
+  EXPECT_EQ(results[1].profile, "other");
+  EXPECT_TRUE(results[0].ok && results[1].ok);
+  EXPECT_TRUE(together) << "one profile's check waited for the other's answer";
 }
 
 TEST(EndpointPreflight, ADeadEndpointFailsInTwoAttempts) {

@@ -94,7 +94,8 @@ class Client {
   // One small real request per named profile, bypassing the cache, with at most two attempts,
   // sent exactly as the profile shapes every request (so a refused field or an unknown model
   // shows here, in seconds, not as a run of failed questions). Sim profiles are reported as
-  // simulated without a call. Calls are accounted under stage "preflight".
+  // simulated without a call. Calls are accounted under stage "preflight". The profiles are
+  // checked side by side; the results come in the order asked.
   std::vector<PreflightResult> preflight(const std::vector<std::string>& profiles);
   // Holds every call that would go to an endpoint (answers from the cache or the simulator are
   // not held) until `open` is ready: an OK status lets them go; an error stops the client with
@@ -140,6 +141,7 @@ class Client {
                                          int max_attempts = 0, SlotPriority priority = {});
   HttpRequest http_request(const ModelProfile& profile, const std::string& path) const;
   void stop_with(const Status& fatal);
+  PreflightResult preflight_one(const std::string& profile);
   // Waits for the gate of hold_calls_until; the error a held call fails with when it closed.
   std::optional<Status> held_back();
   Clock::Duration backoff(int attempt, const HttpResponse* response);
