@@ -962,16 +962,10 @@ Result<EmbeddingResponse> Client::embed(const EmbeddingRequest& request) {
   const auto start = options_.clock->now();
   int attempts = 0;
   std::string label = "profile \"" + profile.name + "\" (embeddings, model " + model + ")";
-  if (auto held = held_back()) {
-    UsageTotals t;
-    t.calls = 1;
-    t.errors = 1;
-    t.errors_by_kind[call_error_kind_name(CallErrorKind::kCancelled)] = 1;
-    accounting_.record(request.stage, request.question_id, t);
-    return *held;
-  }
-  auto posted = post_with_retries(profile, *states_.at(profile.name), http,
-                                  static_cast<double>(estimate_tokens(chars)), label, &attempts);
+  const std::optional<Status> held = held_back();
+  auto posted = held ? Result<HttpResponse>(*held)
+                     : post_with_retries(profile, *states_.at(profile.name), http,
+                                         static_cast<double>(estimate_tokens(chars)), label, &attempts);
   UsageTotals t;
   t.calls = 1;
   t.attempts = attempts;

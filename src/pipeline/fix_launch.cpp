@@ -17,15 +17,13 @@ FixLaunch::FixLaunch(const fix::Fixer* fixer, fix::FixInput input, std::function
 FixLaunch::~FixLaunch() { join(); }
 
 void FixLaunch::join() {
-  std::vector<std::unique_ptr<Loop>>* loops = nullptr;
   {
     std::lock_guard lock(mu_);
     stopped_ = true;  // no generator reporting after this starts anything
-    loops = &loops_;
   }
   // Every done() call has returned by now (finish() and the destructor run after the generator
   // threads are joined), so loops_ no longer changes.
-  for (auto& l : *loops)
+  for (auto& l : loops_)
     if (l->thread.joinable()) l->thread.join();
 }
 
@@ -46,7 +44,6 @@ void FixLaunch::release(const std::vector<generate::Candidate>& out) {
   for (const auto& c : out) {
     const size_t index = released_++;
     leader_.push_back(-1);
-    if (input_.memo != nullptr) input_.memo->expect(c.sql);
     if (fixer_ != nullptr && !c.sql.empty()) {
       const std::string key = fix::normalize_sql(c.sql) + '\x1f' + fixer_->profile_for(c);
       auto [it, fresh] = first_of_.emplace(key, index);
@@ -64,10 +61,8 @@ void FixLaunch::release(const std::vector<generate::Candidate>& out) {
       in.seed = seed_of_(l->candidate.id);
       if (fixer_ != nullptr) {
         l->status = fixer_->fix(l->candidate, in);
-      } else if (input_.memo != nullptr) {
-        fix::execute_candidate(l->candidate, *input_.memo);
       } else {
-        fix::execute_candidate(l->candidate, *input_.executor, input_.db_path);
+        fix::execute_candidate(l->candidate, *input_.memo);
       }
     });
     loops_.push_back(std::move(loop));

@@ -30,8 +30,10 @@ namespace nl2sql::pipeline {
 
 class FixLaunch {
  public:
-  // `fixer` null (or disabled): each candidate is only executed through the memo. `seed_of`
-  // gives the fix seed of a candidate id. `generators`: how many done() calls to expect.
+  // `input.memo` is required; the caller announces the candidates' queries to it (expect())
+  // before handing them here. `fixer` null (or disabled): each candidate is only executed
+  // through the memo. `seed_of` gives the fix seed of a candidate id. `generators`: how many
+  // done() calls to expect.
   FixLaunch(const fix::Fixer* fixer, fix::FixInput input, std::function<uint64_t(const std::string&)> seed_of,
             size_t generators);
   ~FixLaunch();

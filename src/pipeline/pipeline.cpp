@@ -273,8 +273,8 @@ Result<RunSummary> run(const RunOptions& options) {
     // free. Longest-remaining-chain first is what makes unit-time tasks finish earliest (Hu's
     // level scheduling); a small head start keeps most of oldest-first, and with it how many
     // questions hold their state at once. (Superhero x300, 30 questions, chase.json, 100 ms
-    // fake endpoint, 8 alternated runs: median wall 4.10 s oldest-first, 4.02 s with 4; peak RSS
-    // 100 against 110 MiB; level first alone, 3.98 s and 145 MiB.)
+    // fake endpoint, 8 alternated pairs: median wall 4.11 s oldest-first, 4.06 s with 4; peak
+    // RSS 100-107 against 110-113 MiB; level first alone, 3.98 s and 145 MiB over 3 runs.)
     constexpr int64_t kLevelHeadStart = 4;
     auto position = std::make_shared<std::map<std::string, int64_t>>();
     for (size_t pos = 0; pos < s.order.size(); ++pos) position->emplace(s.order[pos], static_cast<int64_t>(pos));
@@ -339,7 +339,7 @@ Result<RunSummary> run(const RunOptions& options) {
                        "preflight: model profile \"" + r.profile + "\" (model " + r.model + " at " + r.endpoint +
                            ") failed: " + r.error + " — check it with `nl2sql models check --config …`");
       // Stopped before the gate opens: no held call goes out, no question stores a stage.
-      s.client->stop(verdict);
+      s.client->stop_with(verdict);
       break;
     }
     preflight_passed.set_value(verdict);

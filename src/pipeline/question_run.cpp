@@ -286,6 +286,7 @@ Status QuestionRun::stage_fix() {
   // and the others take its outcome (fix_shared_with). The loops started with generation,
   // unless it was read from the run store.
   if (!fix_launch_) {
+    for (const auto& c : candidates_) memo().expect(c.sql);
     fix_launch_ = launch_fixes(1);
     fix_launch_->done(0, &candidates_);
   }

@@ -99,17 +99,18 @@ class QuestionRun {
       const db::QueryLimits limits = memo_limits();
       memo_ = std::make_unique<fix::ExecutionMemo>(*s_.executor, db_path_, limits);
       if (s_.collation_free.count(q_.db_id)) memo_->derive_distinct(limits.hash_rows_after);
+      // A whole run as a run of the same query under the memo's limits would give it.
+      auto shaped = [limits](const db::ExecutionResult* whole) -> ExecutionMemo::Shared {
+        auto r = whole ? fix::shaped_as(*whole, limits) : std::nullopt;
+        return r ? std::make_shared<const db::ExecutionResult>(std::move(*r)) : nullptr;
+      };
       if (gold_ahead_.valid())
-        memo_->provide(q_.gold_sql, std::async(std::launch::deferred, [gold = gold_ahead_, limits]() -> ExecutionMemo::Shared {
-                                      auto shaped = fix::shaped_as(gold.get().result, limits);
-                                      return shaped ? std::make_shared<const db::ExecutionResult>(std::move(*shaped)) : nullptr;
+        memo_->provide(q_.gold_sql, std::async(std::launch::deferred, [gold = gold_ahead_, shaped] {
+                                      return shaped(&gold.get().result);
                                     }).share());
       if (gold_twin_ahead_.valid())
-        memo_->provide(gold_twin_text_, std::async(std::launch::deferred, [plain = gold_twin_ahead_, limits]() -> ExecutionMemo::Shared {
-                                          const ExecutionMemo::Shared whole = plain.get();
-                                          if (!whole) return nullptr;
-                                          auto shaped = fix::shaped_as(*whole, limits);
-                                          return shaped ? std::make_shared<const db::ExecutionResult>(std::move(*shaped)) : nullptr;
+        memo_->provide(gold_twin_text_, std::async(std::launch::deferred, [plain = gold_twin_ahead_, shaped] {
+                                          return shaped(plain.get().get());
                                         }).share());
     }
     return *memo_;

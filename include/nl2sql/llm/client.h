@@ -104,7 +104,7 @@ class Client {
   void hold_calls_until(std::shared_future<Status> open) { gate_ = std::move(open); }
   // Stops the client for good: fatal_error() is `fatal` (the first one given), every call in
   // progress or to come fails as cancelled.
-  void stop(const Status& fatal) { stop_with(fatal); }
+  void stop_with(const Status& fatal);
 
   // Tokens a prompt may take for a call of `role` (or to `profile`): the profile's
   // context_tokens minus the call's output budget and a margin for the chat template;
@@ -140,7 +140,6 @@ class Client {
                                          const std::string& call_label, int* attempts,
                                          int max_attempts = 0, SlotPriority priority = {});
   HttpRequest http_request(const ModelProfile& profile, const std::string& path) const;
-  void stop_with(const Status& fatal);
   PreflightResult preflight_one(const std::string& profile);
   // Waits for the gate of hold_calls_until; the error a held call fails with when it closed.
   std::optional<Status> held_back();
