@@ -85,15 +85,21 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
     spdlog::error("reports: {}", st.message());
     return kExitFailure;
   }
-  std::cout << fmt::format("{}{}: EX {:.2f}% ({}/{} questions finished, {} resumed, {} failed{})\n",
+  std::cout << fmt::format("{}{}: {} ({}/{} questions finished, {} resumed, {} failed{}{})\n",
                            s.simulated ? "SIMULATED (sim provider, not a model's accuracy) " : "",
-                           options.out_dir.string(), s.ex(), s.finished, s.questions, s.resumed,
-                           s.failed,
+                           options.out_dir.string(),
+                           s.finished ? fmt::format("EX {:.2f}%", s.ex()) : std::string("no EX (no question finished)"),
+                           s.finished, s.questions, s.resumed, s.failed,
+                           s.interrupted ? fmt::format(", {} interrupted (their stored stages are kept)", s.interrupted) : "",
                            s.not_started ? fmt::format(", {} not started", s.not_started) : "");
   std::cout << fmt::format("model cost this invocation: ${:.4f}; wall {:.1f} s\n", s.cost_usd, s.wall_s);
   if (s.llm_failed || s.llm_retries)
     std::cout << fmt::format("model calls this invocation: {} ({} failed after retries, {} retries)\n",
                              s.llm_calls, s.llm_failed, s.llm_retries);
+  for (const auto& l : s.overloaded)
+    std::cout << fmt::format("endpoint overloaded: profile {} answered 'busy' {} times; requests in flight were "
+                             "lowered to {} (of {}) and raised again as it answered\n",
+                             l.profile, l.overloads, l.lowest_in_flight, l.max_in_flight);
   if (!duplicates.empty()) {
     int64_t n = 0;
     std::string stages;

@@ -217,8 +217,10 @@ Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::Prompt
       asks.push_back(std::move(ask));
     }
   }
+  std::vector<llm::CallSpend> spent(asks.size());
   auto answers = core::parallel_map<Result<llm::ChatResponse>>(
-      asks.size(), std::min(asks.size(), kMaxRequestsAtOnce), [&](size_t i) { return client.chat(asks[i].request); });
+      asks.size(), std::min(asks.size(), kMaxRequestsAtOnce),
+      [&](size_t i) { return client.chat(asks[i].request, &spent[i]); });
   std::optional<Status> cancelled;
   for (size_t i = 0; i < asks.size(); ++i) {
     const Ask& ask = asks[i];
@@ -226,7 +228,7 @@ Result<ColumnFilterResult> filter_columns(llm::Client& client, const llm::Prompt
     const auto& cols = ask.columns;
     const auto& req = ask.request;
     const auto& resp = answers[i];
-    auto trace = llm::trace_of("column_filter", prompt, req, resp);
+    auto trace = llm::trace_of("column_filter", prompt, req, resp, spent[i]);
     Result<std::set<std::string>> rel = resp ? parse_column_filter_answer(resp->text(), cols,
                                                                           "question " + question.question_id + ", table " + t.name)
                                              : Result<std::set<std::string>>(resp.status());

@@ -49,8 +49,9 @@ Result<std::vector<std::string>> llm_keywords(llm::Client& client, const llm::Pr
   req.tag.question_id = question_id;
   req.tag.question = question;
   req.tag.evidence = evidence;
-  auto resp = client.chat(req);
-  llm::LlmCallTrace t = llm::trace_of("keywords", prompt, req, resp);
+  llm::CallSpend spent;
+  auto resp = client.chat(req, &spent);
+  llm::LlmCallTrace t = llm::trace_of("keywords", prompt, req, resp, spent);
   Result<std::vector<std::string>> out = resp ? parse_keyword_answer(resp->text(), "question " + question_id)
                                               : Result<std::vector<std::string>>(resp.status());
   if (resp && !out) {

@@ -436,8 +436,9 @@ size_t describe_columns(DatabaseMetadata& meta, const data::Schema& schema, llm:
       req.question_id = meta.db_id;
       req.template_hash = prompt.hash();
       req.messages = {{"user", *text}};
-      auto resp = client.chat(req);
-      if (calls) calls->push_back(llm::trace_of("describe", prompt, req, resp));
+      llm::CallSpend spent;
+      auto resp = client.chat(req, &spent);
+      if (calls) calls->push_back(llm::trace_of("describe", prompt, req, resp, spent));
       if (!resp) {
         errors.push_back(key + ": " + resp.status().message());
         continue;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <ctime>
 #include <set>
 #include <thread>
@@ -50,6 +51,14 @@ std::string server_message(const std::string& body) {
 
 bool retryable_status(int status) { return status == 408 || status == 429 || status >= 500; }
 
+// The "type" of an {"error": {...}} body, "" when none.
+std::string error_type(const std::string& body) {
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("error") || !j["error"].is_object()) return "";
+  const auto& t = j["error"].value("type", json());
+  return t.is_string() ? t.get<std::string>() : "";
+}
+
 std::string lower_text(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -59,6 +68,8 @@ std::string lower_text(std::string s) {
 // code context_length_exceeded, vLLM's "maximum context length is N tokens", llama.cpp-server's
 // "exceeds the available context size", Anthropic-style "prompt is too long", 413s.
 bool is_context_overflow(int status, const std::string& body) {
+  // llama.cpp-server names it whatever the status (older builds answer it with a 500).
+  if (error_type(body) == "exceed_context_size_error") return true;
   if (status != 400 && status != 413 && status != 422) return false;
   const std::string b = lower_text(body.substr(0, 4096));
   for (const char* marker : {"context_length_exceeded", "maximum context length", "context length",
@@ -66,6 +77,51 @@ bool is_context_overflow(int status, const std::string& body) {
                              "too many tokens", "exceeds the context", "reduce the length"})
     if (b.find(marker) != std::string::npos) return true;
   return status == 413;
+}
+
+// A server too busy for the call just now, which will take it later: 429 and 503 (OpenAI, Azure,
+// vLLM, Ollama's "server busy" past OLLAMA_MAX_QUEUE), 529 (overloaded), and llama.cpp-server's
+// 500 "Context size has been exceeded." when its parallel slots share one KV cache (-np with
+// -c) and the requests in flight fill it: a prompt that fits alone fails only under load. The
+// answer to all of them is fewer requests at once, not a failed call.
+bool is_overload(int status, const std::string& body) {
+  if (status == 429 || status == 503 || status == 529) return true;
+  if (status < 500) return false;
+  const std::string b = lower_text(body.substr(0, 4096));
+  return b.find("context size has been exceeded") != std::string::npos ||
+         b.find("server busy") != std::string::npos || b.find("overloaded") != std::string::npos;
+}
+
+// An error event inside a stream: llama.cpp-server and vLLM send {"error": {...}} as a data
+// event after their 200 headers when the request fails once streaming began. Returned as the
+// same error answered plainly — its "code" as the status (500 when it names none) and
+// {"error": …} as the body — so it is classified and retried as that status would be.
+std::optional<HttpResponse> stream_error(const HttpResponse& response) {
+  const std::string& body = response.body;
+  for (size_t p = 0; p < body.size();) {
+    size_t nl = body.find('\n', p);
+    std::string line = body.substr(p, nl == std::string::npos ? std::string::npos : nl - p);
+    p = nl == std::string::npos ? body.size() : nl + 1;
+    if (line.rfind("data:", 0) != 0 || line.find("\"error\"") == std::string::npos) continue;
+    json chunk = json::parse(line.substr(5), nullptr, false);
+    if (chunk.is_discarded() || !chunk.is_object() || !chunk.contains("error")) continue;
+    const json& e = chunk["error"];
+    int status = 500;
+    const json* codes[] = {e.is_object() && e.contains("code") ? &e["code"] : nullptr,
+                           chunk.contains("code") ? &chunk["code"] : nullptr};
+    for (const json* code : codes)
+      if (code && code->is_number_integer() && code->get<int>() >= 400 && code->get<int>() <= 599) {
+        status = code->get<int>();
+        break;
+      }
+    HttpResponse out;
+    out.status = status;
+    out.headers = response.headers;
+    out.body = json{{"error", e.is_object() ? e : json{{"message", e.is_string() ? e.get<std::string>() : e.dump()}}}}
+                   .dump(-1, ' ', false, json::error_handler_t::replace);
+    return out;
+  }
+  return std::nullopt;
 }
 
 // The same refusal repeated: status and message with numbers blanked (a context error quotes
@@ -197,12 +253,38 @@ ChatRequest with_defaults(const LlmSettings& settings, const ModelProfile& p, Ch
 
 }  // namespace
 
+// Overload answers one call may meet before it fails (each lowers the profile's in-flight
+// limit and waits with backoff; none spends the retry budget meant for real errors).
+constexpr int kMaxOverloadRetries = 20;
+
 struct Client::ProfileState {
-  ProfileState(const ModelProfile& p, const std::shared_ptr<Clock>& clock)
-      : limit(p.max_in_flight), requests(p.rpm, clock), tokens(p.tpm, clock) {}
+  ProfileState(const ModelProfile& p, int64_t global_max, const std::shared_ptr<Clock>& clock)
+      : limit(p.max_in_flight > 0 ? p.max_in_flight : global_max),
+        requests(p.rpm, clock),
+        tokens(p.tpm, clock),
+        ceiling(p.max_in_flight > 0 ? p.max_in_flight : global_max),
+        level(static_cast<double>(ceiling)),
+        lowest(ceiling) {}
   InFlightLimit limit;
   TokenBucket requests;
   TokenBucket tokens;
+  // Overload back-pressure (note_overload / note_answered): `limit` follows `level`.
+  std::mutex load_mu;
+  const int64_t ceiling;              // the configured limit
+  double level;                       // guarded by load_mu
+  int64_t lowest;                     // guarded by load_mu
+  int64_t overloads = 0;              // guarded by load_mu
+  bool decreased_once = false;        // guarded by load_mu
+  Clock::TimePoint last_decrease{};   // guarded by load_mu
+  // Endpoint health (note_endpoint_failure / note_endpoint_answer / await_endpoint).
+  std::mutex health_mu;
+  std::condition_variable health_cv;  // signalled when the endpoint answers again
+  int64_t failed_in_a_row = 0;        // guarded by health_mu
+  bool down = false;                  // guarded by health_mu
+  bool probing = false;               // guarded by health_mu: a call is probing it
+  Clock::TimePoint down_since{};      // guarded by health_mu
+  std::string down_reason;            // guarded by health_mu
+  std::set<std::string> streak_questions;  // guarded by health_mu: questions of the failed streak
   // The same non-retryable refusal on consecutive calls (reset by any answered call).
   std::mutex refusals_mu;
   std::string last_refusal;  // guarded by refusals_mu
@@ -314,6 +396,11 @@ Result<ChatResponse> parse_chat_completion(const std::string& body, bool accept_
     r.reasoning.push_back(std::move(reasoning));
     r.answer_from_reasoning.push_back(from_reasoning);
   }
+  // llama.cpp-server: the answer stopped at the slot's context window, not at max_tokens.
+  const json* flags[] = {j.contains("truncated") ? &j["truncated"] : nullptr,
+                         choices[0].is_object() && choices[0].contains("truncated") ? &choices[0]["truncated"] : nullptr};
+  for (const json* t : flags)
+    if (t && t->is_boolean() && t->get<bool>()) r.window_truncated = true;
   if (j.contains("usage") && j["usage"].is_object()) {
     const auto& u = j["usage"];
     if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer())
@@ -330,6 +417,7 @@ Result<ChatResponse> parse_chat_stream(const std::string& body, bool accept_trun
   std::map<int64_t, std::string> finish;
   json usage;
   bool done = false;
+  bool truncated = false;
   size_t events = 0;
   for (size_t p = 0; p < body.size();) {
     size_t nl = body.find('\n', p);
@@ -350,6 +438,8 @@ Result<ChatResponse> parse_chat_stream(const std::string& body, bool accept_trun
     if (chunk.is_object() && chunk.contains("error"))
       return make_call_error(CallErrorKind::kServer, "the stream carried an error: " + core::redact_and_cut(chunk["error"].dump(), 300));
     if (chunk.contains("usage") && chunk["usage"].is_object()) usage = chunk["usage"];
+    if (chunk.contains("truncated") && chunk["truncated"].is_boolean() && chunk["truncated"].get<bool>())
+      truncated = true;
     if (!chunk.contains("choices") || !chunk["choices"].is_array()) continue;
     for (const auto& c : chunk["choices"]) {
       const int64_t index = c.contains("index") && c["index"].is_number_integer() ? c["index"].get<int64_t>() : 0;
@@ -377,7 +467,14 @@ Result<ChatResponse> parse_chat_stream(const std::string& body, bool accept_trun
     whole["choices"].push_back(std::move(c));
   }
   if (!usage.is_null()) whole["usage"] = usage;
+  if (truncated) whole["truncated"] = true;
   return parse_chat_completion(whole.dump(-1, ' ', false, json::error_handler_t::replace), accept_truncated);
+}
+
+double cost_usd(const ModelProfile& profile, const Usage& usage) {
+  return (static_cast<double>(usage.prompt_tokens) * profile.price_in_per_mtok +
+          static_cast<double>(usage.completion_tokens) * profile.price_out_per_mtok) /
+         1e6;
 }
 
 Client::Client(LlmSettings settings, ClientOptions options)
@@ -386,7 +483,7 @@ Client::Client(LlmSettings settings, ClientOptions options)
       global_limit_(settings_.max_in_flight),
       jitter_state_(options_.jitter_seed) {
   for (const auto& [name, p] : settings_.profiles)
-    states_[name] = std::make_unique<ProfileState>(p, options_.clock);
+    states_[name] = std::make_unique<ProfileState>(p, settings_.max_in_flight, options_.clock);
 }
 
 Client::~Client() = default;
@@ -517,7 +614,8 @@ HttpRequest Client::http_request(const ModelProfile& profile, const std::string&
   return http;
 }
 
-void Client::record(const ChatRequest& request, const Result<ChatResponse>& result, int attempts) {
+void Client::record(const ChatRequest& request, const Result<ChatResponse>& result, int attempts,
+                    const CallSpend& spent) {
   UsageTotals t;
   t.calls = 1;
   if (!result) {
@@ -525,6 +623,11 @@ void Client::record(const ChatRequest& request, const Result<ChatResponse>& resu
     t.attempts = attempts;
     t.retries = std::max(0, attempts - 1);
     t.errors_by_kind[call_error_kind_name(call_error_kind(result.status()))] = 1;
+    // A call that failed after the server answered (cut, at the window, unreadable) was still
+    // processed and billed.
+    t.prompt_tokens = spent.usage.prompt_tokens;
+    t.completion_tokens = spent.usage.completion_tokens;
+    t.cost_usd = spent.cost_usd;
   } else {
     const auto& r = *result;
     t.cache_hits = r.from_cache ? 1 : 0;
@@ -539,7 +642,8 @@ void Client::record(const ChatRequest& request, const Result<ChatResponse>& resu
   accounting_.record(request.stage, request.question_id, t);
 }
 
-Result<ChatResponse> Client::chat(const ChatRequest& request_in) {
+Result<ChatResponse> Client::chat(const ChatRequest& request_in, CallSpend* spent_out) {
+  if (spent_out) *spent_out = CallSpend{};
   if (cancelled()) {
     cancel();
     Result<ChatResponse> r = make_call_error(CallErrorKind::kCancelled, "shutdown requested");
@@ -571,8 +675,8 @@ Result<ChatResponse> Client::chat(const ChatRequest& request_in) {
       r->usage.completion_tokens = out;
       // What a model at this profile's prices would have charged for these (estimated) tokens:
       // lets budgets (--max-cost-usd) and cost reports be exercised offline.
-      r->cost_usd = (static_cast<double>(r->usage.prompt_tokens) * profile.price_in_per_mtok +
-                     static_cast<double>(out) * profile.price_out_per_mtok) / 1e6;
+      r->cost_usd = cost_usd(profile, r->usage);
+      if (spent_out) *spent_out = CallSpend{r->usage, r->cost_usd};
     }
     record(request_in, r);
     return r;
@@ -625,18 +729,21 @@ Result<ChatResponse> Client::chat(const ChatRequest& request_in) {
   }
 
   int attempts = 0;
-  auto result = chat_uncached(profile, *states_.at(profile.name), request, &attempts);
+  Usage spent;
+  auto result = chat_uncached(profile, *states_.at(profile.name), request, &attempts, &spent);
   if (result && cache && settings_.cache.mode == CacheMode::kReadWrite) {
     Status st = cache->store(key, profile.name, profile.model,
                              ResponseCache::canonical_request(profile, request), *result);
     if (!st) spdlog::warn("llm cache: could not store an answer: {}", st.message());
   }
-  record(request, result, attempts);
+  const CallSpend call_spend{spent, cost_usd(profile, spent)};
+  if (spent_out) *spent_out = call_spend;
+  record(request, result, attempts, call_spend);
   return result;
 }
 
 Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileState& state,
-                                           const ChatRequest& request_in, int* attempts_out) {
+                                           const ChatRequest& request_in, int* attempts_out, Usage* spent) {
   ChatRequest request = request_in;
   if (auto held = held_back()) return *held;
   HttpRequest http = http_request(profile, "/chat/completions");
@@ -650,15 +757,31 @@ Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileS
     http.body = build_chat_body(profile, request);
     int these = 0;
     auto posted = post_with_retries(profile, state, http, estimated, describe_call(profile, request), &these,
-                                    0, priority_ ? priority_(request) : SlotPriority{});
+                                    0, priority_ ? priority_(request) : SlotPriority{}, request.question_id);
     attempts += these;
     if (!posted) return posted.status();
     // Read cut answers too: a complete final answer before the cut is salvaged below.
     parsed = profile.stream ? parse_chat_stream(posted->body, /*accept_truncated=*/true)
                             : parse_chat_completion(posted->body, /*accept_truncated=*/true);
-    if (!parsed)
+    if (!parsed) {
+      // The server processed the prompt at least (what it generated is not known).
+      spent->prompt_tokens += static_cast<int64_t>(estimated);
       return Status(parsed.status().code(),
                     core::redact(parsed.status().message() + " (" + describe_call(profile, request) + ")"));
+    }
+    if (parsed->usage.prompt_tokens == 0 && parsed->usage.completion_tokens == 0) {
+      // Some servers omit usage; estimate so cost and tpm stay meaningful (reasoning included:
+      // it was generated and billed).
+      parsed->usage.prompt_tokens = static_cast<int64_t>(estimated);
+      for (size_t i = 0; i < parsed->choices.size(); ++i)
+        parsed->usage.completion_tokens +=
+            estimate_tokens(parsed->choices[i].size() + (parsed->answer_from_reasoning[i] ? 0 : parsed->reasoning[i].size()));
+    }
+    // Every answered attempt was processed (and billed), the cut one retried with a larger
+    // budget included.
+    *spent += parsed->usage;
+    state.tokens.charge(static_cast<double>(parsed->usage.completion_tokens) +
+                        (static_cast<double>(parsed->usage.prompt_tokens) - estimated));
     bool cut = false, salvageable = true, empty = false;
     for (size_t i = 0; i < parsed->choices.size(); ++i) {
       const bool blank = parsed->choices[i].find_first_not_of(" \t\r\n") == std::string::npos;
@@ -673,6 +796,22 @@ Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileS
       spdlog::debug("llm profile {}: answer cut at {} tokens after a complete final answer: kept ({})",
                     profile.name, request.max_tokens.value_or(0), describe_call(profile, request));
       break;
+    }
+    // The window, not the budget, stopped the answer: a larger budget cannot help (and would be
+    // paid for again); the context-length path shortens the prompt instead, or says what to change.
+    const int64_t used = parsed->usage.prompt_tokens + parsed->usage.completion_tokens;
+    if (parsed->window_truncated || (profile.context_tokens > 0 && used >= profile.context_tokens - 16)) {
+      const int64_t window = profile.context_tokens > 0 ? profile.context_tokens : used;
+      return make_call_error(
+          CallErrorKind::kContextLength,
+          "model profile \"" + profile.name + "\": the context window of " + std::to_string(window) +
+              " tokens was reached (prompt " + std::to_string(parsed->usage.prompt_tokens) + " + answer " +
+              std::to_string(parsed->usage.completion_tokens) + " tokens" +
+              (parsed->window_truncated ? ", the server reports the answer truncated" : "") +
+              ") before the output budget of " + std::to_string(request.max_tokens.value_or(0)) +
+              "; raise the server's context (llama.cpp -c, divided among its -np slots; vLLM --max-model-len; "
+              "Ollama OLLAMA_CONTEXT_LENGTH) with llm.models." + profile.name +
+              ".context_tokens, or lower the prompt (" + describe_call(profile, request) + ")");
     }
     if (budget_doubled || profile.omit.count("max_tokens") || !request.max_tokens) {
       const bool reasoning_only = std::any_of(parsed->answer_from_reasoning.begin(),
@@ -692,18 +831,8 @@ Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileS
     budget_doubled = true;
   }
   ChatResponse r = std::move(parsed).value();
-  if (r.usage.prompt_tokens == 0 && r.usage.completion_tokens == 0) {
-    // Some servers omit usage; estimate so cost and tpm stay meaningful (reasoning included:
-    // it was generated and billed).
-    r.usage.prompt_tokens = static_cast<int64_t>(estimated);
-    for (size_t i = 0; i < r.choices.size(); ++i)
-      r.usage.completion_tokens += estimate_tokens(r.choices[i].size() + (r.answer_from_reasoning[i] ? 0 : r.reasoning[i].size()));
-  }
-  state.tokens.charge(static_cast<double>(r.usage.completion_tokens) +
-                      (static_cast<double>(r.usage.prompt_tokens) - estimated));
-  r.cost_usd = (static_cast<double>(r.usage.prompt_tokens) * profile.price_in_per_mtok +
-                static_cast<double>(r.usage.completion_tokens) * profile.price_out_per_mtok) /
-               1e6;
+  r.usage = *spent;  // every attempt the answer took
+  r.cost_usd = cost_usd(profile, r.usage);
   r.latency_s = seconds_between(start, options_.clock->now());
   r.attempts = attempts;
   r.provider = "openai";
@@ -752,15 +881,149 @@ Clock::Duration Client::backoff(int attempt, const HttpResponse* response) {
   return std::chrono::duration_cast<Clock::Duration>(std::chrono::duration<double>(secs));
 }
 
+// Overload back-pressure: the profile's in-flight limit is halved on an overload answer (at most
+// once per second: the answers of one burst are one signal) and grows back by one slot per
+// limit's worth of answered calls (additive increase, multiplicative decrease).
+void Client::note_overload(const ModelProfile& profile, ProfileState& state) {
+  int64_t lowered = 0;
+  {
+    std::lock_guard lock(state.load_mu);
+    ++state.overloads;
+    const auto now = options_.clock->now();
+    if (state.decreased_once && now - state.last_decrease < std::chrono::seconds(1)) return;
+    state.decreased_once = true;
+    state.last_decrease = now;
+    const int64_t next = std::max<int64_t>(1, static_cast<int64_t>(state.level) / 2);
+    if (next >= static_cast<int64_t>(state.level)) return;
+    state.level = static_cast<double>(next);
+    state.lowest = std::min(state.lowest, next);
+    lowered = next;
+  }
+  state.limit.set_max(lowered);
+  spdlog::warn("llm profile {}: the server is overloaded; requests in flight lowered to {} (of {})", profile.name,
+               lowered, state.ceiling);
+}
+
+void Client::note_answered(ProfileState& state) {
+  int64_t raised = 0;
+  {
+    std::lock_guard lock(state.load_mu);
+    if (state.level >= static_cast<double>(state.ceiling)) return;
+    const auto before = static_cast<int64_t>(state.level);
+    state.level = std::min(static_cast<double>(state.ceiling), state.level + 1.0 / state.level);
+    if (static_cast<int64_t>(state.level) > before) raised = static_cast<int64_t>(state.level);
+  }
+  if (raised) state.limit.set_max(raised);
+}
+
+// Endpoint health: kDownAfterFailures failed attempts in a row (connection errors, timeouts, or
+// 5xx that are not overload), with no answer between them, across the profile's calls, mark the
+// endpoint down. Its calls then wait instead of spending their retries, and one of them at a
+// time probes it with backoff until it answers or llm.endpoint_down_wait_s has passed, which
+// stops the run.
+constexpr int64_t kDownAfterFailures = 6;
+
+bool Client::note_endpoint_failure(const ModelProfile& profile, ProfileState& state, const std::string& what,
+                                   const std::string& question, bool no_answer) {
+  std::lock_guard lock(state.health_mu);
+  ++state.failed_in_a_row;
+  state.streak_questions.insert(question);
+  // A server that answers 5xx to one question's requests only (a prompt that trips a bug) is not
+  // down: a server error counts when it spans questions; no answer at all counts anyway.
+  const bool spread = no_answer || state.streak_questions.size() >= 2;
+  if (!state.down && state.failed_in_a_row >= kDownAfterFailures && spread) {
+    state.down = true;
+    state.down_since = options_.clock->now();
+    state.down_reason = what;
+    spdlog::warn("llm profile {} at {} stopped answering ({} failed attempts in a row, last: {}): its calls wait "
+                 "while it is probed for up to {:g} s (llm.endpoint_down_wait_s)",
+                 profile.name, core::mask_url(profile.base_url), state.failed_in_a_row, what,
+                 settings_.endpoint_down_wait_s);
+  }
+  return state.down;
+}
+
+void Client::note_endpoint_answer(const ModelProfile& profile, ProfileState& state) {
+  std::lock_guard lock(state.health_mu);
+  state.failed_in_a_row = 0;
+  state.streak_questions.clear();
+  if (!state.down) return;
+  state.down = false;
+  state.probing = false;
+  spdlog::info("llm profile {} answers again after {:.1f} s; its calls go on", profile.name,
+               seconds_between(state.down_since, options_.clock->now()));
+  state.health_cv.notify_all();
+}
+
+Status Client::await_endpoint(ProfileState& state, bool& prober) {
+  std::unique_lock lock(state.health_mu);
+  while (state.down && !prober) {
+    if (cancelled()) return Status(ErrorCode::kCancelled, "shutdown requested");
+    if (!state.probing) {
+      state.probing = prober = true;
+      break;
+    }
+    state.health_cv.wait_for(lock, std::chrono::milliseconds(250));
+  }
+  return Status::ok();
+}
+
+void Client::give_up_probing(ProfileState& state, bool& prober) {
+  if (!prober) return;
+  std::lock_guard lock(state.health_mu);
+  state.probing = prober = false;
+  state.health_cv.notify_all();
+}
+
+std::vector<ProfileLoad> Client::profile_loads() {
+  std::vector<ProfileLoad> out;
+  for (auto& [name, st] : states_) {
+    std::lock_guard lock(st->load_mu);
+    ProfileLoad l;
+    l.profile = name;
+    l.max_in_flight = st->ceiling;
+    l.lowest_in_flight = st->lowest;
+    l.in_flight_now = static_cast<int64_t>(st->level);
+    l.overloads = st->overloads;
+    out.push_back(l);
+  }
+  return out;
+}
+
 Result<HttpResponse> Client::post_with_retries(const ModelProfile& profile, ProfileState& state,
                                                const HttpRequest& http, double estimated_tokens,
                                                const std::string& call_label, int* attempts,
-                                               int max_attempts_override, SlotPriority priority) {
+                                               int max_attempts_override, SlotPriority priority,
+                                               const std::string& question) {
   const int max_attempts = max_attempts_override > 0 ? max_attempts_override : settings_.retry.max_attempts;
+  const std::string where = "model profile \"" + profile.name + "\" at " + core::mask_url(profile.base_url);
   int timeouts = 0;
+  int counted = 0;    // attempts that spend the retry budget
+  int overloads = 0;  // overload answers: retried apart from that budget
+  int probes = 0;     // attempts made as the down endpoint's probe
+  bool prober = false;
+  struct ProbeRole {  // a call that ends (answered, failed, cancelled) hands the probe on
+    Client* c;
+    ProfileState& st;
+    bool& role;
+    ~ProbeRole() { c->give_up_probing(st, role); }
+  } probe_role{this, state, prober};
   auto is_cancelled = [this] { return cancelled(); };
-  for (int attempt = 1;; ++attempt) {  // bounded by max_attempts
+  auto sleep_for = [&](Clock::Duration wait) -> bool {  // false: cancelled meanwhile
+    // Sleep in slices so a shutdown is noticed within a quarter second.
+    const Clock::Duration slice = std::chrono::milliseconds(250);
+    while (wait.count() > 0) {
+      if (cancelled()) return false;
+      Clock::Duration d = std::min(wait, slice);
+      options_.clock->sleep_for(d);
+      wait -= d;
+    }
+    return true;
+  };
+  for (;;) {  // bounded: by max_attempts, kMaxOverloadRetries, and endpoint_down_wait_s
     if (cancelled()) return make_call_error(CallErrorKind::kCancelled, "shutdown requested (" + call_label + ")");
+    if (Status h = await_endpoint(state, prober); !h)
+      return make_call_error(CallErrorKind::kCancelled, h.message() + " (" + call_label + ")");
     Status st = state.requests.acquire(1, is_cancelled);
     if (st) st = state.tokens.acquire(estimated_tokens, is_cancelled);
     if (!st) return make_call_error(CallErrorKind::kCancelled, st.message() + " (" + call_label + ")");
@@ -774,15 +1037,19 @@ Result<HttpResponse> Client::post_with_retries(const ModelProfile& profile, Prof
       if (Status g = global_limit_.acquire(priority); !g)
         return make_call_error(CallErrorKind::kCancelled, g.message() + " (" + call_label + ")");
       InFlightSlot global_slot(&global_limit_);
-      *attempts = attempt;
-      spdlog::debug("llm POST {} ({}, attempt {}/{})", core::mask_url(http.url), call_label,
-                    attempt, max_attempts);
+      ++*attempts;
+      spdlog::debug("llm POST {} ({}, attempt {}/{}{})", core::mask_url(http.url), call_label, counted + 1,
+                    max_attempts, prober ? ", probe" : "");
       posted = options_.transport->post(http);
     }
+    // A stream that carried an error event is that error, answered plainly.
+    if (posted && posted->status >= 200 && posted->status < 300 && profile.stream)
+      if (auto e = stream_error(*posted)) *posted = std::move(*e);
 
     CallErrorKind kind;
     std::string what;
     const HttpResponse* response = nullptr;
+    bool endpoint_failed = false;  // no answer from the server at all, or a 5xx that is not overload
     if (!posted) {
       ErrorCode code = posted.status().code();
       if (code == ErrorCode::kCancelled)
@@ -791,19 +1058,19 @@ Result<HttpResponse> Client::post_with_retries(const ModelProfile& profile, Prof
       // The answer outgrew llm.max_response_bytes: the same request would bring the same
       // flood, so it is not retried.
       if (code == ErrorCode::kRejected)
-        return make_call_error(CallErrorKind::kServer, "model profile \"" + profile.name + "\" at " +
-                                                           core::mask_url(profile.base_url) + ": " + what +
-                                                           " (" + call_label + "); not retried");
+        return make_call_error(CallErrorKind::kServer, where + ": " + what + " (" + call_label + "); not retried");
       kind = code == ErrorCode::kTimeout ? CallErrorKind::kTimeout : CallErrorKind::kConnection;
       // A timed-out attempt may have cost the server minutes of generation: one more try at
       // most, whatever llm.retry.max_attempts says.
       if (kind == CallErrorKind::kTimeout && ++timeouts >= 2)
-        return make_call_error(kind, "model profile \"" + profile.name + "\" at " +
-                                         core::mask_url(profile.base_url) + ": " + what + " twice (timeout_s " +
+        return make_call_error(kind, where + ": " + what + " twice (timeout_s " +
                                          fmt::format("{:g}", profile.timeout_s) + "; " + call_label + ")");
       if (code != ErrorCode::kTimeout && code != ErrorCode::kUnavailable)
         return make_call_error(kind, what + " (" + call_label + ")");
+      endpoint_failed = true;
     } else if (posted->status >= 200 && posted->status < 300) {
+      note_endpoint_answer(profile, state);
+      note_answered(state);
       std::lock_guard lock(state.refusals_mu);
       state.repeated = 0;
       state.last_refusal.clear();
@@ -812,7 +1079,29 @@ Result<HttpResponse> Client::post_with_retries(const ModelProfile& profile, Prof
       response = &*posted;
       const int status = posted->status;
       what = "HTTP " + std::to_string(status) + ": " + core::redact(server_message(posted->body));
-      if (!retryable_status(status)) {
+      // A window too small for this request alone is the context-length path; the same words
+      // under load, with requests of others in flight, are overload.
+      const bool overload = !is_context_overflow(status, posted->body) && is_overload(status, posted->body) &&
+                            !(status >= 500 && status != 503 && status != 529 && state.limit.max() == 1 &&
+                              lower_text(posted->body).find("context size") != std::string::npos);
+      if (overload) {
+        note_endpoint_answer(profile, state);
+        note_overload(profile, state);
+        kind = status == 429 ? CallErrorKind::kRateLimited : CallErrorKind::kServer;
+        if (++overloads > kMaxOverloadRetries)
+          return make_call_error(kind, where + ": " + what + " — still overloaded after " +
+                                           std::to_string(kMaxOverloadRetries) + " retries at " +
+                                           std::to_string(state.limit.max()) + " requests in flight (" +
+                                           call_label + ")");
+        Clock::Duration wait = backoff(std::min(overloads, 8), response);
+        spdlog::debug("llm profile {}: {} (overload {}); retrying in {:.2f} s", profile.name, what, overloads,
+                      std::chrono::duration<double>(wait).count());
+        if (!sleep_for(wait))
+          return make_call_error(CallErrorKind::kCancelled, "shutdown requested during backoff (" + call_label + ")");
+        continue;
+      }
+      if (!retryable_status(status) || is_context_overflow(status, posted->body)) {
+        note_endpoint_answer(profile, state);
         kind = (status == 401 || status == 403) ? CallErrorKind::kAuth
                : is_context_overflow(status, posted->body) ? CallErrorKind::kContextLength
                                                            : CallErrorKind::kHttpClient;
@@ -822,9 +1111,8 @@ Result<HttpResponse> Client::post_with_retries(const ModelProfile& profile, Prof
                                                                   : profile.api_key_env) + ")"
                                : "";
         if (hint.empty()) hint = refusal_hint(profile, status, server_message(posted->body));
-        Status refused = make_call_error(kind, "model profile \"" + profile.name + "\" at " +
-                                                   core::mask_url(profile.base_url) + " refused the call: " +
-                                                   what + hint + " (" + call_label + "); not retried");
+        Status refused = make_call_error(kind, where + " refused the call: " + what + hint + " (" + call_label +
+                                                   "); not retried");
         if (kind == CallErrorKind::kAuth && options_.stop_on_fatal_error) stop_with(refused);
         if (kind != CallErrorKind::kAuth && options_.stop_on_fatal_error &&
             settings_.stop_after_repeated_errors > 0) {
@@ -838,31 +1126,50 @@ Result<HttpResponse> Client::post_with_retries(const ModelProfile& profile, Prof
           }
           if (repeated >= settings_.stop_after_repeated_errors)
             stop_with(make_call_error(
-                kind, "model profile \"" + profile.name + "\" at " + core::mask_url(profile.base_url) +
-                          " refused " + std::to_string(repeated) + " calls in a row the same way: " + what +
+                kind, where + " refused " + std::to_string(repeated) + " calls in a row the same way: " + what +
                           " (model " + profile.model + "; llm.stop_after_repeated_errors = " +
                           std::to_string(settings_.stop_after_repeated_errors) + ")"));
         }
         return refused;
       }
-      kind = status == 429 ? CallErrorKind::kRateLimited : CallErrorKind::kServer;
+      kind = status == 408 ? CallErrorKind::kTimeout : CallErrorKind::kServer;
+      endpoint_failed = status >= 500;
+      if (!endpoint_failed) note_endpoint_answer(profile, state);
     }
-    if (attempt >= max_attempts) {
-      return make_call_error(kind, "model profile \"" + profile.name + "\" at " +
-                                       core::mask_url(profile.base_url) + ": " + what + " after " +
-                                       std::to_string(attempt) + " attempts (" + call_label + ")");
+    if (endpoint_failed && note_endpoint_failure(profile, state, what, question, !response)) {
+      // The endpoint is down: this attempt spends no retry budget. The prober waits and probes
+      // again until the endpoint answers or the wait is over; the others wait in await_endpoint.
+      if (!prober) continue;
+      ++probes;
+      double down_for = 0;
+      {
+        std::lock_guard lock(state.health_mu);
+        down_for = seconds_between(state.down_since, options_.clock->now());
+      }
+      if (down_for >= settings_.endpoint_down_wait_s) {
+        Status dead = make_call_error(
+            kind, where + " stopped answering: " + what + "; probed " + std::to_string(probes) + " times over " +
+                      fmt::format("{:.0f}", down_for) + " s (llm.endpoint_down_wait_s = " +
+                      fmt::format("{:g}", settings_.endpoint_down_wait_s) +
+                      ") — the run stops here; rerun the same command once the server answers (every answered "
+                      "call is reused)");
+        if (options_.stop_on_fatal_error) stop_with(dead);
+        return dead;
+      }
+      const double next = std::min({0.5 * std::pow(2.0, std::min(probes - 1, 4)), 4.0,
+                                    std::max(0.05, settings_.endpoint_down_wait_s - down_for)});
+      if (!sleep_for(std::chrono::duration_cast<Clock::Duration>(std::chrono::duration<double>(next))))
+        return make_call_error(CallErrorKind::kCancelled, "shutdown requested while probing (" + call_label + ")");
+      continue;
     }
-    Clock::Duration wait = backoff(attempt, response);
-    spdlog::warn("llm profile {}: {} (attempt {}/{}); retrying in {:.2f} s", profile.name, what,
-                 attempt, max_attempts, std::chrono::duration<double>(wait).count());
-    // Sleep in slices so a shutdown is noticed within a quarter second.
-    const Clock::Duration slice = std::chrono::milliseconds(250);
-    while (wait.count() > 0) {
-      if (cancelled()) return make_call_error(CallErrorKind::kCancelled, "shutdown requested during backoff (" + call_label + ")");
-      Clock::Duration d = std::min(wait, slice);
-      options_.clock->sleep_for(d);
-      wait -= d;
-    }
+    if (++counted >= max_attempts)
+      return make_call_error(kind, where + ": " + what + " after " + std::to_string(*attempts) + " attempts (" +
+                                       call_label + ")");
+    Clock::Duration wait = backoff(counted, response);
+    spdlog::warn("llm profile {}: {} (attempt {}/{}); retrying in {:.2f} s", profile.name, what, counted,
+                 max_attempts, std::chrono::duration<double>(wait).count());
+    if (!sleep_for(wait))
+      return make_call_error(CallErrorKind::kCancelled, "shutdown requested during backoff (" + call_label + ")");
   }
 }
 
@@ -918,14 +1225,14 @@ PreflightResult Client::preflight_one(const std::string& name) {
     const bool blank = parsed->text().find_first_not_of(" \t\r\n") == std::string::npos;
     if (parsed->finish_reasons.front() == "length")
       r.note = parsed->answer_from_reasoning.front() || blank
-                   ? "the check's 64-token budget went to reasoning before any answer (fine: the request was accepted)"
-                   : "answer cut at the check's 64-token budget";
+                   ? "the check's " + std::to_string(*request.max_tokens) +
+                         "-token budget went to reasoning before any answer (fine: the request was accepted)"
+                   : "answer cut at the check's " + std::to_string(*request.max_tokens) + "-token budget";
     else if (parsed->answer_from_reasoning.front())
       r.note = "the content was empty: the answer came from the reasoning field";
     t.prompt_tokens = parsed->usage.prompt_tokens;
     t.completion_tokens = parsed->usage.completion_tokens;
-    t.cost_usd = (static_cast<double>(t.prompt_tokens) * profile.price_in_per_mtok +
-                  static_cast<double>(t.completion_tokens) * profile.price_out_per_mtok) / 1e6;
+    t.cost_usd = cost_usd(profile, parsed->usage);
     t.latency_s = r.latency_s;
   }
   accounting_.record(request.stage, "", t);

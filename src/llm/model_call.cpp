@@ -31,10 +31,17 @@ void fill_answer(LlmCallTrace& t, const ChatResponse& r) {
   t.request_hash = r.request_hash;
 }
 
+// What a failed call still cost: the server's work on its answered attempts.
+void fill_spend(LlmCallTrace& t, const CallSpend& spent) {
+  t.prompt_tokens = spent.usage.prompt_tokens;
+  t.completion_tokens = spent.usage.completion_tokens;
+  t.cost_usd = spent.cost_usd;
+}
+
 }  // namespace
 
 LlmCallTrace trace_of(const std::string& stage, const PromptTemplate& prompt, const ChatRequest& request,
-                      const Result<ChatResponse>& response) {
+                      const Result<ChatResponse>& response, const CallSpend& spent) {
   LlmCallTrace t;
   t.stage = stage;
   t.template_name = prompt.name();
@@ -43,8 +50,12 @@ LlmCallTrace trace_of(const std::string& stage, const PromptTemplate& prompt, co
     if (m.role == "system") t.system = m.content;
     if (m.role == "user") t.prompt = m.content;
   }
-  if (response) fill_answer(t, *response);
-  else t.error = response.status().message();
+  if (response) {
+    fill_answer(t, *response);
+  } else {
+    t.error = response.status().message();
+    fill_spend(t, spent);
+  }
   return t;
 }
 
@@ -103,7 +114,9 @@ Result<ModelAnswer> call_model(Client& client, const ModelCall& call) {
     out.trace.provider = (*p)->provider;
   }
   auto send = [&]() -> Result<ModelAnswer> {
-    auto r = client.chat(req);
+    CallSpend spent, more;
+    bool retried = false;
+    auto r = client.chat(req, &spent);
     if (!r && call.schema_at && rung < last_rung &&
         call_error_kind(r.status()) == CallErrorKind::kContextLength) {
       // The server counts tokens its own way: one more try, a rung lighter (with no configured
@@ -116,7 +129,10 @@ Result<ModelAnswer> call_model(Client& client, const ModelCall& call) {
       out.trace.prompt = *rendered;
       out.trace.prompt_rung = rung;
       req.messages.back().content = *rendered;
-      r = client.chat(req);
+      retried = true;
+      r = client.chat(req, &more);
+      spent.usage += more.usage;
+      spent.cost_usd += more.cost_usd;
     }
     if (!r) {
       auto kind = call_error_kind(r.status());
@@ -124,11 +140,21 @@ Result<ModelAnswer> call_model(Client& client, const ModelCall& call) {
           r.status().code() == ErrorCode::kCancelled)
         return r.status();
       out.trace.error = r.status().message();
+      fill_spend(out.trace, spent);
       return out;
     }
     out.ok = true;
     out.text = r->text();
     fill_answer(out.trace, *r);
+    // A first try stopped at the window (answered, then retried a rung lighter) is part of the
+    // call's cost: `spent` then holds more than the answer's own usage.
+    const Usage first{spent.usage.prompt_tokens - more.usage.prompt_tokens,
+                      spent.usage.completion_tokens - more.usage.completion_tokens};
+    if (retried && first.prompt_tokens + first.completion_tokens > 0) {
+      out.trace.prompt_tokens += first.prompt_tokens;
+      out.trace.completion_tokens += first.completion_tokens;
+      out.trace.cost_usd += spent.cost_usd - more.cost_usd;
+    }
     return out;
   };
   // Simulated answers are free and may depend on the call's tag: never shared.

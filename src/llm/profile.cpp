@@ -21,7 +21,8 @@ const std::set<std::string> kProfileKeys = {
     "idle_timeout_s", "stream",           "embedding_model"};
 const std::set<std::string> kLlmKeys = {"models", "roles", "default_profile", "max_in_flight",
                                         "retry",  "cache", "sim", "role_max_tokens",
-                                        "stop_after_repeated_errors", "preflight", "max_response_bytes"};
+                                        "stop_after_repeated_errors", "preflight", "max_response_bytes",
+                                        "endpoint_down_wait_s"};
 // Fields build_chat_body writes that a profile may leave out.
 const std::set<std::string> kOmittable = {"temperature", "top_p", "max_tokens", "seed", "stop", "n"};
 
@@ -157,6 +158,20 @@ Result<ModelProfile> load_profile(const core::Config& config, const std::string&
     p.max_tokens = *r;
   }
   NL2SQL_RETURN_IF_ERROR(read_role_budgets(config, base + ".role_max_tokens", p.role_max_tokens));
+  // An output budget that fills the whole window leaves no room for the prompt: every call would
+  // be cut or refused (and the prompt budget silently shrinks to its floor).
+  if (p.context_tokens > 0) {
+    auto too_large = [&](const std::string& key, int64_t budget) -> Status {
+      if (budget < p.context_tokens) return Status::ok();
+      return invalid_input("config key \"" + key + "\" (" + std::to_string(budget) +
+                           ") must be smaller than \"" + base + ".context_tokens\" (" +
+                           std::to_string(p.context_tokens) +
+                           "): the prompt and the answer share the context window");
+    };
+    if (p.max_tokens) NL2SQL_RETURN_IF_ERROR(too_large(base + ".max_tokens", *p.max_tokens));
+    for (const auto& [role, budget] : p.role_max_tokens)
+      NL2SQL_RETURN_IF_ERROR(too_large(base + ".role_max_tokens." + role, budget));
+  }
   if (p.max_tokens_field != "max_tokens" && p.max_tokens_field != "max_completion_tokens")
     return invalid_input("config key \"" + base +
                          ".max_tokens_field\" must be \"max_tokens\" or \"max_completion_tokens\", not \"" +
@@ -359,6 +374,10 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
   auto preflight = config.get_bool("llm.preflight");
   if (!preflight) return preflight.status();
   s.preflight = *preflight;
+  auto down_wait = config.get_number("llm.endpoint_down_wait_s");
+  if (!down_wait) return down_wait.status();
+  if (*down_wait < 0) return invalid_input("config key \"llm.endpoint_down_wait_s\" must be >= 0");
+  s.endpoint_down_wait_s = *down_wait;
   auto mif = config.get_int("llm.max_in_flight");
   if (!mif) return mif.status();
   s.max_in_flight = *mif;

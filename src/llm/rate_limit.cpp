@@ -26,7 +26,8 @@ Status InFlightLimit::acquire(SlotPriority priority) {
 
 void InFlightLimit::release() {
   std::lock_guard lock(mu_);
-  if (!waiters_.empty() && !cancelled_) {
+  // The freed slot is handed on only while the count stays within a (possibly lowered) limit.
+  if (!waiters_.empty() && !cancelled_ && (max_ <= 0 || in_flight_ <= max_)) {
     auto first = waiters_.begin();
     Waiter* next = first->second;
     waiters_.erase(first);
@@ -35,6 +36,26 @@ void InFlightLimit::release() {
     return;
   }
   --in_flight_;
+}
+
+void InFlightLimit::set_max(int64_t max_in_flight) {
+  std::lock_guard lock(mu_);
+  if (max_ <= 0 || max_in_flight <= 0) return;
+  max_ = max_in_flight;
+  while (!waiters_.empty() && !cancelled_ && in_flight_ < max_) {
+    auto first = waiters_.begin();
+    Waiter* next = first->second;
+    waiters_.erase(first);
+    ++in_flight_;
+    peak_ = std::max(peak_, in_flight_);
+    next->granted = true;
+    next->cv.notify_one();
+  }
+}
+
+int64_t InFlightLimit::max() {
+  std::lock_guard lock(mu_);
+  return max_;
 }
 
 void InFlightLimit::cancel() {

@@ -56,6 +56,26 @@ CallErrorKind call_error_kind(const Status& status) {
   return CallErrorKind::kNone;
 }
 
+bool is_lost_call(CallErrorKind kind) {
+  switch (kind) {
+    case CallErrorKind::kRateLimited:
+    case CallErrorKind::kServer:
+    case CallErrorKind::kConnection:
+    case CallErrorKind::kTimeout:
+    case CallErrorKind::kCancelled:
+    case CallErrorKind::kCache:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_lost_call_kind_name(const std::string& name) {
+  for (const auto& k : kKinds)
+    if (name == k.name) return is_lost_call(k.kind);
+  return false;
+}
+
 bool is_malformed_answer(CallErrorKind kind) {
   switch (kind) {
     case CallErrorKind::kNotJson:

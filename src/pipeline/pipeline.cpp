@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <cstdio>
 #include <map>
@@ -61,6 +62,42 @@ int64_t requests_after(const std::string& stage) {
   return 3;
 }
 
+// Questions whose database is missing, in one line each for those the run selected and for the
+// rest (a partial copy of BIRD run with --db has a thousand of the latter): how many, on which
+// databases, the first ids. The selected ones are listed in full in the manifest and report.md.
+void log_skipped(const std::vector<data::SkippedQuestion>& all, const std::vector<data::SkippedQuestion>& selected) {
+  auto summarise = [](const std::vector<data::SkippedQuestion>& list, size_t from, size_t to) {
+    std::set<std::string> dbs;
+    std::string ids;
+    for (size_t i = from; i < to; ++i) {
+      dbs.insert(list[i].db_id);
+      if (i - from < 5) ids += (ids.empty() ? "" : ", ") + list[i].question_id;
+    }
+    std::string names;
+    for (const auto& d : dbs) {
+      if (names.size() > 80) {
+        names += ", …";
+        break;
+      }
+      names += (names.empty() ? "" : ", ") + d;
+    }
+    return fmt::format("{} question{} ({} database{}: {}; first ids {}{})", to - from, to - from == 1 ? "" : "s",
+                       dbs.size(), dbs.size() == 1 ? "" : "s", names, ids, to - from > 5 ? ", …" : "");
+  };
+  if (!selected.empty())
+    spdlog::warn("{} of this run skipped: {} — listed in report.md; first reason: {}",
+                 summarise(selected, 0, selected.size()), "their database is missing", selected.front().reason);
+  if (all.size() > selected.size()) {
+    std::set<std::string> chosen;
+    for (const auto& sk : selected) chosen.insert(sk.question_id);
+    std::vector<data::SkippedQuestion> rest;
+    for (const auto& sk : all)
+      if (!chosen.count(sk.question_id)) rest.push_back(sk);
+    spdlog::info("{} outside this run's selection have no database either (not run, not reported)",
+                 summarise(rest, 0, rest.size()));
+  }
+}
+
 }  // namespace
 
 Result<RunSummary> run(const RunOptions& options) {
@@ -74,12 +111,11 @@ Result<RunSummary> run(const RunOptions& options) {
   auto ds = data::load_dataset(options.dataset);
   if (!ds) return ds.status();
   s.ds = &*ds;
-  for (const auto& sk : ds->skipped)
-    spdlog::warn("question {} skipped: {}", sk.question_id, sk.reason);
   for (size_t i = 0; i < ds->warnings.size() && i < 5; ++i) spdlog::warn("{}", ds->warnings[i]);
   if (ds->warnings.size() > 5) spdlog::warn("… and {} more dataset warnings", ds->warnings.size() - 5);
   auto picked = select_questions(*ds, options.filter);
   if (!picked) return picked.status();
+  log_skipped(ds->skipped, skipped_in_selection(*ds, options.filter));
   summary.questions = picked->size();
 
   auto settings = load_run_settings(s.config, ds->benchmark);
@@ -235,6 +271,7 @@ Result<RunSummary> run(const RunOptions& options) {
   std::vector<const data::Question*> pending;
   std::vector<size_t> positions;
   std::map<std::string, run::QuestionRecord> finals;
+  std::map<std::string, run::QuestionRecord> failed_before;  // redone now; their spend is carried
   bool store_had_finals = false;
   {
     auto recs = run::read_final_records(**store, options.out_dir);
@@ -243,7 +280,11 @@ Result<RunSummary> run(const RunOptions& options) {
     for (auto& r : *recs) {
       // A question that failed (its model calls, its database) is attempted again: its
       // finished stages are reused, the failed one is redone.
-      if (!r.ok) continue;
+      if (!r.ok) {
+        std::string id = r.question_id;
+        failed_before.emplace(std::move(id), std::move(r));
+        continue;
+      }
       std::string id = r.question_id;
       finals.emplace(std::move(id), std::move(r));
     }
@@ -354,6 +395,24 @@ Result<RunSummary> run(const RunOptions& options) {
   s.progress = &progress;
   progress.start();
 
+  // Every call the server answered stays in the report's totals, also when no stored record
+  // holds it: a question interrupted by a stop (not stored) leaves the calls of the stages it ran
+  // but did not store; a failed question redone now leaves those of the stages its new record
+  // does not take over from the store. Their usage goes to the run-wide usage (run_usage), by
+  // the record's stage names.
+  std::mutex carry_mu;
+  auto carry_usage = [&](const run::QuestionRecord& r, const std::function<bool(const std::string&)>& counted) {
+    std::lock_guard lock(carry_mu);
+    for (const auto& [stage, u] : r.usage) {
+      if (counted(stage == "curves" ? "select" : stage)) continue;
+      if (u.calls == 0 && u.prompt_tokens == 0 && u.completion_tokens == 0) continue;
+      if (auto st = run::add_run_usage(*s.store, stage, u.calls, u.prompt_tokens, u.completion_tokens, u.cost_usd,
+                                       u.latency_s);
+          !st)
+        spdlog::warn("run store: question {}'s spent usage was not recorded: {}", r.question_id, st.message());
+    }
+  };
+
   // Workers.
   std::optional<double> cap = s.settings.max_cost_usd;
   std::mutex mu;
@@ -361,6 +420,7 @@ Result<RunSummary> run(const RunOptions& options) {
   double cost_finished = 0;                // guarded by mu: cost of questions finished now
   std::atomic<bool> budget_stop{false};
   std::atomic<size_t> not_started{0};
+  std::atomic<size_t> interrupted_n{0};  // started, stopped by the run's stop before their record
   std::atomic<size_t> unrecorded{0};  // finished, but the run store refused the final record
   // The records stored by this invocation, as they were stored (per pending question).
   std::vector<std::optional<run::QuestionRecord>> stored_now(pending.size());
@@ -422,6 +482,10 @@ Result<RunSummary> run(const RunOptions& options) {
           }
           if (!rec.ok) spdlog::warn("question {} failed: {}", q.question_id, rec.error);
         }
+        if (interrupted)
+          carry_usage(rec, [&](const std::string& stage) { return qr.from_store(stage) || qr.stored_now(stage); });
+        else if (auto old = failed_before.find(q.question_id); old != failed_before.end() && keep)
+          carry_usage(old->second, [&](const std::string& stage) { return qr.from_store(stage); });
         double cost_after = s.client->accounting().by_question()[q.question_id].cost_usd;
         {
           std::lock_guard lock(mu);
@@ -431,7 +495,7 @@ Result<RunSummary> run(const RunOptions& options) {
             cost_finished += cost_after - cost_before;
           }
         }
-        if (interrupted) ++not_started;
+        if (interrupted) ++interrupted_n;
         else progress.question_finished(rec.correct(primary_metric), !rec.ok);
         if (keep) stored_now[k] = std::move(rec);
         // What the finished question freed goes back to the system, instead of staying in its
@@ -480,6 +544,7 @@ Result<RunSummary> run(const RunOptions& options) {
     if (r.correct(primary_metric)) ++summary.correct;
   }
   summary.not_started = not_started;
+  summary.interrupted = interrupted_n;
   summary.unrecorded = unrecorded;
   if (summary.unrecorded)
     spdlog::error("{} questions could not be recorded (the run store refused the writes: disk full?); "
@@ -488,15 +553,23 @@ Result<RunSummary> run(const RunOptions& options) {
   summary.cancelled = options.cancel && options.cancel->load();
   if (auto fatal = s.client->fatal_error()) {
     summary.fatal_error = fatal->message();
-    spdlog::error("run stopped early: {}; {} questions not recorded — their finished stages are "
-                  "kept, rerun the same command to resume once it is fixed",
-                  summary.fatal_error, summary.not_started);
+    spdlog::error("run stopped early: {}; {} questions interrupted and {} not started — finished stages "
+                  "are kept, rerun the same command to resume once it is fixed",
+                  summary.fatal_error, summary.interrupted, summary.not_started);
   }
   {
     auto usage = s.client->accounting().total();
     summary.llm_calls = usage.calls;
     summary.llm_failed = usage.errors;
     summary.llm_retries = usage.retries;
+  }
+  for (const auto& load : s.client->profile_loads()) {
+    if (load.overloads == 0) continue;
+    summary.overloaded.push_back(load);
+    if (auto st = run::add_endpoint_load(*s.store, load.profile, load.overloads, load.max_in_flight,
+                                         load.lowest_in_flight);
+        !st)
+      spdlog::warn("run store: the endpoint load was not recorded: {}", st.message());
   }
   summary.budget_stopped = budget_stop;
   summary.cost_usd = s.client->accounting().total().cost_usd;

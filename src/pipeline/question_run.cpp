@@ -591,6 +591,41 @@ Status QuestionRun::stage_select() {
   return Status::ok();
 }
 
+void QuestionRun::add_usage(run::QuestionRecord& rec,
+                            const std::map<std::string, run::SelectionRecord>& selections) const {
+  const auto& prices = s_.client->settings().profiles;
+  // A question that failed before its context stage ended has no context payload.
+  if (context_json_.is_object()) add_calls(rec.usage, "context", context_json_.value("calls", json::array()), prices);
+  for (const auto& c : candidates_) {
+    json cj = generate::to_json(c);
+    add_calls(rec.usage, "generate", cj.value("calls", json::array()), prices);
+    json fix_calls = json::array();
+    for (const auto& r : cj.value("fix_rounds", json::array()))
+      if (r.contains("call")) fix_calls.push_back(r["call"]);
+    add_calls(rec.usage, "fix", fix_calls, prices);
+  }
+  for (const auto& [name, sel] : selections) add_calls(rec.usage, "select", sel.calls, prices);
+  // The primary selector re-run on the curves' candidate prefixes (run.curve_selector).
+  add_calls(rec.usage, "curves", curve_calls_, prices);
+}
+
+Status QuestionRun::incomplete_stage(const std::string& /*stage*/, const run::LlmFaults& faults) const {
+  int64_t lost = 0;
+  std::string kinds;
+  for (const auto& [kind, n] : faults.failed_by_kind) {
+    if (!llm::is_lost_call_kind_name(kind)) continue;
+    lost += n;
+    kinds += (kinds.empty() ? "" : ", ") + kind + " " + std::to_string(n);
+  }
+  if (lost == 0) return Status::ok();
+  const bool cached = s_.client->settings().cache.mode == llm::CacheMode::kReadWrite;
+  return Status(ErrorCode::kUnavailable,
+                "incomplete: " + std::to_string(lost) + " model call" + (lost == 1 ? "" : "s") +
+                    " got no answer (" + kinds + "); the stage is not stored — rerun the same command to send " +
+                    (cached ? "them again (answered calls come from the response cache)"
+                            : "its calls again (llm.cache.mode is not read-write: answered calls are sent again too)"));
+}
+
 run::QuestionRecord QuestionRun::base_record() const {
   run::QuestionRecord rec;
   rec.question_id = q_.question_id;
@@ -673,19 +708,7 @@ run::QuestionRecord QuestionRun::final_record() {
   rec.bounds = run::Bounds{select::oracle_bound(matches), select::adversarial_bound(matches)};
   rec.curves = curves_;
 
-  const auto& prices = s_.client->settings().profiles;
-  add_calls(rec.usage, "context", context_json_.value("calls", json::array()), prices);
-  for (const auto& c : candidates_) {
-    json cj = generate::to_json(c);
-    add_calls(rec.usage, "generate", cj.value("calls", json::array()), prices);
-    json fix_calls = json::array();
-    for (const auto& r : cj.value("fix_rounds", json::array()))
-      if (r.contains("call")) fix_calls.push_back(r["call"]);
-    add_calls(rec.usage, "fix", fix_calls, prices);
-  }
-  for (const auto& [name, sel] : rec.selections) add_calls(rec.usage, "select", sel.calls, prices);
-  // The primary selector re-run on the curves' candidate prefixes (run.curve_selector).
-  add_calls(rec.usage, "curves", curve_calls_, prices);
+  add_usage(rec, rec.selections);
   rec.curve_calls = curve_calls_;
   double total = 0;
   for (const char* st : {"context", "generate", "fix", "select", "eval"}) {
@@ -707,6 +730,11 @@ run::QuestionRecord QuestionRun::run() {
     // generate stage failed was counted in the record's faults and traced nowhere.)
     rec.context = context_json_;
     for (const auto& c : candidates_) rec.candidates.push_back(candidate_record(c));
+    // The selectors that ran keep their calls' traces (a failed call among them included).
+    rec.selections = selections_;
+    rec.curve_calls = curve_calls_;
+    // Every call it made is counted: the report's totals include failed questions.
+    add_usage(rec, selections_);
     return rec;
   };
   auto sit = s_.ds->schemas.find(q_.db_id);

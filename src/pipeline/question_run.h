@@ -33,6 +33,10 @@ class QuestionRun {
 
   // Runs the missing stages; returns the final record (status "error" when a stage failed).
   run::QuestionRecord run();
+  // After run(): whether a stage was read from the run store, or stored by this run. Its calls
+  // are then counted by whichever record holds the stage (see pipeline.cpp's carry_usage).
+  bool from_store(const std::string& stage) const { return loaded_.count(stage) > 0; }
+  bool stored_now(const std::string& stage) const { return stored_.count(stage) > 0; }
 
  private:
   Status stage_context();
@@ -41,6 +45,11 @@ class QuestionRun {
   Status stage_judge();
   Status stage_select();
   run::QuestionRecord final_record();
+  // Non-OK when the stage's model calls include lost ones (llm::is_lost_call).
+  Status incomplete_stage(const std::string& stage, const run::LlmFaults& faults) const;
+  // The record's usage per stage, summed from the call traces it holds (context, candidates and
+  // their fix rounds, selections, curves).
+  void add_usage(run::QuestionRecord& rec, const std::map<std::string, run::SelectionRecord>& selections) const;
   // The record's fields every outcome shares: the question, and the faults and candidates so far.
   run::QuestionRecord base_record() const;
   void wait_turn();
@@ -59,9 +68,15 @@ class QuestionRun {
     const llm::UsageTotals now = usage_now();
     faults_[stage] = llm_faults_between(before, now);
     usage_at_put_ = now;
+    // A stage that lost model calls (never answered: overload past its retries, 5xx, a dead
+    // endpoint, timeouts) is incomplete: left unstored, the question fails and a rerun sends the
+    // lost calls again, taking every answered one from the response cache.
+    if (Status lost = incomplete_stage(stage, faults_[stage]); !lost) return lost;
     payload["llm_faults"] = run::to_json(faults_[stage]);
-    return s_.store->put_stage(q_.question_id, static_cast<int64_t>(q_.index), stage, run::kStageDone,
-                               payload);
+    Status st = s_.store->put_stage(q_.question_id, static_cast<int64_t>(q_.index), stage, run::kStageDone,
+                                    payload);
+    if (st) stored_.insert(stage);
+    return st;
   }
   std::optional<json> stored(const std::string& stage) {
     auto r = s_.store->get_stage(q_.question_id, stage);
@@ -69,6 +84,7 @@ class QuestionRun {
     // Faults unreadable in a stored stage count as none (the stage's result itself is intact).
     auto faults = run::faults_from_json((**r).value("llm_faults", json()), "stage " + stage);
     faults_[stage] = faults ? *faults : run::LlmFaults{};
+    loaded_.insert(stage);
     return **r;
   }
   // Candidates from a stored generate/fix payload (replacing any in memory).
@@ -158,6 +174,8 @@ class QuestionRun {
   std::optional<eval::ItemResult> verdict_;
   bool turn_taken_ = false;
   std::map<std::string, run::LlmFaults> faults_;  // per stage: failed model calls and retries
+  std::set<std::string> loaded_;  // stages read from the run store
+  std::set<std::string> stored_;  // stages this run stored
   llm::UsageTotals usage_at_put_;  // the question's usage when the last stage was stored
 };
 

@@ -562,6 +562,12 @@ string render_html(const json& rep, const run::RunData& run, const ReportOptions
     h += fmt::format("<p>Model calls failed after retries: {}; retries: {}; questions affected: {}{}.</p>\n",
                      f["failed_calls"].get<int64_t>(), f["retries"].get<int64_t>(),
                      f["questions_affected"].get<int64_t>(), kinds.empty() ? "" : " (" + kinds + ")");
+    if (rep.contains("endpoint_load"))
+      for (const auto& [profile, l] : rep["endpoint_load"].items())
+        h += fmt::format("<p>Endpoint overload: profile {} answered \"busy\" {} times; requests in flight were "
+                         "lowered to {} of {} and raised again as it answered.</p>\n",
+                         esc(profile), l.value("overloads", int64_t{0}), l.value("lowest_in_flight", int64_t{0}),
+                         l.value("max_in_flight", int64_t{0}));
     if (f.value("parse_failures", int64_t{0}) > 0) {
       std::string stages;
       const json by_stage = f.value("parse_failures_by_stage", json::object());

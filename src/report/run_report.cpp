@@ -488,6 +488,22 @@ void add_llm_faults(json& rep, ReportContext& ctx) {
                          {"parse_failures", sum.parse_failures}, {"parse_failures_by_stage", sum.parse_failures_by_stage},
                          {"questions_with_parse_failures", questions_unread}};
   }
+  // Overload back-pressure: how often each endpoint answered "busy" and how far its requests in
+  // flight were lowered (llm::Client's additive-increase, multiplicative-decrease limit).
+  if (!run.endpoint_load.empty()) rep["endpoint_load"] = run.endpoint_load;
+}
+
+// One line per overloaded profile (report.md and report.html share the words).
+std::vector<std::string> endpoint_load_lines(const json& rep) {
+  std::vector<std::string> out;
+  if (!rep.contains("endpoint_load")) return out;
+  for (const auto& [profile, l] : rep["endpoint_load"].items())
+    out.push_back(fmt::format("Endpoint overload: profile {} answered \"busy\" {} times (429, 503 or a shared "
+                              "context full); requests in flight were lowered to {} of {} and raised again as it "
+                              "answered.",
+                              profile, l.value("overloads", int64_t{0}), l.value("lowest_in_flight", int64_t{0}),
+                              l.value("max_in_flight", int64_t{0})));
+  return out;
 }
 
 // Latency per stage: mean and percentiles over the questions.
@@ -737,6 +753,7 @@ std::string render_markdown(const json& rep) {
     for (const auto& [k, v] : f["failed_by_kind"].items())
       kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", core::markdown_cell(k), v.get<int64_t>());
     md += kinds.empty() ? ".\n\n" : " (" + kinds + ").\n\n";
+    for (const auto& line : endpoint_load_lines(rep)) md += core::markdown_cell(line) + "\n\n";
     if (f.value("parse_failures", int64_t{0}) > 0) {
       std::string stages;
       const json by_stage = f.value("parse_failures_by_stage", json::object());

@@ -1,5 +1,7 @@
 #include "nl2sql/run/run_data.h"
 
+#include <algorithm>
+
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/run/run_store.h"
 
@@ -22,6 +24,9 @@ Result<RunData> load_run(const std::filesystem::path& dir, std::optional<std::ve
   auto u = (*store)->get_meta(kRunUsageKey);
   if (!u) return u.status();
   if (*u && (*u)->is_object()) run.run_usage = **u;
+  auto load = (*store)->get_meta(kEndpointLoadKey);
+  if (!load) return load.status();
+  if (*load && (*load)->is_object()) run.endpoint_load = **load;
   auto version = record_version(run.manifest);
   if (!version) return version.status().with_context((dir / "manifest.json").string());
   if (known && *version == kRecordVersion) {
@@ -66,6 +71,19 @@ Status add_run_usage(RunStore& store, const std::string& stage, int64_t calls, i
   acc["cost_usd"] = acc.value("cost_usd", 0.0) + cost_usd;
   acc["latency_s"] = acc.value("latency_s", 0.0) + latency_s;
   return store.set_meta(kRunUsageKey, usage);
+}
+
+Status add_endpoint_load(RunStore& store, const std::string& profile, int64_t overloads, int64_t max_in_flight,
+                         int64_t lowest_in_flight) {
+  auto current = store.get_meta(kEndpointLoadKey);
+  if (!current) return current.status();
+  json load = *current && (*current)->is_object() ? **current : json::object();
+  json& acc = load[profile];
+  if (!acc.is_object()) acc = json::object();
+  acc["overloads"] = acc.value("overloads", int64_t{0}) + overloads;
+  acc["max_in_flight"] = max_in_flight;
+  acc["lowest_in_flight"] = std::min(acc.value("lowest_in_flight", max_in_flight), lowest_in_flight);
+  return store.set_meta(kEndpointLoadKey, load);
 }
 
 const json& field(const json& obj, const char* key) {

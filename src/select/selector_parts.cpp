@@ -119,8 +119,9 @@ Result<std::string> ask_model(const ModelAsk& ask, const std::map<std::string, s
     key = h.hex();
     if (auto known = ask.memo->find(key)) return *known;
   }
-  auto r = ask.client->chat(request);
-  calls.push_back(llm::trace_of("select", *ask.tpl, request, r));
+  llm::CallSpend spent;
+  auto r = ask.client->chat(request, &spent);
+  calls.push_back(llm::trace_of("select", *ask.tpl, request, r, spent));
   if (!r.is_ok()) return r.status();
   if (ask.memo) ask.memo->put(key, r->text());
   return r->text();

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <mutex>
@@ -309,7 +311,7 @@ TEST_F(HardeningLlmFaults, UnauthorizedMidRunStopsEarlyAndResumeMatchesAnUninter
   EXPECT_EQ(stopped->fatal_error.find(kKey), std::string::npos);
   EXPECT_LT(stopped->finished, 21u);
   EXPECT_EQ(stopped->failed, 0u) << "questions cut off by the 401 are not recorded as failed";
-  EXPECT_EQ(stopped->finished + stopped->not_started, 21u);
+  EXPECT_EQ(stopped->finished + stopped->not_started + stopped->interrupted, 21u);
   // Early: far fewer 401s than the calls the rest of the run would have made.
   const int64_t refused = server.requests() - first_401;
   EXPECT_GE(refused, 1);
@@ -368,4 +370,121 @@ TEST_F(HardeningLlmFaults, InjectedSqlErrorsAtChosenCallsAreSurvivedAndRecorded)
 }
 
 }  // namespace
+// What a question's outcome is made of, without the traces' bookkeeping (cache hits, hashes,
+// costs and times differ between a run and its resume from the response cache).
+std::map<std::string, json> outcomes(const fs::path& run) {
+  auto data = run::load_run(run);
+  EXPECT_TRUE(data.is_ok()) << data.status().message();
+  std::map<std::string, json> out;
+  if (!data.is_ok()) return out;
+  for (const auto& r : testing::written_records(*data)) {
+    json o = json::object();
+    o["status"] = r.value("status", "");
+    o["prediction"] = r.value("prediction", "");
+    o["verdict"] = r.contains("verdict") ? r["verdict"] : json();
+    json sqls = json::array();
+    if (r.contains("candidates"))
+      for (const auto& c : r["candidates"]) sqls.push_back(c.is_object() ? c.value("sql", "") : "");
+    o["candidates"] = sqls;
+    json chosen = json::object();
+    if (r.contains("selections") && r["selections"].is_object())
+      for (auto it = r["selections"].begin(); it != r["selections"].end(); ++it)
+        chosen[it.key()] = it.value().is_object() ? it.value().value("sql", "") : "";
+    o["selections"] = chosen;
+    out[r.value("question_id", "")] = o;
+  }
+  return out;
+}
+
+core::Config cached_config(const std::string& base_url, const fs::path& cache) {
+  core::Config config = make_config(base_url, 3);
+  config.set("llm.cache.mode", "read-write");
+  config.set("llm.cache.path", cache.string());
+  config.set("llm.endpoint_down_wait_s", 0.4);
+  return config;
+}
+
+// The endpoint dies mid-run (every connection reset from the 40th request on) and comes back:
+// the run stops within seconds with the profile named, nothing it stored holds a hole, and the
+// rerun sends only the calls that were lost and ends with the uninterrupted run's outcomes.
+TEST_F(HardeningLlmFaults, AnEndpointDeadMidRunStopsAndTheRerunEqualsAnUninterruptedRun) {
+  FakeOpenAiServer reference_server(content_script());
+  auto reference = testing::run_and_report(
+      options(cached_config(reference_server.base_url(), dir_ / "reference_cache.sqlite"), dir_ / "reference"));
+  ASSERT_TRUE(reference.is_ok()) << reference.status().message();
+  ASSERT_EQ(reference->failed, 0u);
+  const int64_t uninterrupted_requests = reference_server.requests();
+
+  FakeOpenAiServer server(content_script());
+  FaultPlan dead;
+  for (int64_t seq = 40; seq < 40 + 100000; ++seq) dead.at_call[seq] = Fault::kReset;
+  server.set_faults(dead);
+  const auto config = cached_config(server.base_url(), dir_ / "cache.sqlite");
+  fs::path out = dir_ / "run";
+  const auto start = std::chrono::steady_clock::now();
+  auto stopped = testing::run_and_report(options(config, out));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(stopped.is_ok()) << stopped.status().message();
+  EXPECT_NE(stopped->fatal_error.find("stopped answering"), std::string::npos) << stopped->fatal_error;
+  EXPECT_NE(stopped->fatal_error.find("\"flaky\""), std::string::npos) << stopped->fatal_error;
+  EXPECT_LT(secs, 15.0);
+  EXPECT_LT(server.requests() - 40, 60) << "a dead endpoint is probed, not hammered";
+  // Whatever was recorded as finished is exactly the uninterrupted run's.
+  const auto ref = outcomes(dir_ / "reference");
+  for (const auto& [id, o] : outcomes(out))
+    if (o["status"] == "ok") {
+      EXPECT_EQ(o, ref.at(id)) << id;
+    }
+
+  server.set_faults(FaultPlan{});
+  const int64_t before_rerun = server.requests();
+  auto resumed = testing::run_and_report(options(config, out));
+  ASSERT_TRUE(resumed.is_ok()) << resumed.status().message();
+  EXPECT_TRUE(resumed->fatal_error.empty()) << resumed->fatal_error;
+  EXPECT_EQ(resumed->failed, 0u);
+  EXPECT_EQ(resumed->finished, 21u);
+  EXPECT_EQ(outcomes(out), ref);
+  // Only what was lost went out again: answered calls came from the cache or the stored stages.
+  EXPECT_LT(server.requests() - before_rerun, uninterrupted_requests - 30);
+}
+
+// Calls lost after their retries (5xx on every attempt) leave their stage incomplete: the
+// question fails (not "ok" with a hole), and the rerun completes it.
+TEST_F(HardeningLlmFaults, AStageThatLostACallFailsItsQuestionAndTheRerunCompletesIt) {
+  FakeOpenAiServer reference_server(content_script());
+  auto reference = testing::run_and_report(
+      options(cached_config(reference_server.base_url(), dir_ / "reference_cache.sqlite"), dir_ / "reference"));
+  ASSERT_TRUE(reference.is_ok()) << reference.status().message();
+
+  // Every attempt of every call about one question gets a 500 (a server bug, not overload).
+  std::atomic<bool> failing{true};
+  FakeOpenAiServer server([&, answer = content_script()](const httplib::Request& req, int64_t seq) {
+    if (failing && req.body.find("charter schools") != std::string::npos)
+      return FakeReply(500, R"({"error":{"message":"Internal Server Error","type":"server_error"}})");
+    return answer(req, seq);
+  });
+  auto config = cached_config(server.base_url(), dir_ / "cache.sqlite");
+  fs::path out = dir_ / "run";
+  auto first = testing::run_and_report(options(config, out));
+  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  EXPECT_TRUE(first->fatal_error.empty()) << first->fatal_error;
+  EXPECT_GE(first->failed, 1u);  // every question that mentions charter schools
+  bool saw = false;
+  for (const auto& [id, o] : outcomes(out))
+    if (o["status"] == "error") saw = true;
+  EXPECT_TRUE(saw);
+  auto data = run::load_run(out);
+  ASSERT_TRUE(data.is_ok());
+  for (const auto& r : data->records)
+    if (!r.ok) {
+      EXPECT_NE(r.error.find("incomplete"), std::string::npos) << r.error;
+    }
+
+  failing = false;
+  auto rerun = testing::run_and_report(options(config, out));
+  ASSERT_TRUE(rerun.is_ok()) << rerun.status().message();
+  EXPECT_EQ(rerun->failed, 0u);
+  EXPECT_EQ(outcomes(out), outcomes(dir_ / "reference"));
+}
+
 }  // namespace nl2sql::pipeline

@@ -69,6 +69,16 @@ struct PreflightResult {
   std::string error;                   // the server's refusal or the transport error
 };
 
+// How hard a profile's endpoint pushed back: overload answers (429, 503, llama.cpp's shared-slot
+// "Context size has been exceeded.") and the in-flight limit they brought it down to.
+struct ProfileLoad {
+  std::string profile;
+  int64_t max_in_flight = 0;     // configured (llm.models.*.max_in_flight, else llm.max_in_flight)
+  int64_t lowest_in_flight = 0;  // the lowest limit reached
+  int64_t in_flight_now = 0;     // the limit at the end
+  int64_t overloads = 0;         // overload answers received
+};
+
 class Client {
  public:
   // Opens the cache per settings (unless options.cache is given). Fails on a cache that cannot
@@ -81,7 +91,9 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  Result<ChatResponse> chat(const ChatRequest& request);
+  // `spent`, when given, receives what the server processed for the call over all its attempts
+  // (see CallSpend), whether it succeeded or not.
+  Result<ChatResponse> chat(const ChatRequest& request, CallSpend* spent = nullptr);
   Result<EmbeddingResponse> embed(const EmbeddingRequest& request);
 
   void cancel();
@@ -129,22 +141,36 @@ class Client {
   void set_priority(PriorityFn fn) { priority_ = std::move(fn); }
   // Peak requests in flight across all profiles (for tests and benchmarks).
   int64_t peak_in_flight() { return global_limit_.peak(); }
+  // Per profile: overload answers and the in-flight limit they brought it to (reports).
+  std::vector<ProfileLoad> profile_loads();
 
  private:
   struct ProfileState;
   Client(LlmSettings settings, ClientOptions options);
   Result<ChatResponse> chat_uncached(const ModelProfile& profile, ProfileState& state,
-                                     const ChatRequest& request, int* attempts);
+                                     const ChatRequest& request, int* attempts, Usage* spent);
+  void note_overload(const ModelProfile& profile, ProfileState& state);
+  void note_answered(ProfileState& state);
+  // True when the endpoint is (now) taken for down.
+  // `no_answer`: no HTTP answer at all (connection error, timeout), not a 5xx.
+  bool note_endpoint_failure(const ModelProfile& profile, ProfileState& state, const std::string& what,
+                             const std::string& question, bool no_answer);
+  void note_endpoint_answer(const ModelProfile& profile, ProfileState& state);
+  // Waits while the endpoint is down, unless this call becomes (or is) its prober.
+  Status await_endpoint(ProfileState& state, bool& prober);
+  void give_up_probing(ProfileState& state, bool& prober);
   Result<HttpResponse> post_with_retries(const ModelProfile& profile, ProfileState& state,
                                          const HttpRequest& http, double estimated_tokens,
                                          const std::string& call_label, int* attempts,
-                                         int max_attempts = 0, SlotPriority priority = {});
+                                         int max_attempts = 0, SlotPriority priority = {},
+                                         const std::string& question = "");
   HttpRequest http_request(const ModelProfile& profile, const std::string& path) const;
   PreflightResult preflight_one(const std::string& profile);
   // Waits for the gate of hold_calls_until; the error a held call fails with when it closed.
   std::optional<Status> held_back();
   Clock::Duration backoff(int attempt, const HttpResponse* response);
-  void record(const ChatRequest& request, const Result<ChatResponse>& result, int attempts = 0);
+  void record(const ChatRequest& request, const Result<ChatResponse>& result, int attempts = 0,
+              const CallSpend& spent = {});
 
   LlmSettings settings_;
   ClientOptions options_;
@@ -160,6 +186,8 @@ class Client {
   std::shared_future<Status> gate_;  // written before the first call, then only read
 };
 
+// What `usage` costs at the profile's prices (the one cost formula).
+double cost_usd(const ModelProfile& profile, const Usage& usage);
 // Parses an OpenAI Chat Completions response body (exposed for tests).
 Result<ChatResponse> parse_chat_completion(const std::string& body, bool accept_truncated);
 // Parses an OpenAI embeddings response body with `inputs` vectors (exposed for tests).

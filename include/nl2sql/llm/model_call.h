@@ -59,8 +59,9 @@ struct ModelAnswer {
 // The trace of a call a stage sent itself (a request it shaped, e.g. with its own messages):
 // prompt and system message from the request, the rest from the response or its error. What
 // call_model records too; the one place a trace is filled from an answer.
+// `spent` (Client::chat's) gives a failed call's tokens and cost: what the server processed.
 LlmCallTrace trace_of(const std::string& stage, const PromptTemplate& prompt, const ChatRequest& request,
-                      const Result<ChatResponse>& response);
+                      const Result<ChatResponse>& response, const CallSpend& spent = {});
 
 // One answer per distinct request, for as long as it lives (e.g. a run): a generator whose
 // prompt does not depend on the question (the os generator's per-database example prompts)

@@ -100,6 +100,9 @@ struct LlmSettings {
   // Stop the run when the same non-retryable 4xx answer repeats on this many consecutive calls
   // of one profile (0 = never).
   int64_t stop_after_repeated_errors = 8;
+  // A profile whose endpoint stopped answering (connection errors, or the same 5xx, on call
+  // after call) is probed one request at a time for this long before the run stops (exit 4).
+  double endpoint_down_wait_s = 12;
   bool preflight = true;                     // one real request per used profile before a run
   std::string default_profile = "default";
   int64_t max_in_flight = 64;                // across all profiles

@@ -33,6 +33,11 @@ class InFlightLimit {
   Status acquire(SlotPriority priority = {});
   void release();
   void cancel();
+  // Changes the limit (the overload back-pressure lowers and raises it). Lowered below the
+  // requests in flight, no slot is handed on until enough of them have returned; raised, waiters
+  // get the new slots at once. Ignored for an unlimited limit (max <= 0).
+  void set_max(int64_t max_in_flight);
+  int64_t max();
   int64_t in_flight();
   int64_t peak();
   int64_t waiting();  // callers blocked in acquire()
@@ -43,7 +48,7 @@ class InFlightLimit {
     bool granted = false;
   };
   using Key = std::pair<int64_t, uint64_t>;  // rank, arrival ticket
-  const int64_t max_;
+  int64_t max_;                     // guarded by mu_
   std::mutex mu_;
   std::map<Key, Waiter*> waiters_;  // guarded by mu_
   uint64_t tickets_ = 0;            // guarded by mu_

@@ -46,6 +46,20 @@ struct ChatRequest {
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  Usage& operator+=(const Usage& o) {
+    prompt_tokens += o.prompt_tokens;
+    completion_tokens += o.completion_tokens;
+    return *this;
+  }
+};
+
+// What the server processed for one call over all its attempts — an answer cut at its budget
+// and asked again with a larger one, an answer that stopped at the window, an answer no reader
+// could use — and what that costs at the profile's prices: what the provider bills, whether the
+// call succeeded or not. Zero for cache hits; estimated for simulated answers.
+struct CallSpend {
+  Usage usage;
+  double cost_usd = 0.0;
 };
 
 struct ChatResponse {
@@ -58,6 +72,9 @@ struct ChatResponse {
   // Per choice: the content was empty and choices[i] is the tail of the reasoning instead
   // (a reasoning model that ran out of budget or a server that put everything in reasoning).
   std::vector<bool> answer_from_reasoning;
+  // The server said the answer was cut by its context window, not by max_tokens (llama.cpp's
+  // "truncated": true).
+  bool window_truncated = false;
   Usage usage;
   double cost_usd = 0.0;
   double latency_s = 0.0;      // wall time of the call including retries (0 for cache hits)
@@ -120,5 +137,12 @@ Status make_call_error(CallErrorKind kind, std::string message);
 CallErrorKind call_error_kind(const Status& status);
 // True for malformed-answer kinds (kNotJson … kTruncated): the server answered, badly.
 bool is_malformed_answer(CallErrorKind kind);
+// True for a call the server never answered — rate limits, 5xx, connection errors, timeouts,
+// cancellation, an unreadable cache — after its retries: asking again may well succeed, so a
+// stage that lost one is incomplete, not finished (a refusal, a malformed or cut answer is an
+// answer: asking again gets the same).
+bool is_lost_call(CallErrorKind kind);
+// The same, by the kind's name as accounting counts it (call_error_kind_name).
+bool is_lost_call_kind_name(const std::string& name);
 
 }  // namespace nl2sql::llm

@@ -45,6 +45,7 @@
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
+#include "nl2sql/llm/client.h"
 #include "nl2sql/pipeline/question_set.h"
 #include "nl2sql/run/question_record.h"
 
@@ -80,7 +81,8 @@ struct RunSummary {
   size_t resumed = 0;        // final records found from an earlier invocation
   size_t failed = 0;         // final records with status "error"
   size_t correct = 0;        // under the primary metric
-  size_t not_started = 0;    // left out by cancellation or the budget
+  size_t not_started = 0;    // left out by cancellation or the budget, before they started
+  size_t interrupted = 0;    // started, then stopped by the run's stop: not recorded, stages kept
   size_t unrecorded = 0;     // run, but the store refused their records (disk full): redone by a rerun
   bool cancelled = false;
   bool budget_stopped = false;
@@ -93,6 +95,9 @@ struct RunSummary {
   int64_t llm_failed = 0;    // … of which failed after their retries
   int64_t llm_retries = 0;   // HTTP attempts beyond the first
   double wall_s = 0;
+  // Profiles whose endpoint answered "overloaded" this invocation, and how far their requests in
+  // flight were lowered.
+  std::vector<llm::ProfileLoad> overloaded;
   // Queries the judge executed in this invocation (gold, tie probes; not the candidates', which
   // it takes from the fix stage).
   size_t eval_executions = 0;

@@ -42,6 +42,9 @@ struct RunData {
   // Model calls that belong to no question (the preflight of each invocation), by stage:
   // {"preflight": {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s"}}.
   nlohmann::json run_usage = nlohmann::json::object();
+  // Overload back-pressure per profile over every invocation: {"<profile>": {"overloads",
+  // "max_in_flight", "lowest_in_flight"}} (llm::Client::profile_loads); empty when none.
+  nlohmann::json endpoint_load = nlohmann::json::object();
 };
 
 // The store's meta key of RunData::run_usage.
@@ -50,6 +53,13 @@ inline constexpr const char* kRunUsageKey = "run_usage";
 class RunStore;
 Status add_run_usage(RunStore& store, const std::string& stage, int64_t calls, int64_t prompt_tokens,
                      int64_t completion_tokens, double cost_usd, double latency_s);
+
+// The store's meta key of RunData::endpoint_load.
+inline constexpr const char* kEndpointLoadKey = "endpoint_load";
+// Adds one invocation's overload answers of `profile` and the lowest in-flight limit they
+// brought it to (read, merge, write).
+Status add_endpoint_load(RunStore& store, const std::string& profile, int64_t overloads, int64_t max_in_flight,
+                         int64_t lowest_in_flight);
 
 // The store's final records, typed (record_from_json at `version`), in the store's order;
 // parsed and read on every core. A record that does not read is an error naming `dir`'s store.
