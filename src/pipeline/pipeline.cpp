@@ -400,17 +400,59 @@ Result<RunSummary> run(const RunOptions& options) {
   // but did not store; a failed question redone now leaves those of the stages its new record
   // does not take over from the store. Their usage goes to the run-wide usage (run_usage), by
   // the record's stage names.
+  //
+  // An interrupted question's stages that this run stored are counted in the run usage too (a
+  // stopped run's report then shows everything it spent), and noted as provisional
+  // (kProvisionalUsageKey): when the question finishes in a later run, its record counts them
+  // again, and the provisional amount leaves the run usage.
   std::mutex carry_mu;
-  auto carry_usage = [&](const run::QuestionRecord& r, const std::function<bool(const std::string&)>& counted) {
+  auto add_usage = [&](const std::string& question_id, const std::string& stage, const json& u, double sign) {
+    if (auto st = run::add_run_usage(*s.store, stage, static_cast<int64_t>(sign) * u.value("calls", int64_t{0}),
+                                     static_cast<int64_t>(sign) * u.value("prompt_tokens", int64_t{0}),
+                                     static_cast<int64_t>(sign) * u.value("completion_tokens", int64_t{0}),
+                                     sign * u.value("cost_usd", 0.0), sign * u.value("latency_s", 0.0));
+        !st)
+      spdlog::warn("run store: question {}'s spent usage was not recorded: {}", question_id, st.message());
+  };
+  auto usage_json = [](const run::StageUsage& u) {
+    return json{{"calls", u.calls}, {"prompt_tokens", u.prompt_tokens}, {"completion_tokens", u.completion_tokens},
+                {"cost_usd", u.cost_usd}, {"latency_s", u.latency_s}};
+  };
+  auto carry_usage = [&](const run::QuestionRecord& r, const std::function<bool(const std::string&)>& counted,
+                         const std::function<bool(const std::string&)>& provisional) {
     std::lock_guard lock(carry_mu);
+    json pending = json::object();
     for (const auto& [stage, u] : r.usage) {
-      if (counted(stage == "curves" ? "select" : stage)) continue;
+      const std::string pipeline_stage = stage == "curves" ? "select" : stage;
+      if (counted(pipeline_stage)) continue;
       if (u.calls == 0 && u.prompt_tokens == 0 && u.completion_tokens == 0) continue;
-      if (auto st = run::add_run_usage(*s.store, stage, u.calls, u.prompt_tokens, u.completion_tokens, u.cost_usd,
-                                       u.latency_s);
-          !st)
-        spdlog::warn("run store: question {}'s spent usage was not recorded: {}", r.question_id, st.message());
+      add_usage(r.question_id, stage, usage_json(u), 1.0);
+      if (provisional(pipeline_stage)) pending[stage] = usage_json(u);
     }
+    if (pending.empty()) return;
+    auto all = s.store->get_meta(run::kProvisionalUsageKey);
+    json marks = all && *all && (**all).is_object() ? **all : json::object();
+    for (auto& [stage, u] : pending.items()) {
+      json& m = marks[r.question_id][stage];
+      if (!m.is_object()) m = json::object();
+      for (const char* f : {"calls", "prompt_tokens", "completion_tokens"})
+        m[f] = m.value(f, int64_t{0}) + u.value(f, int64_t{0});
+      for (const char* f : {"cost_usd", "latency_s"}) m[f] = m.value(f, 0.0) + u.value(f, 0.0);
+    }
+    if (auto st = s.store->set_meta(run::kProvisionalUsageKey, marks); !st)
+      spdlog::warn("run store: question {}'s provisional usage was not recorded: {}", r.question_id, st.message());
+  };
+  // A question whose record now holds the stages counted provisionally: the amount leaves the
+  // run usage.
+  auto settle_usage = [&](const std::string& question_id) {
+    std::lock_guard lock(carry_mu);
+    auto all = s.store->get_meta(run::kProvisionalUsageKey);
+    if (!all || !*all || !(**all).is_object() || !(**all).contains(question_id)) return;
+    json marks = **all;
+    for (const auto& [stage, u] : marks[question_id].items()) add_usage(question_id, stage, u, -1.0);
+    marks.erase(question_id);
+    if (auto st = s.store->set_meta(run::kProvisionalUsageKey, marks); !st)
+      spdlog::warn("run store: question {}'s provisional usage was not settled: {}", question_id, st.message());
   };
 
   // Workers.
@@ -482,10 +524,15 @@ Result<RunSummary> run(const RunOptions& options) {
           }
           if (!rec.ok) spdlog::warn("question {} failed: {}", q.question_id, rec.error);
         }
-        if (interrupted)
-          carry_usage(rec, [&](const std::string& stage) { return qr.from_store(stage) || qr.stored_now(stage); });
-        else if (auto old = failed_before.find(q.question_id); old != failed_before.end() && keep)
-          carry_usage(old->second, [&](const std::string& stage) { return qr.from_store(stage); });
+        auto stored_by_this_run = [&](const std::string& stage) { return qr.stored_now(stage); };
+        auto none = [](const std::string&) { return false; };
+        if (interrupted) {
+          carry_usage(rec, [&](const std::string& stage) { return qr.from_store(stage); }, stored_by_this_run);
+        } else if (keep) {
+          if (auto old = failed_before.find(q.question_id); old != failed_before.end())
+            carry_usage(old->second, [&](const std::string& stage) { return qr.from_store(stage); }, none);
+          settle_usage(q.question_id);
+        }
         double cost_after = s.client->accounting().by_question()[q.question_id].cost_usd;
         {
           std::lock_guard lock(mu);

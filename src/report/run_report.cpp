@@ -446,7 +446,10 @@ void add_usage(json& rep, ReportContext& ctx) {
   // Calls of no question (each invocation's preflight), stored run-wide.
   if (run.run_usage.is_object())
     for (const auto& [stage, v] : run.run_usage.items()) {
-      if (!v.is_object()) continue;
+      // A row whose provisional usage left again (pipeline.cpp) nets to nothing.
+      if (!v.is_object() || (v.value("calls", 0.0) == 0 && v.value("prompt_tokens", 0.0) == 0 &&
+                             v.value("completion_tokens", 0.0) == 0))
+        continue;
       json& acc = usage[stage];
       if (acc.is_null()) acc = {{"calls", 0.0}, {"prompt_tokens", 0.0}, {"completion_tokens", 0.0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
       for (const char* f : {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s"}) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/fake_openai_server.h"
+#include "nl2sql/core/config.h"
 #include "nl2sql/llm/client.h"
 
 namespace nl2sql::llm {
@@ -285,6 +286,24 @@ TEST(ServerFailures, InFlightLimitCanBeLoweredAndRaised) {
   EXPECT_EQ(limit.in_flight(), 2);
   limit.set_max(8);
   EXPECT_EQ(limit.max(), 8);
+}
+
+// An output budget as large as the window leaves the prompt no room: refused at config check,
+// naming both keys (it used to pass and shrink every prompt budget to its floor).
+TEST(ServerFailures, AnOutputBudgetThatFillsTheWindowIsRefusedAtConfigCheck) {
+  core::Config config(json::parse(R"({"llm": {"models": {"local": {"base_url": "http://127.0.0.1:9/v1",
+      "model": "m", "api_key_env": "", "context_tokens": 4096, "max_tokens": 4096}}, "default_profile": "local"}})"));
+  auto s = load_llm_settings(config);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.status().message().find("llm.models.local.max_tokens"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("llm.models.local.context_tokens"), std::string::npos) << s.status().message();
+  config.set("llm.models.local.max_tokens", 1024);
+  config.set("llm.models.local.role_max_tokens", json{{"generate", 8192}});
+  auto role = load_llm_settings(config);
+  ASSERT_FALSE(role.is_ok());
+  EXPECT_NE(role.status().message().find("role_max_tokens.generate"), std::string::npos) << role.status().message();
+  config.set("llm.models.local.role_max_tokens", json::object());
+  EXPECT_TRUE(load_llm_settings(config).is_ok());
 }
 
 }  // namespace

@@ -110,5 +110,63 @@ TEST(Accounting, ReportCountsEveryRequestTheServerAnsweredAndCacheHitsApart) {
   EXPECT_EQ(cached->cost_usd, 0);
 }
 
+// A server that cuts some answers at their budget (asked again with twice the budget: both
+// attempts are processed) and dies after `dies_after` requests (connections reset: nothing
+// processed); it counts the tokens of every answer it gave.
+struct DyingEndpoint {
+  std::atomic<int64_t> prompt_tokens{0}, completion_tokens{0};
+  std::atomic<int64_t> dies_after{1 << 30};
+  FakeOpenAiServer server{[this](const httplib::Request& req, int64_t seq) {
+    if (seq >= dies_after.load()) return FakeReply(200, "");  // reset by the fault plan: not processed
+    const int in = static_cast<int>(req.body.size() % 997) + 50, out = static_cast<int>(seq % 7) + 3;
+    prompt_tokens += in;
+    completion_tokens += out;
+    if (seq % 11 == 5)
+      return FakeReply(200, llm::testing::completion_body("Let me think about the school table", "length", in, out));
+    const std::string sql = seq % 3 == 0 ? "SELECT count(*) FROM school" : "SELECT name FROM district";
+    return FakeReply(200, llm::testing::completion_body(
+                              "Answer: A\n```json\n[\"school\"]\n```\n```sql\n" + sql + "\n```", "stop", in, out));
+  }};
+};
+
+// Every token the server processed is in the report: cut answers asked again, questions a stop
+// interrupted (their stored stages included), and, after the resume, both invocations together.
+TEST(Accounting, AStoppedRunAndItsResumeReportEveryTokenTheServerProcessed) {
+  testing::TempDir dir;
+  const fs::path data = testing::build_mini_bird(dir.path() / "mini");
+  DyingEndpoint endpoint;
+  endpoint.dies_after = 70;
+  llm::testing::FaultPlan dead;
+  for (int64_t seq = 70; seq < 70 + 100000; ++seq) dead.at_call[seq] = llm::testing::Fault::kReset;
+  endpoint.server.set_faults(dead);
+  core::Config config = config_for(endpoint.server.base_url(), "read-write", dir.path() / "cache.sqlite");
+  config.set("llm.retry.max_attempts", 2);
+  config.set("llm.endpoint_down_wait_s", 0.3);
+  RunOptions o = testing::mini_run_options(config, data, dir.path() / "run", dir.path() / "index");
+  auto totals = [&] {
+    return testing::read_json_file(dir.path() / "run" / "report.json").at("usage").at("total");
+  };
+  auto stopped = testing::run_and_report(o);
+  ASSERT_TRUE(stopped.is_ok()) << stopped.status().message();
+  ASSERT_FALSE(stopped->fatal_error.empty()) << "the endpoint never died: the test checks nothing";
+  EXPECT_GT(stopped->interrupted + stopped->not_started, 0u);
+  json t = totals();
+  EXPECT_EQ(t.at("prompt_tokens").get<double>(), static_cast<double>(endpoint.prompt_tokens.load()));
+  EXPECT_EQ(t.at("completion_tokens").get<double>(), static_cast<double>(endpoint.completion_tokens.load()));
+
+  endpoint.dies_after = 1 << 30;
+  endpoint.server.set_faults(llm::testing::FaultPlan{});
+  auto resumed = testing::run_and_report(o);
+  ASSERT_TRUE(resumed.is_ok()) << resumed.status().message();
+  EXPECT_TRUE(resumed->fatal_error.empty()) << resumed->fatal_error;
+  EXPECT_EQ(resumed->failed, 0u);
+  t = totals();
+  EXPECT_EQ(t.at("prompt_tokens").get<double>(), static_cast<double>(endpoint.prompt_tokens.load()));
+  EXPECT_EQ(t.at("completion_tokens").get<double>(), static_cast<double>(endpoint.completion_tokens.load()));
+  const double server_cost = (static_cast<double>(endpoint.prompt_tokens.load()) * 3.0 +
+                              static_cast<double>(endpoint.completion_tokens.load()) * 15.0) / 1e6;
+  EXPECT_NEAR(t.at("cost_usd").get<double>(), server_cost, 1e-9);
+}
+
 }  // namespace
 }  // namespace nl2sql::pipeline

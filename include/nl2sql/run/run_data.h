@@ -54,6 +54,10 @@ class RunStore;
 Status add_run_usage(RunStore& store, const std::string& stage, int64_t calls, int64_t prompt_tokens,
                      int64_t completion_tokens, double cost_usd, double latency_s);
 
+// The store's meta key of the usage counted in run_usage for stages of questions that a stopped
+// run left unfinished ({"<question_id>": {"<stage>": usage}}): it leaves run_usage when the
+// question's record, which counts those stages again, is stored (pipeline.cpp).
+inline constexpr const char* kProvisionalUsageKey = "provisional_usage";
 // The store's meta key of RunData::endpoint_load.
 inline constexpr const char* kEndpointLoadKey = "endpoint_load";
 // Adds one invocation's overload answers of `profile` and the lowest in-flight limit they
