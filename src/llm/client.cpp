@@ -88,8 +88,7 @@ bool is_overload(int status, const std::string& body) {
   if (status == 429 || status == 503 || status == 529) return true;
   if (status < 500) return false;
   const std::string b = lower_text(body.substr(0, 4096));
-  return b.find("context size has been exceeded") != std::string::npos ||
-         b.find("server busy") != std::string::npos || b.find("overloaded") != std::string::npos;
+  return b.find("context size has been exceeded") != std::string::npos || b.find("server busy") != std::string::npos;
 }
 
 // An error event inside a stream: llama.cpp-server and vLLM send {"error": {...}} as a data

@@ -216,14 +216,16 @@ TEST(ServerFailures, EveryAttemptOfACallIsCounted) {
   EXPECT_EQ(client->accounting().total().completion_tokens, 1724);
 }
 
+// A port on 127.0.0.1 where a server listened a moment ago: connections are refused now.
+int closed_port() {
+  FakeOpenAiServer gone([](const httplib::Request&, int64_t) { return FakeReply(200, completion_body("x")); });
+  return gone.port();
+}
+
 // A dead endpoint: the calls stop sending, one probes with backoff, and after
 // llm.endpoint_down_wait_s the client stops with the profile named — a handful of requests.
 TEST(ServerFailures, ADeadEndpointStopsTheClientAfterAFewProbes) {
-  int port = 0;
-  {
-    FakeOpenAiServer probe_port([](const httplib::Request&, int64_t) { return FakeReply(200, completion_body("x")); });
-    port = probe_port.port();
-  }  // closed: connections to the port are refused from here on
+  const int port = closed_port();
   LlmSettings s = one_profile("http://127.0.0.1:" + std::to_string(port) + "/v1");
   s.endpoint_down_wait_s = 1.0;
   auto client = make_client(s);
@@ -244,11 +246,7 @@ TEST(ServerFailures, ADeadEndpointStopsTheClientAfterAFewProbes) {
 
 // The endpoint restarts while it is probed: the calls go on and every one is answered.
 TEST(ServerFailures, AnEndpointThatComesBackWhileProbedLosesNoCall) {
-  int port = 0;
-  {
-    FakeOpenAiServer probe_port([](const httplib::Request&, int64_t) { return FakeReply(200, completion_body("x")); });
-    port = probe_port.port();
-  }
+  const int port = closed_port();
   LlmSettings s = one_profile("http://127.0.0.1:" + std::to_string(port) + "/v1");
   s.endpoint_down_wait_s = 8.0;
   auto client = make_client(s);
