@@ -103,6 +103,7 @@ json SeparatingInstance::to_json() const {
   } else {
     j["failure"] = failure;
     if (too_large) j["too_large_rows"] = too_large_rows;
+    if (timed_out) j["timed_out"] = true;
   }
   return j;
 }

@@ -12,7 +12,7 @@
 namespace nl2sql::select {
 
 InstanceBuilder::Separation InstanceBuilder::shrink(const std::string& a, const std::string& b,
-                                                    Separation found) const {
+                                                    const sql::Schema& tables, Separation found) const {
   struct Item {
     const std::string* table;
     size_t row;
@@ -33,7 +33,7 @@ InstanceBuilder::Separation InstanceBuilder::shrink(const std::string& a, const 
       if (rs.columns.empty()) rs.columns = source.tables.at(*it.table).columns;
       rs.rows.push_back(source.tables.at(*it.table).rows[it.row]);
     }
-    auto mem = MemoryDatabase::create(*schema_, t);
+    auto mem = MemoryDatabase::create(tables, t);
     if (!mem.is_ok()) return false;
     auto ra = (*mem)->run(a, options_.query_timeout_s);
     if (!ra.is_ok()) return false;
@@ -46,8 +46,8 @@ InstanceBuilder::Separation InstanceBuilder::shrink(const std::string& a, const 
   while (current.size() >= 2 && !late()) {
     const size_t chunk = (current.size() + n - 1) / n;
     bool reduced = false;
-    // A chunk alone, then everything but a chunk.
-    for (int complement = 0; complement < 2 && !reduced && !late(); ++complement) {
+    // A chunk alone, then everything but a chunk (with two chunks, that is the other one alone).
+    for (int complement = 0; complement < (n == 2 ? 1 : 2) && !reduced && !late(); ++complement) {
       for (size_t start = 0; start < current.size() && !late(); start += chunk) {
         const size_t end = std::min(current.size(), start + chunk);
         std::vector<Item> keep;

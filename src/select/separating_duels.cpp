@@ -104,8 +104,10 @@ class SeparatingInstances : public Selector {
         }
         d["instance"] = inst->to_json();
         if (!inst->found) {
-          draw(du, inst->too_large ? "too_large" : timed_out_text(inst->failure) ? "timeout" : "no_instance",
-               inst->too_large ? "separating instance too large" : "no separating instance");
+          const char* kind = inst->timed_out || timed_out_text(inst->failure) ? "timeout"
+                             : inst->too_large                                 ? "too_large"
+                                                                               : "no_instance";
+          draw(du, kind, inst->too_large && !inst->timed_out ? "separating instance too large" : "no separating instance");
           continue;
         }
         du.inst = std::move(*inst);

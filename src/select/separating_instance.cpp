@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdio>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -21,6 +23,12 @@ namespace {
 using json = nlohmann::json;
 
 uint64_t below(std::mt19937_64& rng, uint64_t n) { return n == 0 ? 0 : rng() % n; }
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
 
 // k distinct elements of `pool` (all when k ≥ size), in a seeded order.
 std::vector<const LineageTerm*> draw(const std::vector<const LineageTerm*>& pool, size_t k,
@@ -464,11 +472,11 @@ Result<db::ResultSet> InstanceBuilder::run_on(const InstanceTables& instance,
 }
 
 Result<std::optional<InstanceBuilder::Separation>> InstanceBuilder::try_rows(
-    const std::string& a, const std::string& b, const std::map<std::string, std::set<int64_t>>& rows,
-    std::string& last_error) const {
+    const std::string& a, const std::string& b, const sql::Schema& tables,
+    const std::map<std::string, std::set<int64_t>>& rows, std::string& last_error) const {
   auto instance = fetch(rows);
   if (!instance.is_ok()) return instance.status();
-  auto mem = MemoryDatabase::create(*schema_, *instance);
+  auto mem = MemoryDatabase::create(tables, *instance);
   if (!mem.is_ok()) return mem.status();
   auto ra = (*mem)->run(a, options_.query_timeout_s);
   auto rb = (*mem)->run(b, options_.query_timeout_s);
@@ -644,20 +652,41 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
       return Status::ok();
   };
 
+  // D′ is created, for every draw and every step of the shrinking, with only the tables the two
+  // queries name (a word match: naming more is harmless).
+  sql::Schema named;
+  for (const auto& t : schema_->tables)
+    if (core::mentions_identifier(a.sql, t.name) || core::mentions_identifier(b.sql, t.name)) named.tables.push_back(t);
+  if (named.tables.empty() || !options_.grow) named = *schema_;
   std::string last_error;
   // One attempt: the rows of `picks` (plus support rows); true when an instance was accepted.
-  auto attempt = [&](const TermList& picks, bool support) -> Result<bool> {
+  // A term of more rows than `term_rows` (an outer join's whole group, which lineage cannot split
+  // into tuples: at BIRD scale thousands of rows) brings a seeded sample of that many of them —
+  // D′ is verified anyway, and no model reads thousands of rows.
+  const auto start = std::chrono::steady_clock::now();
+  auto out_of_time = [&] {
+    return options_.search_budget_s > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > options_.search_budget_s;
+  };
+  auto attempt = [&](const TermList& picks, bool support, size_t term_rows) -> Result<bool> {
     ++out.attempts;
     std::map<std::string, std::set<int64_t>> rows;
-    for (const auto* t : picks)
-      for (const auto& [table, id] : *t) rows[table_name(table)].insert(id);
+    for (const auto* t : picks) {
+      if (t->size() <= term_rows) {
+        for (const auto& [table, id] : *t) rows[table_name(table)].insert(id);
+        continue;
+      }
+      std::vector<LineageTerm::value_type> all_rows(t->begin(), t->end());
+      std::shuffle(all_rows.begin(), all_rows.end(), rng);
+      for (size_t k = 0; k < term_rows; ++k) rows[table_name(all_rows[k].first)].insert(all_rows[k].second);
+    }
     if (rows.empty()) return false;
     if (support) NL2SQL_RETURN_IF_ERROR(add_support(picks, rows));
-    auto found = try_rows(a.sql, b.sql, rows, last_error);
+    auto found = try_rows(a.sql, b.sql, named, rows, last_error);
     if (!found.is_ok()) return found.status();
     if (!*found) return false;
     const size_t before = (*found)->instance.rows();
-    Separation small = options_.shrink_budget_s > 0 ? shrink(a.sql, b.sql, std::move(**found)) : std::move(**found);
+    Separation small = options_.shrink_budget_s > 0 ? shrink(a.sql, b.sql, named, std::move(**found)) : std::move(**found);
     const size_t n = small.instance.rows();
     if (n > options_.max_rows) {
       if (!out.too_large || n < out.too_large_rows) out.too_large_rows = n;
@@ -684,9 +713,10 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
     }
     for (bool support : {false, true}) {
       if (support && !subqueries) continue;
-      auto done = attempt(picks, support);
+      auto done = attempt(picks, support, 4 * k);
       if (!done.is_ok()) return done.status();
       if (*done) return out;
+      if (out_of_time()) break;
     }
     if (k == 2) {
       // The largest group of every grouped witness, whole (a COUNT ranking, a HAVING threshold).
@@ -702,7 +732,7 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
           if (w->group_of[t] == largest->first) groups.push_back(&w->terms[t]);
       }
       if (!groups.empty()) {
-        auto done = attempt(groups, subqueries);
+        auto done = attempt(groups, subqueries, 4 * options_.max_rows);
         if (!done.is_ok()) return done.status();
         if (*done) return out;
       }
@@ -742,11 +772,19 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
         picks.insert(picks.end(), mates.begin(), mates.end());
       }
     }
-    auto done = attempt(picks, support);
+    auto done = attempt(picks, support, 8 * grow * options_.max_rows);
     if (!done.is_ok()) return done.status();
     if (*done) return out;
+    if (out_of_time()) {
+      out.timed_out = true;
+      break;
+    }
   }
-  if (out.too_large)
+  if (out.timed_out)
+    out.failure = "search timed out after " + std::to_string(out.attempts) + " attempts (" +
+                  seconds_text(options_.search_budget_s) + " budget)" +
+                  (out.too_large ? "; the smallest separating instance found has " + std::to_string(out.too_large_rows) + " rows" : "");
+  else if (out.too_large)
     out.failure = "the smallest separating instance found has " + std::to_string(out.too_large_rows) +
                   " rows, over max_rows " + std::to_string(options_.max_rows);
   else

@@ -182,7 +182,11 @@ struct InstanceOptions {
   // the answer on D′ by hand, so a larger one is no instance.
   size_t max_rows = 30;
   double shrink_budget_s = 0.2;   // time to drop rows from one separating instance; 0: none
-  bool grow = true;               // phase 1 (off: the sampling alone, as before it existed)
+  // Phase 1 and D′ made of the named tables only; off: the search as before them (the sampling
+  // alone, every table created), for a before/after in one binary.
+  bool grow = true;
+  // Wall time after which the search stops between attempts (timed_out); 0: none.
+  double search_budget_s = 2.0;
 };
 
 // D′: tables (only the non-empty ones) with their rows, as columns + rows.
@@ -205,6 +209,7 @@ struct SeparatingInstance {
   bool too_large = false;
   size_t too_large_rows = 0;
   size_t rows_before_shrink = 0;     // of the accepted instance, as first found
+  bool timed_out = false;            // none found within InstanceOptions::search_budget_s
   nlohmann::json to_json() const;
 };
 
@@ -256,11 +261,12 @@ class InstanceBuilder {
     InstanceTables instance;
     db::ResultSet answer_a, answer_b;
   };
-  Result<std::optional<Separation>> try_rows(const std::string& a, const std::string& b,
+  // `tables`: the definitions the in-memory D′ is created from (those the queries name).
+  Result<std::optional<Separation>> try_rows(const std::string& a, const std::string& b, const sql::Schema& tables,
                                              const std::map<std::string, std::set<int64_t>>& rows,
                                              std::string& last_error) const;
   // Drops rows of a separating instance while the queries still differ (instance_shrink.cpp).
-  Separation shrink(const std::string& a, const std::string& b, Separation found) const;
+  Separation shrink(const std::string& a, const std::string& b, const sql::Schema& tables, Separation found) const;
 
   InstanceBuilder() = default;
   std::filesystem::path db_path_;
