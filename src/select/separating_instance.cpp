@@ -564,92 +564,92 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
   // Adds to `rows`, for each witness not yet represented by `picks` (rows read by subqueries),
   // the term sharing most values with the rows picked so far.
   auto add_support = [&](const TermList& picks, std::map<std::string, std::set<int64_t>>& rows) -> Status {
-      // Values of the rows picked so far: a support term that shares one is likely to join.
-      auto picked = fetch(rows);
-      if (!picked.is_ok()) return picked.status();
-      std::set<std::string> values;          // python keys, for scoring
-      std::set<std::string> literal_values;  // SQL literals, for lookups by value
-      auto add_value = [&](const db::Value& v) {
-        if (v.is_null()) return;
-        values.insert(db::python_key(v));
-        if (v.type == db::ValueType::kInteger) literal_values.insert(std::to_string(v.i));
-        else if (v.type == db::ValueType::kText && v.s.size() <= 64) {
-          std::string q = "'";
-          for (char c : v.s) q += c == '\'' ? std::string("''") : std::string(1, c);
-          literal_values.insert(q + "'");
+    // Values of the rows picked so far: a support term that shares one is likely to join.
+    auto picked = fetch(rows);
+    if (!picked.is_ok()) return picked.status();
+    std::set<std::string> values;          // python keys, for scoring
+    std::set<std::string> literal_values;  // SQL literals, for lookups by value
+    auto add_value = [&](const db::Value& v) {
+      if (v.is_null()) return;
+      values.insert(db::python_key(v));
+      if (v.type == db::ValueType::kInteger) literal_values.insert(std::to_string(v.i));
+      else if (v.type == db::ValueType::kText && v.s.size() <= 64) {
+        std::string q = "'";
+        for (char c : v.s) q += c == '\'' ? std::string("''") : std::string(1, c);
+        literal_values.insert(q + "'");
+      }
+    };
+    for (const auto& [t, rs] : picked->tables)
+      for (const auto& row : rs.rows)
+        for (const auto& v : row) add_value(v);
+    std::set<LineageTerm> chosen;
+    for (const auto* p : picks) chosen.insert(*p);
+    for (size_t w = 0; w < witnesses.size(); ++w) {
+      const auto& terms = witnesses[w]->terms;
+      if (terms.empty()) continue;
+      bool represented = std::any_of(chosen.begin(), chosen.end(), [&](const LineageTerm& t) {
+        return std::binary_search(terms.begin(), terms.end(), t);
+      });
+      if (represented) continue;
+      std::vector<const LineageTerm*> pool;
+      std::vector<LineageTerm> looked_up;  // owns terms found by value (single-row witnesses)
+      if (terms.size() > options_.affinity_sample && terms.front().size() == 1) {
+        // Too many rows to score them all: ask D for the rows of this table sharing a value
+        // with the rows picked so far (join keys), and keep those that are witnesses.
+        const uint32_t table = terms.front().front().first;
+        const sql::TableInfo* info = &schema_->tables[table];
+        std::string list;
+        size_t k = 0;
+        for (const auto& v : literal_values) {
+          if (k++ >= 64) break;
+          list += (list.empty() ? "" : ", ") + v;
         }
-      };
-      for (const auto& [t, rs] : picked->tables)
-        for (const auto& row : rs.rows)
-          for (const auto& v : row) add_value(v);
-      std::set<LineageTerm> chosen;
-      for (const auto* p : picks) chosen.insert(*p);
-      for (size_t w = 0; w < witnesses.size(); ++w) {
-        const auto& terms = witnesses[w]->terms;
-        if (terms.empty()) continue;
-        bool represented = std::any_of(chosen.begin(), chosen.end(), [&](const LineageTerm& t) {
-          return std::binary_search(terms.begin(), terms.end(), t);
-        });
-        if (represented) continue;
-        std::vector<const LineageTerm*> pool;
-        std::vector<LineageTerm> looked_up;  // owns terms found by value (single-row witnesses)
-        if (terms.size() > options_.affinity_sample && terms.front().size() == 1) {
-          // Too many rows to score them all: ask D for the rows of this table sharing a value
-          // with the rows picked so far (join keys), and keep those that are witnesses.
-          const uint32_t table = terms.front().front().first;
-          const sql::TableInfo* info = &schema_->tables[table];
-          std::string list;
-          size_t k = 0;
-          for (const auto& v : literal_values) {
-            if (k++ >= 64) break;
-            list += (list.empty() ? "" : ", ") + v;
-          }
-          if (info && !list.empty()) {
-            std::string where;
-            for (const auto& c : info->columns)
-              where += (where.empty() ? "" : " OR ") + core::quote_sql_identifier(c.name) + " IN (" + list + ")";
-            auto r = executor_->run(db_path_, "SELECT rowid FROM " + core::quote_sql_identifier(info->name) +
-                                                  " WHERE " + where + " LIMIT 512");
-            if (r.ok())
-              for (const auto& row : r.result.rows)
-                if (!row.empty() && row[0].type == db::ValueType::kInteger) {
-                  LineageTerm t{{table, row[0].i}};
-                  if (std::binary_search(terms.begin(), terms.end(), t)) looked_up.push_back(std::move(t));
-                }
-          }
-          for (const auto& t : looked_up) pool.push_back(&t);
+        if (info && !list.empty()) {
+          std::string where;
+          for (const auto& c : info->columns)
+            where += (where.empty() ? "" : " OR ") + core::quote_sql_identifier(c.name) + " IN (" + list + ")";
+          auto r = executor_->run(db_path_, "SELECT rowid FROM " + core::quote_sql_identifier(info->name) +
+                                                " WHERE " + where + " LIMIT 512");
+          if (r.ok())
+            for (const auto& row : r.result.rows)
+              if (!row.empty() && row[0].type == db::ValueType::kInteger) {
+                LineageTerm t{{table, row[0].i}};
+                if (std::binary_search(terms.begin(), terms.end(), t)) looked_up.push_back(std::move(t));
+              }
         }
-        if (pool.empty())
-          for (const auto& t : terms) pool.push_back(&t);
-        auto sample = draw(pool, options_.affinity_sample, rng);
-        std::shuffle(sample.begin(), sample.end(), rng);
-        std::map<std::string, std::set<int64_t>> sample_rows;
-        for (const auto* t : sample)
-          for (const auto& [table, id] : *t) sample_rows[table_name(table)].insert(id);
-        auto fetched = fetch(sample_rows);
-        if (!fetched.is_ok()) return fetched.status();
-        const LineageTerm* best = sample.front();
-        size_t best_score = 0;
-        for (const auto* t : sample) {
-          size_t score = 0;
-          for (const auto& [table, id] : *t) {
-            auto it = row_cache_->find({table_name(table), id});
-            if (it == row_cache_->end()) continue;
-            for (const auto& v : it->second)
-              if (!v.is_null() && values.count(db::python_key(v))) ++score;
-          }
-          if (score > best_score) best_score = score, best = t;
-        }
-        // The new rows' values count for the witnesses still to come (a chain of joins).
-        for (const auto& [table, id] : *best) {
+        for (const auto& t : looked_up) pool.push_back(&t);
+      }
+      if (pool.empty())
+        for (const auto& t : terms) pool.push_back(&t);
+      auto sample = draw(pool, options_.affinity_sample, rng);
+      std::shuffle(sample.begin(), sample.end(), rng);
+      std::map<std::string, std::set<int64_t>> sample_rows;
+      for (const auto* t : sample)
+        for (const auto& [table, id] : *t) sample_rows[table_name(table)].insert(id);
+      auto fetched = fetch(sample_rows);
+      if (!fetched.is_ok()) return fetched.status();
+      const LineageTerm* best = sample.front();
+      size_t best_score = 0;
+      for (const auto* t : sample) {
+        size_t score = 0;
+        for (const auto& [table, id] : *t) {
           auto it = row_cache_->find({table_name(table), id});
           if (it == row_cache_->end()) continue;
-          for (const auto& v : it->second) add_value(v);
+          for (const auto& v : it->second)
+            if (!v.is_null() && values.count(db::python_key(v))) ++score;
         }
-        chosen.insert(*best);
-        for (const auto& [table, id] : *best) rows[table_name(table)].insert(id);
+        if (score > best_score) best_score = score, best = t;
       }
-      return Status::ok();
+      // The new rows' values count for the witnesses still to come (a chain of joins).
+      for (const auto& [table, id] : *best) {
+        auto it = row_cache_->find({table_name(table), id});
+        if (it == row_cache_->end()) continue;
+        for (const auto& v : it->second) add_value(v);
+      }
+      chosen.insert(*best);
+      for (const auto& [table, id] : *best) rows[table_name(table)].insert(id);
+    }
+    return Status::ok();
   };
 
   // D′ is created, for every draw and every step of the shrinking, with only the tables the two
@@ -713,23 +713,27 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
     }
     for (bool support : {false, true}) {
       if (support && !subqueries) continue;
-      auto done = attempt(picks, support, 4 * k);
+      auto done = attempt(picks, support, std::max<size_t>(16, 4 * k));
       if (!done.is_ok()) return done.status();
       if (*done) return out;
       if (out_of_time()) break;
     }
+    if (out_of_time()) break;
     if (k == 2) {
       // The largest group of every grouped witness, whole (a COUNT ranking, a HAVING threshold).
       TermList groups;
       for (const WitnessTerms* w : witnesses) {
-        std::map<uint32_t, size_t> sizes;
-        for (uint32_t g : w->group_of)
-          if (g != WitnessTerms::kNoGroup) ++sizes[g];
+        // Group numbers are the witness's row numbers: dense, so counted in a vector.
+        std::vector<uint32_t> sizes;
+        for (uint32_t g : w->group_of) {
+          if (g == WitnessTerms::kNoGroup) continue;
+          if (g >= sizes.size()) sizes.resize(static_cast<size_t>(g) + 1, 0);
+          ++sizes[g];
+        }
         if (sizes.empty()) continue;
-        auto largest = std::max_element(sizes.begin(), sizes.end(),
-                                         [](const auto& x, const auto& y) { return x.second < y.second; });
+        const auto largest = static_cast<uint32_t>(std::max_element(sizes.begin(), sizes.end()) - sizes.begin());
         for (size_t t = 0; t < w->terms.size() && groups.size() < 4 * options_.max_group_terms; ++t)
-          if (w->group_of[t] == largest->first) groups.push_back(&w->terms[t]);
+          if (w->group_of[t] == largest) groups.push_back(&w->terms[t]);
       }
       if (!groups.empty()) {
         auto done = attempt(groups, subqueries, 4 * options_.max_rows);
