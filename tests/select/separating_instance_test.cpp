@@ -75,6 +75,8 @@ class SeparatingInstanceTest : public ::testing::Test {
     }
   }
 
+  Result<Selection> bohemia_duels(data::Question& q, const std::string& select);
+
   nl2sql::testing::TempDir tmp_;
   std::filesystem::path db_;
   db::Executor executor_;
@@ -486,8 +488,10 @@ TEST(SampleSizes, FollowTheAggregatesOfEitherQuery) {
   EXPECT_EQ(sample_sizes("SELECT a FROM t", "SELECT b FROM t"), std::make_pair(1, 1));
 }
 
-TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithGold) {
-  core::Config config(nlohmann::json::parse(R"({"llm":{
+// The duel selector with the `sim` model (gold read by the simulator only) on four candidates
+// for "How many monthly accounts are in east Bohemia?"; `select` is extra config under "select".
+Result<Selection> SeparatingInstanceTest::bohemia_duels(data::Question& q, const std::string& select) {
+  core::Config config(nlohmann::json::parse(R"({"select":)" + select + R"(,"llm":{
       "models":{"offline":{"provider":"sim"}},
       "roles":{"nl_eval":"offline"},
       "cache":{"mode":"off"},
@@ -495,13 +499,12 @@ TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithG
   llm::ClientOptions co;
   auto simulator = sim::attach(co, llm::load_llm_settings(config)->sim);
   auto client = llm::Client::from_config(config, co);
-  ASSERT_TRUE(client.is_ok()) << client.status().to_string();
+  if (!client.is_ok()) return client.status();
   auto sel = make_selector_named("separating_instances", config,
                                  {client->get(), &executor_, {}, nullptr});
-  ASSERT_TRUE(sel.is_ok()) << sel.status().to_string();
+  if (!sel.is_ok()) return sel.status();
   auto schema = data::read_schema_from_database(db_, "bank");
-  ASSERT_TRUE(schema.is_ok());
-  data::Question q;
+  if (!schema.is_ok()) return schema.status();
   q.question_id = "7";
   q.db_id = "bank";
   q.question = "How many monthly accounts are in east Bohemia?";
@@ -528,7 +531,12 @@ TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithG
     c.result = std::make_shared<const db::ExecutionResult>(executor_.run(db_, sqls[i]));
     in.candidates.push_back(std::move(c));
   }
-  auto s = (*sel)->select(in);
+  return (*sel)->select(in);
+}
+
+TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithGold) {
+  data::Question q;
+  auto s = bohemia_duels(q, "{}");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   // The selector never saw gold: no duel of its explanation mentions it.
   EXPECT_EQ(s->explanation.dump().find("gold"), std::string::npos);
@@ -561,6 +569,31 @@ TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithG
 // The paper votes over answers sampled at the model's temperature: every ask of a duel goes out
 // at select.separating_instances.temperature with a seed of its own, so no two requests are the
 // same; at temperature 0 the answers would repeat one answer, and the model is asked once.
+// With select.separating_instances.max_rows = 1 the duel of 'East Bohemia' against gold, which
+// needs a monthly account and its east Bohemia district on D′ (two rows), is a draw recorded as
+// too_large and asked nothing; the two duels against the count without the district are decided
+// by one account row and still asked.
+TEST_F(SeparatingInstanceTest, ADuelOverMaxRowsIsADrawRecordedAsTooLarge) {
+  data::Question q;
+  auto s = bohemia_duels(q, R"({"separating_instances":{"max_rows":1}})");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  size_t too_large = 0, asked = 0;
+  for (const auto& d : s->explanation["duels"]) {
+    if (d.value("draw", "") == "too_large") {
+      ++too_large;
+      EXPECT_EQ(d["instance"]["too_large_rows"], 2) << d.dump();
+      EXPECT_FALSE(d.contains("model_answers"));
+    }
+    if (d.contains("model_answers")) {
+      ++asked;
+      EXPECT_EQ(d["instance"]["rows"], 1) << d.dump();
+    }
+  }
+  EXPECT_EQ(too_large, 1u);
+  EXPECT_EQ(asked, 2u);
+  EXPECT_EQ(s->llm_calls(), 6);
+}
+
 TEST_F(SeparatingInstanceTest, VotesAreSampledWithDistinctSeedsOrAskedOnceAtTemperatureZero) {
   std::mutex mu;
   std::vector<std::string> bodies;
