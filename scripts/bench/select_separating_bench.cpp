@@ -1,14 +1,21 @@
-// Separating-instance benchmark (issue 7): on pairs (gold, mutated gold) that return different
+// Separating-instance benchmark (issues 7 and 38): on pairs of queries that return different
 // results, how often a separating instance is found, how small it is and how long the search
-// takes. Mutations are the sim provider's taxonomy mistakes (wrong column, dropped condition,
-// literal case, DISTINCT toggle, extra column, wrong aggregate, wrong join key); syntax errors
-// are left out (they do not run). Not a Google Benchmark kernel: a measurement with its own
-// main, built by the same glob.
+// takes. Two sets of pairs:
+//  - mutations (default): gold against mutated gold, the sim provider's taxonomy mistakes (wrong
+//    column, dropped condition, literal case, DISTINCT toggle, extra column, wrong aggregate,
+//    wrong join key); syntax errors are left out (they do not run);
+//  - --pairs FILE: real-style pairs written as two SQL queries each (JSON lines with benchmark,
+//    db, class, a, b; scripts/bench/fixtures/separating_pairs.jsonl), summarized per class;
+//    pairs whose queries give the same result on D, or do not run, are dropped and counted.
+// Not a Google Benchmark kernel: a measurement with its own main, built by the same glob.
 //
 //   bench_select_separating_bench --spider DIR [--bird DIR] [--bird-db superhero]
 //       [--db-path FILE] [--mutants N] [--seed S] [--max-questions N] [--show-failures] [--show-slow MS]
-//       [--group-budget ROWS] [--keep-rows N]
+//       [--group-budget ROWS] [--keep-rows N] [--pairs FILE] [--before]
 //
+// --before switches off what issue 38 added (the growing draws, shrinking and the max_rows
+// ceiling): the search as it was, in the same binary, for a before/after on one machine.
+
 // Candidates are executed as the pipeline executes them: results past --keep-rows rows (default
 // 100, fix.keep_rows) keep their first rows and a digest. Times per pair are given without and
 // with the two executions; peak RSS of the whole measurement is printed last.
@@ -21,12 +28,16 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <fstream>
+#include <set>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/executor.h"
@@ -40,13 +51,15 @@ using namespace nl2sql;
 namespace {
 
 struct Outcome {
-  std::string dataset, question_id, mistake;
+  std::string dataset, question_id, mistake;  // mistake: the pair's class with --pairs
   bool subquery_in_where = false;
   bool found = false;
+  bool too_large = false;  // separated, but by no instance within max_rows
   bool sampled = false;  // a lineage kept a sample of its groups
   size_t rows = 0;
   double ms = 0, lineage_ms = 0, cpu_ms = 0;  // wall; wall of the lineage step; thread CPU
   double exec_ms = 0;  // running the two candidates (gold, then the mutant) before selection
+  double exec_cpu_ms = -1;  // the same in thread CPU time (--pairs only)
   std::string failure, gold, mutant;
 };
 
@@ -77,8 +90,8 @@ double percentile(std::vector<double> v, double p) {
 
 void summarize(const std::string& label, const std::vector<Outcome>& all,
                const std::function<bool(const Outcome&)>& keep) {
-  size_t n = 0, found = 0;
-  std::vector<double> rows, ms, lineage_ms, cpu_ms, with_exec_ms;
+  size_t n = 0, found = 0, too_large = 0;
+  std::vector<double> rows, ms, lineage_ms, cpu_ms, with_exec_ms, with_exec_cpu_ms;
   for (const auto& o : all) {
     if (!keep(o)) continue;
     ++n;
@@ -86,24 +99,140 @@ void summarize(const std::string& label, const std::vector<Outcome>& all,
     lineage_ms.push_back(o.lineage_ms);
     cpu_ms.push_back(o.cpu_ms);
     with_exec_ms.push_back(o.ms + o.exec_ms);
+    if (o.exec_cpu_ms >= 0) with_exec_cpu_ms.push_back(o.cpu_ms + o.exec_cpu_ms);
+    too_large += o.too_large ? 1 : 0;
     if (o.found) {
       ++found;
       rows.push_back(static_cast<double>(o.rows));
     }
   }
   if (n == 0) return;
-  std::printf("%-34s pairs %5zu  separated %5.1f%%  rows median %4.1f p95 %4.1f  time/pair p50 %7.1f ms p95 %7.1f ms max %7.1f ms\n",
+  std::printf("%-34s pairs %5zu  separated %5.1f%%  rows median %4.1f p95 %4.1f max %4.0f  time/pair p50 %7.1f ms p95 %7.1f ms max %7.1f ms\n",
               label.c_str(), n, 100.0 * static_cast<double>(found) / static_cast<double>(n),
-              percentile(rows, 0.5), percentile(rows, 0.95), percentile(ms, 0.5), percentile(ms, 0.95),
-              percentile(ms, 1.0));
+              percentile(rows, 0.5), percentile(rows, 0.95), percentile(rows, 1.0), percentile(ms, 0.5),
+              percentile(ms, 0.95), percentile(ms, 1.0));
+  if (too_large > 0) std::printf("%-34s   too large (over max_rows): %zu\n", "", too_large);
   std::printf("%-34s   of which lineage on D: p50 %7.1f ms p95 %7.1f ms; thread CPU/pair p50 %7.1f ms p95 %7.1f ms\n",
               "", percentile(lineage_ms, 0.5), percentile(lineage_ms, 0.95), percentile(cpu_ms, 0.5),
               percentile(cpu_ms, 0.95));
   std::printf("%-34s   including running both candidates: time/pair p50 %7.1f ms p95 %7.1f ms max %7.1f ms\n", "",
               percentile(with_exec_ms, 0.5), percentile(with_exec_ms, 0.95), percentile(with_exec_ms, 1.0));
+  if (!with_exec_cpu_ms.empty())
+    std::printf("%-34s   including running both candidates: thread CPU/pair p50 %7.1f ms p95 %7.1f ms max %7.1f ms\n", "",
+                percentile(with_exec_cpu_ms, 0.5), percentile(with_exec_cpu_ms, 0.95), percentile(with_exec_cpu_ms, 1.0));
+}
+
+struct Counts {
+  size_t lineage_errors = 0;
+  size_t witnesses_run = 0, witnesses_shared = 0, witnesses_empty = 0;  // over every pair's two lineages
+};
+
+// Lineage of both queries (given their results on D, as the selector is: candidates run once
+// before selection, so lineage runs only the witnesses) and the search, timed together.
+void measure(const select::InstanceBuilder& builder, const std::string& a, const db::ResultSet& result_a,
+             const std::string& b, const db::ResultSet& result_b, uint64_t seed, Counts& counts, Outcome& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  const double c0 = thread_cpu_ms();
+  auto la = builder.lineage(a, &result_a);
+  auto lb = builder.lineage(b, &result_b);
+  o.lineage_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!la.is_ok() || !lb.is_ok()) {
+    ++counts.lineage_errors;
+    o.failure = "lineage: " + (!la.is_ok() ? la.status() : lb.status()).message();
+  } else {
+    o.sampled = !la->sampled.empty() || !lb->sampled.empty();
+    for (const auto* l : {&*la, &*lb}) {
+      counts.witnesses_run += static_cast<size_t>(l->witnesses_run);
+      counts.witnesses_shared += static_cast<size_t>(l->witnesses_shared);
+      counts.witnesses_empty += static_cast<size_t>(l->witnesses_empty);
+    }
+    auto s = builder.separate(*la, *lb, seed);
+    if (!s.is_ok()) o.failure = s.status().message();
+    else {
+      o.found = s->found;
+      o.too_large = s->too_large;
+      o.rows = s->instance.rows();
+      if (!s->found) o.failure = s->failure;
+    }
+  }
+  o.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  o.cpu_ms = thread_cpu_ms() - c0;
 }
 
 }  // namespace
+
+// --pairs: the real-style pairs of a JSON-lines file, on the databases under the Spider and
+// BIRD folders given (a pair whose benchmark has no folder is skipped); --db-path replaces
+// BIRD's `bird_db`. Summarized per database and per class.
+int run_pairs(const std::string& file, const std::string& spider, const std::string& bird, const std::string& bird_db,
+              const std::string& db_path, size_t keep_rows, uint64_t seed, const select::InstanceOptions& io,
+              bool show_failures) {
+  std::ifstream in(file);
+  if (!in) { std::fprintf(stderr, "cannot read %s\n", file.c_str()); return 1; }
+  db::ExecutorOptions eo;
+  eo.limits.timeout_s = 30;
+  db::Executor executor(eo);
+  db::QueryLimits run_limits = eo.limits;
+  run_limits.hash_rows_after = keep_rows;
+  run_limits.step_on_caller = true;  // so the thread's CPU time counts the two executions
+  std::map<std::string, std::unique_ptr<select::InstanceBuilder>> builders;
+  std::vector<Outcome> outcomes;
+  std::map<std::string, size_t> dropped_same, dropped_error;  // per class
+  Counts counts;
+  std::string line;
+  size_t index = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line);
+    const std::string bench = j.at("benchmark"), db = j.at("db"), cls = j.at("class");
+    std::string path;
+    if (bench == "spider" && !spider.empty()) path = spider + "/database/" + db + "/" + db + ".sqlite";
+    if (bench == "bird" && !bird.empty())
+      path = !db_path.empty() && db == bird_db ? db_path : bird + "/dev_databases/" + db + "/" + db + ".sqlite";
+    if (path.empty() || (bench == "bird" && !db_path.empty() && db != bird_db)) continue;
+    ++index;
+    const std::string label = db + (bench == "bird" && !db_path.empty() ? "(scaled)" : "");
+    auto& builder = builders[path];
+    if (!builder) {
+      auto b = select::InstanceBuilder::open(path, executor, io);
+      if (!b.is_ok()) { std::fprintf(stderr, "%s\n", b.status().to_string().c_str()); return 1; }
+      builder = std::make_unique<select::InstanceBuilder>(std::move(*b));
+    }
+    const std::string a = j.at("a"), b = j.at("b");
+    const auto a0 = std::chrono::steady_clock::now();
+    const double c0 = thread_cpu_ms();
+    auto ra = executor.run(path, a, run_limits);
+    auto rb = executor.run(path, b, run_limits);
+    const double exec_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a0).count();
+    const double exec_cpu_ms = thread_cpu_ms() - c0;
+    if (!ra.ok() || !rb.ok()) { ++dropped_error[cls]; continue; }
+    auto whole = [](const db::ExecutionResult& e) { return e.digest ? *e.digest : db::digest_of(e.result); };
+    if (db::relaxed_equal(whole(ra), whole(rb))) { ++dropped_same[cls]; continue; }
+    Outcome o;
+    o.dataset = label;
+    o.question_id = j.at("id");
+    o.mistake = cls;
+    measure(*builder, a, ra.result, b, rb.result, seed * 1000003 + index, counts, o);
+    o.exec_ms = exec_ms;
+    o.exec_cpu_ms = exec_cpu_ms;
+    if (show_failures && !o.found)
+      std::printf("FAIL %s %s %s: %s\n  a: %s\n  b: %s\n", label.c_str(), o.question_id.c_str(), cls.c_str(),
+                  o.failure.substr(0, 200).c_str(), a.c_str(), b.c_str());
+    outcomes.push_back(std::move(o));
+  }
+  size_t same = 0, error = 0;
+  for (const auto& [c, n] : dropped_same) same += n;
+  for (const auto& [c, n] : dropped_error) error += n;
+  std::printf("real-style pairs with different results on D: %zu (dropped: same result on D %zu, not runnable %zu; lineage errors: %zu)\n",
+              outcomes.size(), same, error, counts.lineage_errors);
+  for (const auto& [c, n] : dropped_same) std::printf("  dropped as the same on D, %s: %zu\n", c.c_str(), n);
+  std::set<std::string> datasets, classes;
+  for (const auto& o : outcomes) datasets.insert(o.dataset), classes.insert(o.mistake);
+  for (const auto& d : datasets) summarize(d, outcomes, [&](const Outcome& o) { return o.dataset == d; });
+  for (const auto& c : classes) summarize("  " + c, outcomes, [&](const Outcome& o) { return o.mistake == c; });
+  summarize("all", outcomes, [](const Outcome&) { return true; });
+  return 0;
+}
 
 int main(int argc, char** argv) {
   std::string spider, bird, bird_db = "superhero", db_path;
@@ -112,6 +241,8 @@ int main(int argc, char** argv) {
   uint64_t seed = 1;
   bool show_failures = false;
   double slow_ms = 0;
+  std::string pairs_file;
+  bool before = false;
   select::InstanceOptions io;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -127,8 +258,17 @@ int main(int argc, char** argv) {
     else if (a == "--show-slow") slow_ms = std::stod(next());
     else if (a == "--group-budget") io.lineage_group_budget = std::stoll(next());
     else if (a == "--keep-rows") keep_rows = std::stoul(next());
+    else if (a == "--pairs") pairs_file = next();
+    else if (a == "--before") before = true;
     else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return 2; }
   }
+  if (before) {
+    io.grow = false;
+    io.shrink_budget_s = 0;
+    io.max_rows = SIZE_MAX;
+    io.search_budget_s = 0;
+  }
+  if (!pairs_file.empty()) return run_pairs(pairs_file, spider, bird, bird_db, db_path, keep_rows, seed, io, show_failures);
   struct Source { std::string label; data::Dataset ds; };
   std::vector<Source> sources;
   if (!spider.empty()) {
@@ -162,8 +302,8 @@ int main(int argc, char** argv) {
   db::QueryLimits run_limits = eo.limits;
   run_limits.hash_rows_after = keep_rows;
   std::vector<Outcome> outcomes;
-  size_t skipped_same = 0, skipped_error = 0, lineage_errors = 0;
-  size_t witnesses_run = 0, witnesses_shared = 0, witnesses_empty = 0;  // over every pair's two lineages
+  size_t skipped_same = 0, skipped_error = 0;
+  Counts counts;
   const std::vector<sim::SqlMistake> mistakes = {
       sim::SqlMistake::kWrongColumn,   sim::SqlMistake::kDroppedCondition, sim::SqlMistake::kLiteralCase,
       sim::SqlMistake::kDistinctToggle, sim::SqlMistake::kExtraColumn,     sim::SqlMistake::kWrongAggregate,
@@ -207,34 +347,8 @@ int main(int argc, char** argv) {
         o.question_id = q.question_id;
         o.mistake = sim::sql_mistake_name(m);
         o.subquery_in_where = sub;
-        auto t0 = std::chrono::steady_clock::now();
-        const double c0 = thread_cpu_ms();
-        // Both queries have just run on D (as in the pipeline, where candidates run once
-        // before selection), so lineage is given their results and runs only the witnesses.
-        auto la = builder->lineage(q.gold_sql, &gold.result);
-        auto lb = builder->lineage(*mutant, &r.result);
-        o.lineage_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        if (!la.is_ok() || !lb.is_ok()) {
-          ++lineage_errors;
-          o.failure = "lineage: " + (!la.is_ok() ? la.status() : lb.status()).message();
-        } else {
-          o.sampled = !la->sampled.empty() || !lb->sampled.empty();
-          for (const auto* l : {&*la, &*lb}) {
-            witnesses_run += static_cast<size_t>(l->witnesses_run);
-            witnesses_shared += static_cast<size_t>(l->witnesses_shared);
-            witnesses_empty += static_cast<size_t>(l->witnesses_empty);
-          }
-          auto s = builder->separate(*la, *lb, seed ^ (q.index * 7919 + k));
-          if (!s.is_ok()) o.failure = s.status().message();
-          else {
-            o.found = s->found;
-            o.rows = s->instance.rows();
-            if (!s->found) o.failure = s->failure;
-          }
-        }
-        o.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        measure(*builder, q.gold_sql, gold.result, *mutant, r.result, seed ^ (q.index * 7919 + k), counts, o);
         o.exec_ms = gold_ms + mutant_ms;
-        o.cpu_ms = thread_cpu_ms() - c0;
         o.gold = q.gold_sql;
         o.mutant = *mutant;
         // Slow by the time including both candidates' executions.
@@ -251,9 +365,9 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("pairs with different results: %zu (mutants equal to gold skipped: %zu; not runnable: %zu; lineage errors: %zu)\n",
-              outcomes.size(), skipped_same, skipped_error, lineage_errors);
+              outcomes.size(), skipped_same, skipped_error, counts.lineage_errors);
   std::printf("witness queries of the pairs' lineages: run %zu, shared within the pair %zu, known empty from an empty result %zu\n",
-              witnesses_run, witnesses_shared, witnesses_empty);
+              counts.witnesses_run, counts.witnesses_shared, counts.witnesses_empty);
   for (const auto& src : sources) {
     summarize(src.label, outcomes, [&](const Outcome& o) { return o.dataset == src.label; });
     summarize(src.label + " / subquery in WHERE", outcomes,

@@ -464,6 +464,15 @@ string render_html(const json& rep, const run::RunData& run, const ReportOptions
                      "(evidence against the gold SQL; see each question's duels): {} question(s): {}</p>",
                      rep["gold_disputes"].size(), ids);
   }
+  if (run::field(rep, "separating_duels").is_object())
+    for (const auto& [name, v] : rep["separating_duels"].items()) {
+      string draws;
+      for (const auto& [kind, n] : v["draws"].items()) draws += fmt::format("{}{} {}", draws.empty() ? "" : ", ", esc(kind), n.get<int>());
+      h += fmt::format("<p>{}: technical coverage {}/{} questions ({:.1f}%: duels put to the model / two or more distinct "
+                       "results); draws by reason: {} (each question's duels say why).</p>",
+                       esc(name), v["questions_dueled"].get<int>(), v["questions_contested"].get<int>(),
+                       100.0 * v["technical_coverage"].get<double>(), draws.empty() ? "none" : draws);
+    }
 
   if (!rep["generators"].empty()) {
     h += "<h2>Generators</h2>\n<table><tr><th>generator</th><th>candidates</th><th>executable before fix</th><th>after fix</th><th>fixer rounds</th>"

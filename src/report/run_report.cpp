@@ -173,6 +173,38 @@ void add_ex(json& rep, ReportContext& ctx) {
 }
 
 // Selectors side by side, with the bounds every selector lives between.
+
+// Separating-instance duels per selector that plays them: the paper's technical coverage —
+// questions reaching the duel stage (a duel's instance was put to the model) over questions with
+// two or more distinct results (a duel was planned) — and, per question, why duels were draws
+// (the duel's "draw" kind: no_instance, too_large, timeout, no_lineage, answers_disagree,
+// both_match, neither_matches). Empty when no selector played a duel.
+json separating_duels(const run::RunData& run) {
+  json out = json::object();
+  for (const auto& r : run.records)
+    for (const auto& [name, sel] : r.selections) {
+      const json& duels = run::field(sel.explanation, "duels");
+      if (!duels.is_array() || duels.empty()) continue;
+      json& s = out[name];
+      if (s.is_null()) s = {{"questions_contested", 0}, {"questions_dueled", 0}, {"draws", json::object()}, {"questions", json::array()}};
+      bool asked = false;
+      json kinds = json::object();
+      for (const auto& d : duels) {
+        asked = asked || run::field(d, "model_answers").is_array();
+        const std::string kind = run::string_field(d, "draw");
+        if (kind.empty()) continue;
+        kinds[kind] = kinds.value(kind, 0) + 1;
+        s["draws"][kind] = s["draws"].value(kind, 0) + 1;
+      }
+      s["questions_contested"] = s["questions_contested"].get<int>() + 1;
+      s["questions_dueled"] = s["questions_dueled"].get<int>() + (asked ? 1 : 0);
+      if (!kinds.empty()) s["questions"].push_back({{"question_id", r.question_id}, {"draws", kinds}});
+    }
+  for (auto& [name, s] : out.items())
+    s["technical_coverage"] = static_cast<double>(s["questions_dueled"].get<int>()) / s["questions_contested"].get<int>();
+  return out;
+}
+
 void add_selectors(json& rep, ReportContext& ctx) {
   const run::RunData& run = ctx.run;
   const ReportOptions& o = ctx.options;
@@ -223,6 +255,7 @@ void add_selectors(json& rep, ReportContext& ctx) {
     if (n > 0) disputes.push_back({{"question_id", r.question_id}, {"duels", n}});
   }
   rep["gold_disputes"] = disputes;
+  if (json sep = separating_duels(run); !sep.empty()) rep["separating_duels"] = std::move(sep);
   std::vector<int> oracle, adversarial;
   for (const auto& r : run.records) {
     oracle.push_back(r.bounds && r.bounds->oracle ? 1 : 0);
@@ -662,6 +695,24 @@ std::string render_markdown(const json& rep) {
     md += fmt::format("Separating-instance duels where the model's answer on D′ disagrees with gold's (evidence "
                       "against the gold SQL): {} question(s): {}.\n\n",
                       rep["gold_disputes"].size(), core::markdown_cell(ids));
+  }
+  if (rep.contains("separating_duels")) {
+    md += "Separating-instance duels: technical coverage (questions whose duels reached the model / questions with two or "
+          "more distinct results) and why duels were draws, per question.\n\n| selector | coverage | draws by reason | "
+          "questions with draws |\n|---|---|---|---|\n";
+    for (const auto& [k, v] : rep["separating_duels"].items()) {
+      std::string draws, questions;
+      for (const auto& [kind, n] : v["draws"].items()) draws += fmt::format("{}{} {}", draws.empty() ? "" : ", ", kind, n.get<int>());
+      for (const auto& q : v["questions"]) {
+        std::string kinds;
+        for (const auto& [kind, n] : q["draws"].items()) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", kind, n.get<int>());
+        questions += fmt::format("{}{} ({})", questions.empty() ? "" : "; ", q["question_id"].get<std::string>(), kinds);
+      }
+      md += fmt::format("| {} | {}/{} ({}%) | {} | {} |\n", core::markdown_cell(k), v["questions_dueled"].get<int>(),
+                        v["questions_contested"].get<int>(), fmt_num(100.0 * v["technical_coverage"].get<double>()),
+                        core::markdown_cell(draws.empty() ? "none" : draws), core::markdown_cell(questions.empty() ? "none" : questions));
+    }
+    md += "\n";
   }
   if (!rep["generators"].empty()) {
     md += "## Generators\n\n| generator | candidates | executable before fix % | after fix % | correct candidates | questions with a correct one | unique correct | upper bound % |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";

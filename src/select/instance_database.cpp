@@ -96,11 +96,14 @@ json SeparatingInstance::to_json() const {
   json j = {{"found", found}, {"attempts", attempts}};
   if (found) {
     j["rows"] = instance.rows();
+    if (rows_before_shrink > instance.rows()) j["rows_before_shrink"] = rows_before_shrink;
     j["instance"] = instance.to_json();
     j["answer_a"] = render_answer_rows(answer_a);
     j["answer_b"] = render_answer_rows(answer_b);
   } else {
     j["failure"] = failure;
+    if (too_large) j["too_large_rows"] = too_large_rows;
+    if (timed_out) j["timed_out"] = true;
   }
   return j;
 }

@@ -55,12 +55,19 @@ class SeparatingInstances : public Selector {
       std::optional<SeparatingInstance> inst;  // none: a draw before any ask (no lineage, no instance)
       size_t first_ask = 0;
     };
-    auto draw = [&](Duel& du, const std::string& why) {
+    // `kind` says why for the report (DrawKind names): no lineage, no instance, one too large,
+    // a timeout, or the model's answers.
+    auto draw = [&](Duel& du, const char* kind, const std::string& why) {
       score[du.i] += 0.5;
       score[du.j] += 0.5;
       du.d["outcome"] = "draw";
+      du.d["draw"] = kind;
       du.d["why"] = why;
     };
+    auto timed_out_text = [](const std::string& m) {
+      return m.find("timed out") != std::string::npos || m.find("timeout") != std::string::npos;
+    };
+    auto timed_out = [&](const Status& st) { return st.code() == ErrorCode::kTimeout || timed_out_text(st.message()); };
     std::deque<Duel> plan;  // stable addresses: the asks' instance callbacks point into it
     std::vector<Ask> asks;
     int64_t pair_index = 0;
@@ -76,7 +83,8 @@ class SeparatingInstances : public Selector {
         const auto& la = lineage.at(i);
         const auto& lb = lineage.at(j);
         if (!la.is_ok() || !lb.is_ok()) {
-          draw(du, "lineage: " + (!la.is_ok() ? la.status() : lb.status()).message());
+          const Status& st = !la.is_ok() ? la.status() : lb.status();
+          draw(du, timed_out(st) ? "timeout" : "no_lineage", "lineage: " + st.message());
           continue;
         }
         core::KeyHasher h;
@@ -91,12 +99,15 @@ class SeparatingInstances : public Selector {
         if (!notes.empty()) d["lineage"] = std::move(notes);
         auto inst = builder->separate(*la, *lb, seed);
         if (!inst.is_ok()) {
-          draw(du, "instance: " + inst.status().message());
+          draw(du, timed_out(inst.status()) ? "timeout" : "no_instance", "instance: " + inst.status().message());
           continue;
         }
         d["instance"] = inst->to_json();
         if (!inst->found) {
-          draw(du, "no separating instance");
+          const char* kind = inst->timed_out || timed_out_text(inst->failure) ? "timeout"
+                             : inst->too_large                                 ? "too_large"
+                                                                               : "no_instance";
+          draw(du, kind, inst->too_large && !inst->timed_out ? "separating instance too large" : "no separating instance");
           continue;
         }
         du.inst = std::move(*inst);
@@ -173,7 +184,7 @@ class SeparatingInstances : public Selector {
         if (agree * 2 > o_.asks) { majority = &a; break; }
       }
       if (!majority) {
-        draw(du, "the model's answers disagree");
+        draw(du, "answers_disagree", "the model's answers disagree");
         duels.push_back(std::move(d));
         continue;
       }
@@ -188,7 +199,7 @@ class SeparatingInstances : public Selector {
         score[j] += 1;
         d["outcome"] = "b";
       } else {
-        draw(du, ma ? "both match" : "neither matches");
+        draw(du, ma ? "both_match" : "neither_matches", ma ? "both match" : "neither matches");
       }
       duels.push_back(std::move(d));
     }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdio>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -21,6 +23,12 @@ namespace {
 using json = nlohmann::json;
 
 uint64_t below(std::mt19937_64& rng, uint64_t n) { return n == 0 ? 0 : rng() % n; }
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
 
 // k distinct elements of `pool` (all when k ≥ size), in a seeded order.
 std::vector<const LineageTerm*> draw(const std::vector<const LineageTerm*>& pool, size_t k,
@@ -417,6 +425,7 @@ Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
     if (!w.is_ok()) return w.status();
     if (!(*w)->fallback.empty()) out.fallbacks.push_back((*w)->fallback);
     out.witnesses.push_back(std::move(*w));
+    out.top.push_back(q.of_top_query ? 1 : 0);
   }
   return out;
 }
@@ -462,35 +471,77 @@ Result<db::ResultSet> InstanceBuilder::run_on(const InstanceTables& instance,
   return (*mem)->run(sql, options_.query_timeout_s);
 }
 
+Result<std::optional<InstanceBuilder::Separation>> InstanceBuilder::try_rows(
+    const std::string& a, const std::string& b, const sql::Schema& tables,
+    const std::map<std::string, std::set<int64_t>>& rows, std::string& last_error) const {
+  auto instance = fetch(rows);
+  if (!instance.is_ok()) return instance.status();
+  auto mem = MemoryDatabase::create(tables, *instance);
+  if (!mem.is_ok()) return mem.status();
+  auto ra = (*mem)->run(a, options_.query_timeout_s);
+  auto rb = (*mem)->run(b, options_.query_timeout_s);
+  if (!ra.is_ok() || !rb.is_ok()) {
+    last_error = (!ra.is_ok() ? ra.status() : rb.status()).message();
+    return std::optional<Separation>();
+  }
+  if (db::relaxed_equal(*ra, *rb)) return std::optional<Separation>();
+  return std::optional<Separation>(Separation{std::move(*instance), std::move(*ra), std::move(*rb)});
+}
+
 Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, const QueryLineage& b,
                                                      uint64_t seed) const {
   SeparatingInstance out;
-  // P1, P2: every term of each query, sorted and unique; the differences by one merge pass.
-  auto all_terms = [](const QueryLineage& q) {
-    std::vector<const LineageTerm*> v;
-    for (const auto& w : q.witnesses)
-      for (const auto& t : w->terms) v.push_back(&t);
+  using TermList = std::vector<const LineageTerm*>;
+  auto sort_unique = [](TermList& v) {
     std::sort(v.begin(), v.end(), [](const LineageTerm* x, const LineageTerm* y) { return *x < *y; });
     v.erase(std::unique(v.begin(), v.end(), [](const LineageTerm* x, const LineageTerm* y) { return *x == *y; }),
             v.end());
+  };
+  // Every term of a query (or of its top witnesses only), sorted and unique.
+  auto terms_of = [&](const QueryLineage& q, bool top_only) {
+    TermList v;
+    for (size_t k = 0; k < q.witnesses.size(); ++k)
+      if (!top_only || (k < q.top.size() && q.top[k]))
+        for (const auto& t : q.witnesses[k]->terms) v.push_back(&t);
+    sort_unique(v);
     return v;
   };
-  const auto p1 = all_terms(a), p2 = all_terms(b);
-  std::vector<const LineageTerm*> only1, only2, common;
-  for (size_t i = 0, j = 0; i < p1.size() || j < p2.size();) {
-    if (j == p2.size() || (i < p1.size() && *p1[i] < *p2[j])) only1.push_back(p1[i++]);
-    else if (i == p1.size() || *p2[j] < *p1[i]) only2.push_back(p2[j++]);
-    else common.push_back(p1[i++]), ++j;
-  }
+  // x − y, y − x and x ∩ y of two sorted term lists, by one merge pass.
+  struct Split {
+    TermList only1, only2, common;
+  };
+  auto split = [](const TermList& x, const TermList& y) {
+    Split s;
+    for (size_t i = 0, j = 0; i < x.size() || j < y.size();) {
+      if (j == y.size() || (i < x.size() && *x[i] < *y[j])) s.only1.push_back(x[i++]);
+      else if (i == x.size() || *y[j] < *x[i]) s.only2.push_back(y[j++]);
+      else s.common.push_back(x[i++]), ++j;
+    }
+    return s;
+  };
+  const auto p1 = terms_of(a, false), p2 = terms_of(b, false);
+  const Split all = split(p1, p2);
+  const auto& only1 = all.only1;
+  const auto& only2 = all.only2;
+  const auto& common = all.common;
   if (p1.empty() && p2.empty()) {
     out.failure = "neither query reads any row";
     return out;
   }
+  // The output terms: a query without a top witness (a derived table, a compound) offers all.
+  auto top1 = terms_of(a, true), top2 = terms_of(b, true);
+  if (top1.empty()) top1 = p1;
+  if (top2.empty()) top2 = p2;
+  const Split top = split(top1, top2);
   // Both queries' witnesses: the support rows of subqueries come from them, and a term's group
   // mates from the one holding it. Each witness's terms are sorted.
   std::vector<const WitnessTerms*> witnesses;
+  bool subqueries = false;  // a witness that is not a top query's own
   for (const QueryLineage* q : {&a, &b})
-    for (const auto& w : q->witnesses) witnesses.push_back(w.get());
+    for (size_t k = 0; k < q->witnesses.size(); ++k) {
+      witnesses.push_back(q->witnesses[k].get());
+      subqueries = subqueries || k >= q->top.size() || !q->top[k];
+    }
   auto table_name = [&](uint32_t t) -> const std::string& { return schema_->tables[t].name; };
 
   // The group mates of a term (see WitnessTerms::group_of): the witness holding it, by address.
@@ -509,19 +560,201 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
     return mates;
   };
 
+  std::mt19937_64 rng(seed ^ 0x5eb4a7a1c0ffee11ULL);
+  // Adds to `rows`, for each witness not yet represented by `picks` (rows read by subqueries),
+  // the term sharing most values with the rows picked so far.
+  auto add_support = [&](const TermList& picks, std::map<std::string, std::set<int64_t>>& rows) -> Status {
+    // Values of the rows picked so far: a support term that shares one is likely to join.
+    auto picked = fetch(rows);
+    if (!picked.is_ok()) return picked.status();
+    std::set<std::string> values;          // python keys, for scoring
+    std::set<std::string> literal_values;  // SQL literals, for lookups by value
+    auto add_value = [&](const db::Value& v) {
+      if (v.is_null()) return;
+      values.insert(db::python_key(v));
+      if (v.type == db::ValueType::kInteger) literal_values.insert(std::to_string(v.i));
+      else if (v.type == db::ValueType::kText && v.s.size() <= 64) {
+        std::string q = "'";
+        for (char c : v.s) q += c == '\'' ? std::string("''") : std::string(1, c);
+        literal_values.insert(q + "'");
+      }
+    };
+    for (const auto& [t, rs] : picked->tables)
+      for (const auto& row : rs.rows)
+        for (const auto& v : row) add_value(v);
+    std::set<LineageTerm> chosen;
+    for (const auto* p : picks) chosen.insert(*p);
+    for (size_t w = 0; w < witnesses.size(); ++w) {
+      const auto& terms = witnesses[w]->terms;
+      if (terms.empty()) continue;
+      bool represented = std::any_of(chosen.begin(), chosen.end(), [&](const LineageTerm& t) {
+        return std::binary_search(terms.begin(), terms.end(), t);
+      });
+      if (represented) continue;
+      std::vector<const LineageTerm*> pool;
+      std::vector<LineageTerm> looked_up;  // owns terms found by value (single-row witnesses)
+      if (terms.size() > options_.affinity_sample && terms.front().size() == 1) {
+        // Too many rows to score them all: ask D for the rows of this table sharing a value
+        // with the rows picked so far (join keys), and keep those that are witnesses.
+        const uint32_t table = terms.front().front().first;
+        const sql::TableInfo* info = &schema_->tables[table];
+        std::string list;
+        size_t k = 0;
+        for (const auto& v : literal_values) {
+          if (k++ >= 64) break;
+          list += (list.empty() ? "" : ", ") + v;
+        }
+        if (info && !list.empty()) {
+          std::string where;
+          for (const auto& c : info->columns)
+            where += (where.empty() ? "" : " OR ") + core::quote_sql_identifier(c.name) + " IN (" + list + ")";
+          auto r = executor_->run(db_path_, "SELECT rowid FROM " + core::quote_sql_identifier(info->name) +
+                                                " WHERE " + where + " LIMIT 512");
+          if (r.ok())
+            for (const auto& row : r.result.rows)
+              if (!row.empty() && row[0].type == db::ValueType::kInteger) {
+                LineageTerm t{{table, row[0].i}};
+                if (std::binary_search(terms.begin(), terms.end(), t)) looked_up.push_back(std::move(t));
+              }
+        }
+        for (const auto& t : looked_up) pool.push_back(&t);
+      }
+      if (pool.empty())
+        for (const auto& t : terms) pool.push_back(&t);
+      auto sample = draw(pool, options_.affinity_sample, rng);
+      std::shuffle(sample.begin(), sample.end(), rng);
+      std::map<std::string, std::set<int64_t>> sample_rows;
+      for (const auto* t : sample)
+        for (const auto& [table, id] : *t) sample_rows[table_name(table)].insert(id);
+      auto fetched = fetch(sample_rows);
+      if (!fetched.is_ok()) return fetched.status();
+      const LineageTerm* best = sample.front();
+      size_t best_score = 0;
+      for (const auto* t : sample) {
+        size_t score = 0;
+        for (const auto& [table, id] : *t) {
+          auto it = row_cache_->find({table_name(table), id});
+          if (it == row_cache_->end()) continue;
+          for (const auto& v : it->second)
+            if (!v.is_null() && values.count(db::python_key(v))) ++score;
+        }
+        if (score > best_score) best_score = score, best = t;
+      }
+      // The new rows' values count for the witnesses still to come (a chain of joins).
+      for (const auto& [table, id] : *best) {
+        auto it = row_cache_->find({table_name(table), id});
+        if (it == row_cache_->end()) continue;
+        for (const auto& v : it->second) add_value(v);
+      }
+      chosen.insert(*best);
+      for (const auto& [table, id] : *best) rows[table_name(table)].insert(id);
+    }
+    return Status::ok();
+  };
+
+  // D′ is created, for every draw and every step of the shrinking, with only the tables the two
+  // queries name (a word match: naming more is harmless).
+  sql::Schema named;
+  for (const auto& t : schema_->tables)
+    if (core::mentions_identifier(a.sql, t.name) || core::mentions_identifier(b.sql, t.name)) named.tables.push_back(t);
+  if (named.tables.empty() || !options_.grow) named = *schema_;
+  std::string last_error;
+  // One attempt: the rows of `picks` (plus support rows); true when an instance was accepted.
+  // A term of more rows than `term_rows` (an outer join's whole group, which lineage cannot split
+  // into tuples: at BIRD scale thousands of rows) brings a seeded sample of that many of them —
+  // D′ is verified anyway, and no model reads thousands of rows.
+  const auto start = std::chrono::steady_clock::now();
+  auto out_of_time = [&] {
+    return options_.search_budget_s > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > options_.search_budget_s;
+  };
+  auto attempt = [&](const TermList& picks, bool support, size_t term_rows) -> Result<bool> {
+    ++out.attempts;
+    std::map<std::string, std::set<int64_t>> rows;
+    for (const auto* t : picks) {
+      if (t->size() <= term_rows) {
+        for (const auto& [table, id] : *t) rows[table_name(table)].insert(id);
+        continue;
+      }
+      std::vector<LineageTerm::value_type> all_rows(t->begin(), t->end());
+      std::shuffle(all_rows.begin(), all_rows.end(), rng);
+      for (size_t k = 0; k < term_rows; ++k) rows[table_name(all_rows[k].first)].insert(all_rows[k].second);
+    }
+    if (rows.empty()) return false;
+    if (support) NL2SQL_RETURN_IF_ERROR(add_support(picks, rows));
+    auto found = try_rows(a.sql, b.sql, named, rows, last_error);
+    if (!found.is_ok()) return found.status();
+    if (!*found) return false;
+    const size_t before = (*found)->instance.rows();
+    Separation small = options_.shrink_budget_s > 0 ? shrink(a.sql, b.sql, named, std::move(**found)) : std::move(**found);
+    const size_t n = small.instance.rows();
+    if (n > options_.max_rows) {
+      if (!out.too_large || n < out.too_large_rows) out.too_large_rows = n;
+      out.too_large = true;
+      return false;
+    }
+    out.found = true;
+    out.too_large = false;
+    out.too_large_rows = 0;
+    out.rows_before_shrink = before;
+    out.instance = std::move(small.instance);
+    out.answer_a = std::move(small.answer_a);
+    out.answer_b = std::move(small.answer_b);
+    return true;
+  };
+
+  // Phase 1: growing draws from the output terms, then the largest groups whole.
+  const size_t top_size = std::max({top.only1.size(), top.only2.size(), top.common.size()});
+  for (size_t k = 1; options_.grow && k <= 64; k *= 2) {
+    TermList picks;
+    for (const TermList* pool : {&top.only1, &top.only2, &top.common}) {
+      auto x = draw(*pool, k, rng);
+      picks.insert(picks.end(), x.begin(), x.end());
+    }
+    for (bool support : {false, true}) {
+      if (support && !subqueries) continue;
+      auto done = attempt(picks, support, std::max<size_t>(16, 4 * k));
+      if (!done.is_ok()) return done.status();
+      if (*done) return out;
+      if (out_of_time()) break;
+    }
+    if (out_of_time()) break;
+    if (k == 2) {
+      // The largest group of every grouped witness, whole (a COUNT ranking, a HAVING threshold).
+      TermList groups;
+      for (const WitnessTerms* w : witnesses) {
+        // Group numbers are the witness's row numbers: dense, so counted in a vector.
+        std::vector<uint32_t> sizes;
+        for (uint32_t g : w->group_of) {
+          if (g == WitnessTerms::kNoGroup) continue;
+          if (g >= sizes.size()) sizes.resize(static_cast<size_t>(g) + 1, 0);
+          ++sizes[g];
+        }
+        if (sizes.empty()) continue;
+        const auto largest = static_cast<uint32_t>(std::max_element(sizes.begin(), sizes.end()) - sizes.begin());
+        for (size_t t = 0; t < w->terms.size() && groups.size() < 4 * options_.max_group_terms; ++t)
+          if (w->group_of[t] == largest) groups.push_back(&w->terms[t]);
+      }
+      if (!groups.empty()) {
+        auto done = attempt(groups, subqueries, 4 * options_.max_rows);
+        if (!done.is_ok()) return done.status();
+        if (*done) return out;
+      }
+    }
+    if (k >= top_size) break;
+  }
+
+  // Phase 2: sampling.
   const auto [m0, n0] = sample_sizes(a.sql, b.sql);
   // A partial group still yields its output row unless a HAVING condition drops it.
   const bool having = core::mentions_identifier(a.sql, "having") || core::mentions_identifier(b.sql, "having");
-  std::mt19937_64 rng(seed ^ 0x5eb4a7a1c0ffee11ULL);
-  std::string last_error;
-  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    ++out.attempts;
-    const size_t grow = 1 + static_cast<size_t>(attempt) / 14;
-    const bool support = attempt % 2 == 1 && witnesses.size() > 2;
-    const bool swapped = (attempt / 2) % 2 == 1;
-    const bool whole_groups = having && attempt >= 5 && attempt % 3 == 2;
+  for (int round = 0; round < options_.max_attempts; ++round) {
+    const size_t grow = 1 + static_cast<size_t>(round) / 14;
+    const bool support = round % 2 == 1 && witnesses.size() > 2;
+    const bool swapped = (round / 2) % 2 == 1;
+    const bool whole_groups = having && round >= 5 && round % 3 == 2;
     const int m = swapped ? n0 : m0, n = swapped ? m0 : n0;
-    std::vector<const LineageTerm*> picks;
+    TermList picks;
     if (only1.empty() && only2.empty()) {
       picks = draw(common, 2 * grow, rng);
     } else {
@@ -531,7 +764,7 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
       picks.insert(picks.end(), y.begin(), y.end());
       // One side contributes nothing of its own (e.g. its answer is a subset of the other's):
       // now and then add a shared term so non-monotone queries get rows to work on.
-      if ((only1.empty() || only2.empty()) && attempt % 4 == 3) {
+      if ((only1.empty() || only2.empty()) && round % 4 == 3) {
         auto z = draw(common, 1, rng);
         picks.insert(picks.end(), z.begin(), z.end());
       }
@@ -543,115 +776,24 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
         picks.insert(picks.end(), mates.begin(), mates.end());
       }
     }
-    std::map<std::string, std::set<int64_t>> rows;
-    for (const auto* t : picks)
-      for (const auto& [table, id] : *t) rows[table_name(table)].insert(id);
-    if (support) {
-      // Values of the rows picked so far: a support term that shares one is likely to join.
-      auto picked = fetch(rows);
-      if (!picked.is_ok()) return picked.status();
-      std::set<std::string> values;          // python keys, for scoring
-      std::set<std::string> literal_values;  // SQL literals, for lookups by value
-      auto add_value = [&](const db::Value& v) {
-        if (v.is_null()) return;
-        values.insert(db::python_key(v));
-        if (v.type == db::ValueType::kInteger) literal_values.insert(std::to_string(v.i));
-        else if (v.type == db::ValueType::kText && v.s.size() <= 64) {
-          std::string q = "'";
-          for (char c : v.s) q += c == '\'' ? std::string("''") : std::string(1, c);
-          literal_values.insert(q + "'");
-        }
-      };
-      for (const auto& [t, rs] : picked->tables)
-        for (const auto& row : rs.rows)
-          for (const auto& v : row) add_value(v);
-      std::set<LineageTerm> chosen;
-      for (const auto* p : picks) chosen.insert(*p);
-      for (size_t w = 0; w < witnesses.size(); ++w) {
-        const auto& terms = witnesses[w]->terms;
-        if (terms.empty()) continue;
-        bool represented = std::any_of(chosen.begin(), chosen.end(), [&](const LineageTerm& t) {
-          return std::binary_search(terms.begin(), terms.end(), t);
-        });
-        if (represented) continue;
-        std::vector<const LineageTerm*> pool;
-        std::vector<LineageTerm> looked_up;  // owns terms found by value (single-row witnesses)
-        if (terms.size() > options_.affinity_sample && terms.front().size() == 1) {
-          // Too many rows to score them all: ask D for the rows of this table sharing a value
-          // with the rows picked so far (join keys), and keep those that are witnesses.
-          const uint32_t table = terms.front().front().first;
-          const sql::TableInfo* info = &schema_->tables[table];
-          std::string list;
-          size_t k = 0;
-          for (const auto& v : literal_values) {
-            if (k++ >= 64) break;
-            list += (list.empty() ? "" : ", ") + v;
-          }
-          if (info && !list.empty()) {
-            std::string where;
-            for (const auto& c : info->columns)
-              where += (where.empty() ? "" : " OR ") + core::quote_sql_identifier(c.name) + " IN (" + list + ")";
-            auto r = executor_->run(db_path_, "SELECT rowid FROM " + core::quote_sql_identifier(info->name) +
-                                                  " WHERE " + where + " LIMIT 512");
-            if (r.ok())
-              for (const auto& row : r.result.rows)
-                if (!row.empty() && row[0].type == db::ValueType::kInteger) {
-                  LineageTerm t{{table, row[0].i}};
-                  if (std::binary_search(terms.begin(), terms.end(), t)) looked_up.push_back(std::move(t));
-                }
-          }
-          for (const auto& t : looked_up) pool.push_back(&t);
-        }
-        if (pool.empty())
-          for (const auto& t : terms) pool.push_back(&t);
-        auto sample = draw(pool, options_.affinity_sample, rng);
-        std::shuffle(sample.begin(), sample.end(), rng);
-        std::map<std::string, std::set<int64_t>> sample_rows;
-        for (const auto* t : sample)
-          for (const auto& [table, id] : *t) sample_rows[table_name(table)].insert(id);
-        auto fetched = fetch(sample_rows);
-        if (!fetched.is_ok()) return fetched.status();
-        const LineageTerm* best = sample.front();
-        size_t best_score = 0;
-        for (const auto* t : sample) {
-          size_t score = 0;
-          for (const auto& [table, id] : *t) {
-            auto it = row_cache_->find({table_name(table), id});
-            if (it == row_cache_->end()) continue;
-            for (const auto& v : it->second)
-              if (!v.is_null() && values.count(db::python_key(v))) ++score;
-          }
-          if (score > best_score) best_score = score, best = t;
-        }
-        // The new rows' values count for the witnesses still to come (a chain of joins).
-        for (const auto& [table, id] : *best) {
-          auto it = row_cache_->find({table_name(table), id});
-          if (it == row_cache_->end()) continue;
-          for (const auto& v : it->second) add_value(v);
-        }
-        chosen.insert(*best);
-        for (const auto& [table, id] : *best) rows[table_name(table)].insert(id);
-      }
+    auto done = attempt(picks, support, 8 * grow * options_.max_rows);
+    if (!done.is_ok()) return done.status();
+    if (*done) return out;
+    if (out_of_time()) {
+      out.timed_out = true;
+      break;
     }
-    auto instance = fetch(rows);
-    if (!instance.is_ok()) return instance.status();
-    auto mem = MemoryDatabase::create(*schema_, *instance);
-    if (!mem.is_ok()) return mem.status();
-    auto ra = (*mem)->run(a.sql, options_.query_timeout_s);
-    auto rb = (*mem)->run(b.sql, options_.query_timeout_s);
-    if (!ra.is_ok() || !rb.is_ok()) {
-      last_error = (!ra.is_ok() ? ra.status() : rb.status()).message();
-      continue;
-    }
-    if (db::relaxed_equal(*ra, *rb)) continue;
-    out.found = true;
-    out.instance = std::move(*instance);
-    out.answer_a = std::move(*ra);
-    out.answer_b = std::move(*rb);
-    return out;
   }
-  out.failure = "no separating instance in " + std::to_string(out.attempts) + " attempts" +
-                (last_error.empty() ? "" : " (last error on D′: " + last_error + ")");
+  if (out.timed_out)
+    out.failure = "search timed out after " + std::to_string(out.attempts) + " attempts (" +
+                  seconds_text(options_.search_budget_s) + " budget)" +
+                  (out.too_large ? "; the smallest separating instance found has " + std::to_string(out.too_large_rows) + " rows" : "");
+  else if (out.too_large)
+    out.failure = "the smallest separating instance found has " + std::to_string(out.too_large_rows) +
+                  " rows, over max_rows " + std::to_string(options_.max_rows);
+  else
+    out.failure = "no separating instance in " + std::to_string(out.attempts) + " attempts" +
+                  (last_error.empty() ? "" : " (last error on D′: " + last_error + ")");
   return out;
 }
 

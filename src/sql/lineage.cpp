@@ -486,6 +486,7 @@ class Rewriter {
     // Each row of the top query's own plain witness is one row of its result (before DISTINCT):
     // an empty result has an empty witness.
     if (!aggregated) q.rows_are_output = owner != nullptr && owner == top_;
+    q.of_top_query = owner != nullptr && owner == top_;
     for (size_t k = 0; k < occ.size(); ++k) {
       ExprPtr col = column_expr(occ[k].qualifier, occ[k].quote, rowid_name(*occ[k].table));
       if (aggregated) col = call("group_concat", std::move(col));

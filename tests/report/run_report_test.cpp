@@ -304,6 +304,35 @@ TEST(RunReport, SeparatingInstanceDuelsAreShownAsEvidenceAgainstGold) {
   EXPECT_NE(html.find("1 question(s): " + disputed), std::string::npos);
 }
 
+// Per selector that duels: technical coverage (questions whose duels reached the model over
+// questions with two or more distinct results) and, per question, why duels were draws.
+TEST(RunReport, SeparatingDuelsGiveCoverageAndDrawReasons) {
+  run::RunData run = fixture_run();
+  auto selection = [](json duels) {
+    run::SelectionRecord s;
+    s.explanation = {{"duels", std::move(duels)}};
+    return s;
+  };
+  const json asked = {{"a", "c0"}, {"b", "c1"}, {"outcome", "a"}, {"model_answers", json::array({"[1]"})}};
+  const json too_large = {{"a", "c0"}, {"b", "c2"}, {"outcome", "draw"}, {"draw", "too_large"}};
+  const json timeout = {{"a", "c1"}, {"b", "c2"}, {"outcome", "draw"}, {"draw", "timeout"}};
+  run.records[0].selections["separating_instances"] = selection(json::array({asked, too_large}));
+  run.records[1].selections["separating_instances"] = selection(json::array({too_large, timeout}));
+  run.records[2].selections["separating_instances"] = selection(json::array());  // one result: no duel
+  json rep = build_report(run, ReportOptions{});
+  const json& sep = rep["separating_duels"]["separating_instances"];
+  EXPECT_EQ(sep["questions_contested"], 2);
+  EXPECT_EQ(sep["questions_dueled"], 1);
+  EXPECT_DOUBLE_EQ(sep["technical_coverage"].get<double>(), 0.5);
+  EXPECT_EQ(sep["draws"], (json{{"too_large", 2}, {"timeout", 1}}));
+  ASSERT_EQ(sep["questions"].size(), 2u);
+  EXPECT_EQ(sep["questions"][1]["question_id"], run.records[1].question_id);
+  EXPECT_EQ(sep["questions"][1]["draws"], (json{{"too_large", 1}, {"timeout", 1}}));
+  const std::string md = render_markdown(rep);
+  EXPECT_NE(md.find("| separating_instances | 1/2 (50.00%) | timeout 1, too_large 2 |"), std::string::npos) << md;
+  EXPECT_NE(render_html(rep, run, ReportOptions{}).find("technical coverage 1/2 questions (50.0%"), std::string::npos);
+}
+
 // report.json is written from its questions serialized side by side: the text is the whole
 // report's dump byte for byte (strings with line breaks, quotes and invalid UTF-8 included).
 TEST(RunReport, ReportJsonIsTheWholeReportsDumpByteForByte) {

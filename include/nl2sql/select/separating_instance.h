@@ -7,18 +7,31 @@
 // the base-table rows behind every output row or group) is split into simple terms: the rows
 // joined to produce one output tuple (grouped witnesses are split position by position when
 // every table's list has the same length, else the group is one term). With P1, P2 the term
-// sets of the two queries, up to `max_attempts` (42) times: pick M terms from P1 − P2 and N
-// from P2 − P1 — (M, N) = (3, 4) when either query mentions SUM, CASE and WHEN, (1, 2) when
-// either mentions COUNT, else (1, 1); when one difference is empty the other side fills in,
-// and when P1 = P2 two common terms are taken. Every other attempt also adds, for each witness
-// query not yet represented (rows read by subqueries), the term sharing most values with the
-// rows picked so far, so an IN/scalar subquery sees the rows it needs. Attempts 2, 3, 6, 7, …
-// swap M and N (which query's rows come in larger number decides e.g. ORDER BY COUNT … LIMIT 1);
-// when either query has HAVING, from attempt 5 every third attempt adds, for each picked term of
-// a grouped witness, the other terms of its group (at most `max_group_terms`), so HAVING
-// COUNT(…) > k can hold on D′. Later
-// attempts grow the sample. D′ is the union of the picked rows; it is accepted when both
-// queries run on it and their results differ under the relaxed equality.
+// sets of the two queries, the search runs in two phases.
+//  1. Growing draws from the output terms (the terms of each query's top witness, whose rows
+//     make its output rows; a query without one, e.g. over a derived table, offers all its
+//     terms): k terms of each of P1 − P2, P2 − P1 and P1 ∩ P2 for k = 1, 2, 4, … 64, each also
+//     with the support rows of subqueries (below) when there are any; then the largest group
+//     of every grouped witness of both queries, whole. This is what the ordinary differences
+//     between real candidates need: two rows tied at the extreme (ORDER BY … LIMIT 1 against
+//     = (SELECT MIN …)), n + 1 matching rows (LIMIT n without ORDER BY), a group large enough
+//     for a HAVING threshold or a COUNT ranking (GROUP BY name against GROUP BY key), a few rows
+//     of each case of a whole-table aggregate.
+//  2. Sampling, up to `max_attempts` (42) times: pick M terms from P1 − P2 and N
+//     from P2 − P1 — (M, N) = (3, 4) when either query mentions SUM, CASE and WHEN, (1, 2) when
+//     either mentions COUNT, else (1, 1); when one difference is empty the other side fills in,
+//     and when P1 = P2 two common terms are taken. Every other attempt also adds, for each witness
+//     query not yet represented (rows read by subqueries), the term sharing most values with the
+//     rows picked so far, so an IN/scalar subquery sees the rows it needs. Attempts 2, 3, 6, 7, …
+//     swap M and N (which query's rows come in larger number decides e.g. ORDER BY COUNT … LIMIT 1);
+//     when either query has HAVING, from attempt 5 every third attempt adds, for each picked term of
+//     a grouped witness, the other terms of its group (at most `max_group_terms`), so HAVING
+//     COUNT(…) > k can hold on D′. Later attempts grow the sample.
+// D′ is the union of the picked rows; it separates when both queries run on it and their results
+// differ under the relaxed equality. A separating D′ is then shrunk: rows are dropped, halves
+// first and then single rows (delta debugging), while the two queries still differ, within
+// `shrink_budget_s`; what remains is the instance. One of more than `max_rows` rows is not
+// accepted (the search goes on; none found: `too_large`).
 //
 // No database is modified: rows are read from D through db::Executor (read-only) and D′ lives
 // in an in-memory SQLite database created from the table definitions (sqlite_master, via
@@ -37,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -146,6 +160,7 @@ struct QueryLineage {
   std::string sql;
   db::ResultSet result;                      // on D (empty when the caller supplied it)
   std::vector<std::shared_ptr<const WitnessTerms>> witnesses;  // one per witness query
+  std::vector<char> top;                     // per witness: the top query's own (its output rows)
   std::vector<std::string> fallbacks;        // over-approximations the rewrite used
   std::vector<std::string> sampled;          // grouped witnesses kept to a sample of groups
   // How the witnesses were had: queries run on D, taken from another live lineage with the
@@ -163,6 +178,15 @@ struct InstanceOptions {
   // Grouped witnesses over a table of more rows keep a hash sample of their groups
   // (sql::LineageOptions::group_budget); 0: always exact.
   int64_t lineage_group_budget = 100000;
+  // Most rows of an accepted instance (select.separating_instances.max_rows): a model works out
+  // the answer on D′ by hand, so a larger one is no instance.
+  size_t max_rows = 30;
+  double shrink_budget_s = 0.2;   // time to drop rows from one separating instance; 0: none
+  // Phase 1 and D′ made of the named tables only; off: the search as before them (the sampling
+  // alone, every table created), for a before/after in one binary.
+  bool grow = true;
+  // Wall time after which the search stops between attempts (timed_out); 0: none.
+  double search_budget_s = 2.0;
 };
 
 // D′: tables (only the non-empty ones) with their rows, as columns + rows.
@@ -181,6 +205,11 @@ struct SeparatingInstance {
   InstanceTables instance;
   db::ResultSet answer_a, answer_b;  // the two queries on D′
   std::string failure;               // why none was found (when !found)
+  // None found, but a separating one of more than max_rows rows was (the smallest: too_large_rows).
+  bool too_large = false;
+  size_t too_large_rows = 0;
+  size_t rows_before_shrink = 0;     // of the accepted instance, as first found
+  bool timed_out = false;            // none found within InstanceOptions::search_budget_s
   nlohmann::json to_json() const;
 };
 
@@ -227,6 +256,18 @@ class InstanceBuilder {
   const sql::Schema& schema() const { return *schema_; }
 
  private:
+  // The two queries on D′ made of `rows` (all in the row cache), when both run and differ.
+  struct Separation {
+    InstanceTables instance;
+    db::ResultSet answer_a, answer_b;
+  };
+  // `tables`: the definitions the in-memory D′ is created from (those the queries name).
+  Result<std::optional<Separation>> try_rows(const std::string& a, const std::string& b, const sql::Schema& tables,
+                                             const std::map<std::string, std::set<int64_t>>& rows,
+                                             std::string& last_error) const;
+  // Drops rows of a separating instance while the queries still differ (instance_shrink.cpp).
+  Separation shrink(const std::string& a, const std::string& b, const sql::Schema& tables, Separation found) const;
+
   InstanceBuilder() = default;
   std::filesystem::path db_path_;
   const db::Executor* executor_ = nullptr;

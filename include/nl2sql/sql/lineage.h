@@ -72,6 +72,9 @@ struct WitnessQuery {
   // Each row of this witness is one row of the query's result (before DISTINCT): the top
   // query's own plain witness. When the result is empty, so is the witness.
   bool rows_are_output = false;
+  // The top query's own witness (plain or grouped): its rows or groups make the output rows,
+  // where the other witnesses' rows are read by subqueries.
+  bool of_top_query = false;
 };
 
 struct Lineage {
