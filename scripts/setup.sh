@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
-# Installs, with apt-get, exactly the Debian packages nl2sql needs to build, test and benchmark.
-# Idempotent: does nothing when everything is already installed.
+# Installs, with apt-get, the Debian packages nl2sql needs. Idempotent: does nothing when they
+# are already installed.
+#   scripts/setup.sh runtime   what building and running the `nl2sql` binary need (quickstart)
+#   scripts/setup.sh all       also the tests, fuzzing, benchmarks and packaging (test.sh; default)
 set -euo pipefail
+PROFILE=${1:-all}
 
-PACKAGES=(
+RUNTIME=(
   build-essential cmake ninja-build pkg-config
-  libsqlite3-dev sqlite3
+  libsqlite3-dev sqlite3     # sqlite3: scripts/build_mini_dataset.sh builds the mini set with it
   libcurl4-openssl-dev
   nlohmann-json3-dev
   libcli11-dev
   libspdlog-dev libfmt-dev
+  libxxhash-dev
+)
+TEST_ONLY=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
-  libxxhash-dev
   libcpp-httplib-dev          # in-process fake LLM server for tests
   python3
   clang libclang-rt-14-dev   # libFuzzer targets (slow test tier)
   chromium                   # headless browser check of report.html (slow test tier)
+  file                       # scripts/package.sh: dpkg-shlibdeps reads the binary's libraries
 )
+case "$PROFILE" in
+  runtime) PACKAGES=("${RUNTIME[@]}") ;;
+  all) PACKAGES=("${RUNTIME[@]}" "${TEST_ONLY[@]}") ;;
+  *) echo "usage: scripts/setup.sh [runtime|all]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -27,7 +38,7 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all ${#PACKAGES[@]} packages present"
+  echo "setup: all ${#PACKAGES[@]} packages of profile $PROFILE present"
   exit 0
 fi
 

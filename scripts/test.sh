@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: set-up, build, then every test tier with ctest.
+# The test command: set-up (every package: scripts/setup.sh all), build, then every test tier
+# with ctest.
 #   scripts/test.sh             fast + slow tiers (slow tests skip visibly without NL2SQL_DATA)
 #   TIER=fast scripts/test.sh   fast tier only (ctest -L fast)
 #   SANITIZE=1 scripts/test.sh  then a second stage: the library and the fast tier built with
@@ -8,7 +9,7 @@
 #   SANITIZE=only               the sanitizer stage alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh all
 BUILD_DIR=${BUILD_DIR:-build}
 SANITIZE=${SANITIZE:-0}
 

@@ -31,7 +31,7 @@ struct EvalArgs {
 int run_eval(const EvalArgs& a) {
   auto config = a.config.load();
   if (!config) return kExitBadInput;
-  auto ds = a.dataset.load();
+  auto ds = a.dataset.load(*config);
   if (!ds) return kExitBadInput;
   if (!ds->skipped.empty())
     spdlog::warn("{} of {} questions skipped (database missing); they are listed in the report",

@@ -98,7 +98,7 @@ std::optional<Stage> build_stage(const GenerateArgs& a, const core::Config& conf
                                  const db::Executor& executor) {
   const std::filesystem::path prompts = a.prompts_dir.empty() ? llm::bundled_prompts_dir() : std::filesystem::path(a.prompts_dir);
   Stage stage;
-  auto spec = a.dataset.spec();  // dc and qp take their demonstrations from its train split
+  auto spec = a.dataset.spec(config);  // dc and qp take their demonstrations from its train split
   auto generators = generate::make_generators(config, client, &executor, prompts, spec ? &*spec : nullptr);
   if (!generators) {
     spdlog::error("{}", generators.status().message());
@@ -128,7 +128,7 @@ int run_generate(const GenerateArgs& a) {
     spdlog::error("--question-id is required");
     return kExitBadInput;
   }
-  auto ds = a.dataset.load();
+  auto ds = a.dataset.load(config);
   if (!ds) return kExitBadInput;
   const data::Question* q = ds->find_question(a.question_id);
   if (!q) {

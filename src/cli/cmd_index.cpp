@@ -41,7 +41,7 @@ int run_index(IndexArgs& a) {
     spdlog::error("{}", settings.status().message());
     return kExitBadInput;
   }
-  auto ds = a.dataset.load();
+  auto ds = a.dataset.load(*config);
   if (!ds) return kExitBadInput;
   // Every database folder under the root, not only those the split's questions use.
   if (a.all_databases) {

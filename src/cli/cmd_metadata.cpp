@@ -30,7 +30,7 @@ struct MetadataArgs {
 int run_metadata(const MetadataArgs& a) {
   auto config = a.config.load();  // first: a bad config stops the command before any work
   if (!config) return kExitBadInput;
-  auto ds = a.dataset.load();
+  auto ds = a.dataset.load(*config);
   if (!ds) return kExitBadInput;
   auto settings = context::load_context_settings(*config);
   if (!settings) {

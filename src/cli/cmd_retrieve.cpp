@@ -383,7 +383,7 @@ int run_recall(const RetrieveArgs& a, const data::Dataset& ds) {
 int run_retrieve(const RetrieveArgs& a) {
   auto config = a.config.load();  // first: a bad config stops the command before any work
   if (!config) return kExitBadInput;
-  auto ds = a.dataset.load();
+  auto ds = a.dataset.load(*config);
   if (!ds) return kExitBadInput;
   if (a.recall) return run_recall(a, *ds);
   if (a.question_id.empty()) {

@@ -50,7 +50,7 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
             std::optional<double> fail_under,
             pipeline::ProgressMode progress, const std::string& index_dir,
             pipeline::RunSummary* summary_out) {
-  auto spec = dataset.spec();
+  auto spec = dataset.spec(config);
   if (!spec) {
     spdlog::error("{}", spec.status().message());
     return kExitBadInput;

@@ -33,7 +33,7 @@ struct SchemaArgs {
 int run_schema(const SchemaArgs& a) {
   auto config = a.config.load();  // first: a bad config stops the command before any work
   if (!config) return kExitBadInput;
-  auto ds = a.dataset.load();
+  auto ds = a.dataset.load(*config);
   if (!ds) return kExitBadInput;
   const data::Question* q = nullptr;
   std::string db_id = a.db_id;

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "nl2sql/core/config.h"
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
 
@@ -30,10 +31,15 @@ struct DatasetOptions {
     cmd.add_option("--tables", tables, "tables.json to use instead of the split's");
   }
 
-  Result<data::DatasetSpec> spec() const {
+  // `config` gives the data.* keys (data.strict_db_root); commands without --config use the
+  // schema's defaults.
+  Result<data::DatasetSpec> spec(const core::Config& config = core::Config()) const {
     auto b = data::parse_benchmark(benchmark);
     if (!b) return b.status();
+    auto strict = config.get_bool("data.strict_db_root");
+    if (!strict) return strict.status();
     data::DatasetSpec s;
+    s.strict_db_root = *strict;
     s.benchmark = *b;
     s.data_dir = data;
     s.split = split;
@@ -45,8 +51,8 @@ struct DatasetOptions {
 
   // Builds the spec and loads the dataset; on failure logs the message (which names the file,
   // position or flag) and returns nullopt, and the command exits with kExitBadInput.
-  std::optional<data::Dataset> load() const {
-    auto s = spec();
+  std::optional<data::Dataset> load(const core::Config& config = core::Config()) const {
+    auto s = spec(config);
     if (!s) {
       spdlog::error("{}", s.status().message());
       return std::nullopt;

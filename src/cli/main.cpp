@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "nl2sql/core/build_info.h"
 #include "nl2sql/core/log.h"
 
 namespace nl2sql::cli {
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
   if (!std::getenv("MALLOC_ARENA_MAX"))
     mallopt(M_ARENA_MAX, static_cast<int>(2 * std::max(1u, std::thread::hardware_concurrency())));
   CLI::App app{"nl2sql: text-to-SQL benchmark pipeline and evaluator (BIRD, Spider, JSONL)"};
-  app.set_version_flag("--version", std::string("nl2sql ") + NL2SQL_VERSION);
+  app.set_version_flag("--version", "nl2sql " + core::build_info().line());
   app.require_subcommand(1);
   core::LogOptions log;
   app.add_option("--log-level", log.level, "trace|debug|info|warn|error|off")

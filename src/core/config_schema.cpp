@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "nl2sql/core/files.h"
+#include "nl2sql/core/install_layout.h"
 
 namespace nl2sql::core {
 namespace fs = std::filesystem;
@@ -390,12 +391,7 @@ std::string ConfigSchema::markdown_table() const {
 
 fs::path default_schema_dir() {
   if (const char* env = std::getenv("NL2SQL_SCHEMA_DIR"); env && *env) return env;
-#ifdef NL2SQL_SOURCE_DIR
-  fs::path src = fs::path(NL2SQL_SOURCE_DIR) / "configs" / "schema";
-  std::error_code ec;
-  if (fs::is_directory(src, ec)) return src;
-#endif
-  return fs::path("configs") / "schema";
+  return share_dir().value_or(expected_share_dir()) / "configs" / "schema";
 }
 
 }  // namespace nl2sql::core

@@ -175,15 +175,17 @@ Result<Dataset> load_dataset(const DatasetSpec& spec) {
     if (inserted) {
       fs::path p = layout->db_root / q.db_id / (q.db_id + ".sqlite");
       it->second = fs::is_regular_file(p, ec);
-      // A symlink inside the root may still point outside it: resolve and check.
-      if (it->second) {
+      // The db_id was checked as text above, so the path stays under the root by name; a
+      // symlink there is the user's layout (one copy of a large dataset linked into several
+      // folders) and is followed, unless the strict check was asked for.
+      if (it->second && spec.strict_db_root) {
         const fs::path root = fs::weakly_canonical(layout->db_root, ec);
         const fs::path real = fs::weakly_canonical(p, ec);
         auto rel = real.lexically_relative(root);
         if (!ec && (rel.empty() || *rel.begin() == ".."))
           return invalid_input("database of db_id \"" + q.db_id + "\" resolves to " + real.string() +
                                ", outside the database root " + root.string() +
-                               " (copy the file into the root, or point --db-root at where it lives)");
+                               " (data.strict_db_root is set: copy the file into the root, or point --db-root at where it lives)");
       }
       if (it->second) {
         ds.db_paths[q.db_id] = p;

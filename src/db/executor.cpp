@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -270,30 +272,66 @@ Result<std::filesystem::path> wal_snapshot(const std::filesystem::path& path) {
   return snapshots.get(path);
 }
 
+// The first 100 bytes of a database file: the format string and the read/write versions at
+// offsets 18 and 19 (2 = WAL mode, per SQLite's file format); empty when unreadable or short.
+std::string database_header(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string h(100, '\0');
+  if (!in.read(h.data(), static_cast<std::streamsize>(h.size()))) return "";
+  return h;
+}
+
+bool is_sqlite_header(const std::string& h) { return h.compare(0, 16, std::string("SQLite format 3\0", 16)) == 0; }
+bool is_wal_header(const std::string& h) { return is_sqlite_header(h) && (h[18] == 2 || h[19] == 2); }
+
 }  // namespace
 
-Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutable) {
+std::string unreadable_database_hint(const std::filesystem::path& path) {
+  if (::access(path.c_str(), R_OK) != 0)
+    return "this user cannot read the file (" + std::string(std::strerror(errno)) +
+           "): make it readable, or copy the database somewhere readable";
+  const std::string h = database_header(path);
+  if (!is_sqlite_header(h))
+    return "the file is not an SQLite 3 database (truncated or another format): replace it with a good copy";
+  return "check that the file and its folder are readable";
+}
+
+Result<ReadOnlySource> read_only_source(const std::filesystem::path& path, bool immutable) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     return not_found("database file not found: " + path.string());
   std::filesystem::path wal = path;
   wal += "-wal";
-  std::filesystem::path open_path = path;
   if (std::filesystem::exists(wal, ec)) {
     if (std::filesystem::file_size(wal, ec) > 0 && !ec) {
       auto snap = wal_snapshot(path);
-      if (!snap) return snap.status();
-      open_path = *snap;
+      if (!snap)
+        return Status(ErrorCode::kIo, snap.status().message() +
+                                          " (its -wal holds committed rows, read from a private copy in the temporary "
+                                          "folder: give TMPDIR a folder with room for the database and its -wal)");
+      return ReadOnlySource{*snap, true};  // the snapshot is ours and never changes
     }
-    immutable = true;  // the snapshot is ours and never changes; an empty -wal holds nothing
+    return ReadOnlySource{path, true};  // an empty -wal holds nothing
   }
+  // A WAL-mode file without a -wal: every committed row is in the main file, but reading it in
+  // place would need a -shm beside it (created in a writable folder, impossible on read-only
+  // storage). Opened immutable, it is read as it is, with no side file.
+  if (is_wal_header(database_header(path))) return ReadOnlySource{path, true};
+  return ReadOnlySource{path, immutable};
+}
+
+std::string read_only_uri(const ReadOnlySource& source) { return uri_for(source.path, source.immutable); }
+
+Result<sqlite3*> open_read_only(const std::filesystem::path& path, bool immutable) {
+  auto source = read_only_source(path, immutable);
+  if (!source) return source.status();
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(uri_for(open_path, immutable).c_str(), &db,
+  int rc = sqlite3_open_v2(read_only_uri(*source).c_str(), &db,
                            SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);
-    return Status(ErrorCode::kIo, "cannot open database " + path.string() + ": " + msg);
+    return Status(ErrorCode::kIo, "cannot open database " + path.string() + ": " + msg + " (" + unreadable_database_hint(path) + ")");
   }
   lock_down_read_only(db);
   sqlite3_create_function_v2(db, "nl2sql_hash", -1,

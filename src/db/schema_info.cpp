@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "nl2sql/core/text.h"
+#include "nl2sql/db/executor.h"
 
 namespace nl2sql::db {
 namespace fs = std::filesystem;
@@ -40,12 +41,16 @@ const TableInfo* SchemaInfo::find(std::string_view name) const {
 Result<SchemaInfo> inspect_schema(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return not_found("no database at " + path.string());
+  // Opened as the executor opens it (a WAL database is read without writing beside it), without
+  // its authorizer: the statements below are ours, and they read pragmas.
+  auto source = read_only_source(path);
+  if (!source) return source.status();
   sqlite3* h = nullptr;
-  const std::string uri = "file:" + fs::absolute(path).string() + "?mode=ro";
-  if (sqlite3_open_v2(uri.c_str(), &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(read_only_uri(*source).c_str(), &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
     std::string msg = h ? sqlite3_errmsg(h) : "out of memory";
     sqlite3_close_v2(h);
-    return Status(ErrorCode::kIo, "cannot open database " + path.string() + ": " + msg);
+    return Status(ErrorCode::kIo, "cannot open database " + path.string() + ": " + msg + " (" +
+                                      unreadable_database_hint(path) + ")");
   }
   struct Closer {
     sqlite3* d;
@@ -55,7 +60,7 @@ Result<SchemaInfo> inspect_schema(const fs::path& path) {
   auto query = [&](const char* sql, const std::string* arg, auto&& on_row) -> Status {
     sqlite3_stmt* stmt = nullptr;
     if (sqlite3_prepare_v2(h, sql, -1, &stmt, nullptr) != SQLITE_OK)
-      return Status(ErrorCode::kSql, path.string() + ": " + sqlite3_errmsg(h));
+      return Status(ErrorCode::kSql, path.string() + ": " + sqlite3_errmsg(h) + " (" + unreadable_database_hint(path) + ")");
     if (arg) sqlite3_bind_text(stmt, 1, arg->c_str(), -1, SQLITE_TRANSIENT);
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) on_row(stmt);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "nl2sql/core/build_info.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/text.h"
 
@@ -67,7 +68,7 @@ nlohmann::json report_to_json(const EvalReport& r) {
     }
   }
   json out;
-  out["tool"] = {{"name", "nl2sql"}, {"version", NL2SQL_VERSION}};
+  out["tool"] = {{"name", "nl2sql"}, {"version", core::build_info().version}};
   out["predictions_file"] = r.predictions_file;
   out["summary"] = r.summary;
   out["items"] = std::move(items);

@@ -105,6 +105,7 @@ json to_json(const Candidate& c) {
           {"still_failing", c.still_failing},
           {"calls", calls}};
   if (!c.fix_shared_with.empty()) out["fix_shared_with"] = c.fix_shared_with;
+  if (!c.generation_shared_with.empty()) out["generation_shared_with"] = c.generation_shared_with;
   return out;
 }
 
@@ -139,6 +140,8 @@ Result<Candidate> candidate_from_json(const json& j) {
     }
   }
   if (auto it = j.find("fix_shared_with"); it != j.end() && it->is_string()) c.fix_shared_with = it->get<std::string>();
+  if (auto it = j.find("generation_shared_with"); it != j.end() && it->is_string())
+    c.generation_shared_with = it->get<std::string>();
   if (auto it = j.find("fix_rounds"); it != j.end() && it->is_array()) {
     for (const auto& rj : *it) {
       if (!rj.is_object()) return invalid_input(where + ": a fix round must be an object");

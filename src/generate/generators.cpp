@@ -388,9 +388,7 @@ class SsevGenerator : public GeneratorBase {
     std::vector<std::string> experts = o_.profiles.empty() ? std::vector<std::string>{""} : o_.profiles;
     const int64_t per_expert = o_.samples;
     std::vector<Candidate> pre, post;
-    auto run_round = [&](const std::string& kind, const context::RenderOptions& r,
-                         std::vector<Candidate>& into) -> Status {
-      std::string schema = schema_text(in, r);
+    auto run_round = [&](const std::string& kind, const std::string& schema, std::vector<Candidate>& into) -> Status {
       std::vector<llm::ModelCall> calls;
       for (size_t e = 0; e < experts.size(); ++e)
         for (int64_t s = 0; s < per_expert; ++s) {
@@ -412,7 +410,8 @@ class SsevGenerator : public GeneratorBase {
       return Status::ok();
     };
     context::RenderOptions full = render_options(in, 0);
-    NL2SQL_RETURN_IF_ERROR(run_round("presql", full, pre));
+    const std::string full_schema = schema_text(in, full);
+    NL2SQL_RETURN_IF_ERROR(run_round("presql", full_schema, pre));
 
     std::vector<std::string> queries;
     for (const auto& c : pre)
@@ -431,7 +430,15 @@ class SsevGenerator : public GeneratorBase {
       link_note = "schema linking skipped (" + schema.status().message() + "); PostSQL sees the full schema";
     }
     if (pruned.columns.empty() && schema) link_note += "; nothing linked, PostSQL sees the full schema";
-    NL2SQL_RETURN_IF_ERROR(run_round("postsql", pruned, post));
+    const std::string pruned_schema = pruned.columns.empty() ? full_schema : schema_text(in, pruned);
+    if (pruned_schema == full_schema) {
+      // The PostSQL prompts would be byte-identical to the PreSQL ones: each expert's PreSQL
+      // answer is its PostSQL answer too, and no request is repeated.
+      link_note += "; the pruned schema is the full schema, so PostSQL shares PreSQL's answers";
+      post = shared_postsql(pre);
+    } else {
+      NL2SQL_RETURN_IF_ERROR(run_round("postsql", pruned_schema, post));
+    }
     for (auto& c : post) c.reasoning = "[" + link_note + "]\n" + c.reasoning;
     std::vector<Candidate> out;
     if (keep_presql_) out = std::move(pre);
@@ -440,6 +447,21 @@ class SsevGenerator : public GeneratorBase {
   }
 
  private:
+  // PostSQL candidates that take PreSQL's answers: same SQL, profile and sample, no calls of
+  // their own (they sent nothing), generation_shared_with naming the PreSQL candidate.
+  std::vector<Candidate> shared_postsql(const std::vector<Candidate>& pre) const {
+    std::vector<Candidate> post;
+    for (const auto& p : pre) {
+      Candidate c = p;
+      c.id = o_.label + ".postsql#" + std::to_string(p.sample_index);
+      c.generator = "postsql";
+      c.calls.clear();
+      c.generation_shared_with = p.id;
+      post.push_back(std::move(c));
+    }
+    return post;
+  }
+
   llm::PromptTemplate template_;
   bool keep_presql_;
 };

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/hash.h"
+#include "nl2sql/core/install_layout.h"
 
 namespace nl2sql::llm {
 namespace {
@@ -62,7 +64,8 @@ Result<PromptTemplate> PromptTemplate::load_named(const std::filesystem::path& p
   auto path = prompts_dir / (name + ".txt");
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
-    return not_found("prompt template \"" + name + "\" not found: " + path.string());
+    return not_found("prompt template \"" + name + "\" not found: " + path.string() +
+                     " (NL2SQL_PROMPTS names another prompt folder)");
   return load(path);
 }
 
@@ -90,7 +93,8 @@ Result<std::string> PromptTemplate::render(const std::map<std::string, std::stri
 }
 
 std::filesystem::path bundled_prompts_dir() {
-  return std::filesystem::path(NL2SQL_SOURCE_DIR) / "prompts";
+  if (const char* env = std::getenv("NL2SQL_PROMPTS"); env && *env) return env;
+  return core::share_dir().value_or(core::expected_share_dir()) / "prompts";
 }
 
 }  // namespace nl2sql::llm

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <set>
 
+#include "nl2sql/core/build_info.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/log.h"
 #include "nl2sql/llm/prompt_template.h"
@@ -51,7 +52,9 @@ json make_manifest(const Shared& s, const data::Dataset& ds, const std::string& 
   json ids = json::array();
   for (size_t i : picked) ids.push_back(ds.questions[i].question_id);
   json m;
-  m["tool_version"] = NL2SQL_VERSION;
+  m["tool_version"] = core::build_info().version;
+  m["tool_commit"] = core::build_info().commit;  // which code made the run ("-dirty": uncommitted changes)
+  m["tool_build_type"] = core::build_info().build_type;
   m["created_at"] = utc_now();
   m["benchmark"] = data::benchmark_name(ds.benchmark);
   m["split"] = ds.split;

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "nl2sql/core/build_info.h"
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/hash.h"
 #include "nl2sql/core/text.h"
@@ -603,7 +604,7 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   const size_t n = run.records.size();
 
   json rep;
-  rep["tool"] = {{"name", "nl2sql"}, {"version", NL2SQL_VERSION}};
+  rep["tool"] = {{"name", "nl2sql"}, {"version", core::build_info().version}};
   rep["run"] = {{"name", run.name},           {"title", o.title.empty() ? run.name : o.title},
                 {"manifest", m},              {"simulated", run::tri_bool(run::field(m, "simulated")) == 1}};
   rep["simulated"] = run::tri_bool(run::field(m, "simulated")) == 1;

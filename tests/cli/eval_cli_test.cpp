@@ -1,5 +1,10 @@
 // End-to-end `nl2sql eval` on the bundled mini set: prediction formats, reports, exit codes.
+#include <sqlite3.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -215,6 +220,55 @@ TEST_F(EvalCli, BadInputExitsTwoAndNamesTheFile) {
   EXPECT_NE(r.err.find("dev.json"), std::string::npos) << r.err;
   r = testing::run_nl2sql(base_args() + "--metric exactish --pred x.json");
   EXPECT_EQ(r.exit_code, 2);
+}
+
+// A WAL database on read-only storage (issue 40, item 4): its rows live only in the -wal (the
+// writer still holds it), the dataset folder is a read-only bind mount in a mount namespace of
+// the command's own (so root is stopped too; the mount vanishes with the command), and the
+// eval must see the rows (EX 100 on a COUNT) and leave the folder as it was. Skips where mount
+// namespaces are not available (not root, no unshare).
+TEST_F(EvalCli, AWalDatabaseOnAReadOnlyMountIsReadWhole) {
+  const fs::path data = dir_ / "wal_bird", mnt = dir_ / "ro";
+  const fs::path db_dir = data / "dev_databases" / "w";
+  fs::create_directories(db_dir);
+  fs::create_directories(mnt);
+  const fs::path writer_db = dir_ / "writer.sqlite";
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open(writer_db.c_str(), &writer), SQLITE_OK);
+  auto exec = [&](const char* sql) {
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(writer, sql, nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+  };
+  exec("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; CREATE TABLE t (x INTEGER);");
+  exec("PRAGMA wal_checkpoint(TRUNCATE);");  // the main file has the table, no rows
+  exec("INSERT INTO t VALUES (1), (2), (3);");
+  fs::copy_file(writer_db, db_dir / "w.sqlite");
+  fs::copy_file(writer_db.string() + "-wal", db_dir / "w.sqlite-wal");
+  sqlite3_close(writer);
+  std::ofstream(data / "dev.json") << R"([{"question_id": 0, "db_id": "w", "question": "How many?", "evidence": "", "SQL": "SELECT COUNT(*) FROM t"}])";
+  std::ofstream(dir_ / "wal_pred.json") << R"({"0": "SELECT 3\t----- bird -----\tw"})";
+
+  const std::string probe = "unshare -m sh -c \"mount --bind '" + data.string() + "' '" + mnt.string() +
+                            "' && mount -o remount,ro,bind '" + mnt.string() + "' && ! touch '" +
+                            (mnt / "probe").string() + "'\" >/dev/null 2>&1";
+  if (std::system(probe.c_str()) != 0) GTEST_SKIP() << "no read-only bind mount here (needs root and unshare -m)";
+
+  const std::string eval = std::string("'") + NL2SQL_BINARY + "' eval --benchmark bird --data '" + mnt.string() +
+                           "' --cache-dir '" + (dir_ / "cache").string() + "' --pred '" + (dir_ / "wal_pred.json").string() +
+                           "' --out '" + (dir_ / "wal_out").string() + "' 2>'" + (dir_ / "wal_err.txt").string() + "'";
+  const std::string cmd = "unshare -m sh -c \"mount --bind '" + data.string() + "' '" + mnt.string() +
+                          "' && mount -o remount,ro,bind '" + mnt.string() + "' && " + eval + "\"";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream err_in(dir_ / "wal_err.txt");
+  const std::string err((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << err;
+  auto report = core::read_json_file(dir_ / "wal_out" / "eval.json");
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_DOUBLE_EQ((*report)["summary"]["metrics"]["bird"]["overall"]["ex"].get<double>(), 100.0) << report->dump();
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(db_dir)) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"w.sqlite", "w.sqlite-wal"}));
 }
 
 }  // namespace

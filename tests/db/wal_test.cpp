@@ -1,16 +1,20 @@
 // Databases with committed rows still in their -wal file: the rows are visible, nothing is
 // written beside the user's files (no -shm, no new -wal), a read-only folder works, and the
-// fingerprint (the result cache's key) follows the -wal's content.
+// fingerprint (the result cache's key) follows the -wal's content. Schemas are read the same way,
+// a WAL-mode file without its -wal needs no side file, and an unreadable file is named with the
+// reason. (A read-only mount, which stops root too: tests/cli/eval_cli_test.cpp.)
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 
 #include "nl2sql/core/hash.h"
 #include "nl2sql/db/executor.h"
+#include "nl2sql/db/schema_info.h"
 #include "support/test_env.h"
 
 namespace nl2sql::db {
@@ -78,6 +82,45 @@ TEST_F(WalDatabase, ReadOnlyFolderWorks) {
     GTEST_SKIP() << "running as root: chmod 555 does not make the folder read-only";
   EXPECT_EQ(count(db_), 3);
   EXPECT_EQ(names_in(dir_ / "user"), (std::set<std::string>{"w.sqlite", "w.sqlite-wal"}));
+}
+
+// The dataset loader reads every schema with inspect_schema: a table created after the last
+// checkpoint exists only in the -wal, and is seen there without writing beside the file.
+TEST_F(WalDatabase, SchemaInTheWalIsReadWithoutWritingBesideIt) {
+  exec("CREATE TABLE u (y TEXT); INSERT INTO u VALUES ('only in the wal');");
+  publish();
+  auto schema = inspect_schema(db_);
+  ASSERT_TRUE(schema) << schema.status().message();
+  EXPECT_NE(schema->find("u"), nullptr);
+  EXPECT_EQ(names_in(dir_ / "user"), (std::set<std::string>{"w.sqlite", "w.sqlite-wal"}));
+}
+
+// A WAL-mode file shipped without its -wal (checkpointed, side files left behind) holds every
+// row in the main file; read in place it would need a -shm beside it. It opens immutable.
+TEST_F(WalDatabase, AWalModeFileWithoutItsWalIsReadWithNoSideFile) {
+  exec("PRAGMA wal_checkpoint(TRUNCATE);");
+  std::filesystem::remove(db_.string() + "-wal");
+  std::filesystem::copy_file(src_, db_, std::filesystem::copy_options::overwrite_existing);
+  std::ifstream in(db_, std::ios::binary);
+  char header[20];
+  ASSERT_TRUE(in.read(header, sizeof header));
+  ASSERT_EQ(header[18], 2) << "the copy should still say WAL mode";
+  EXPECT_EQ(count(db_), 3);
+  auto schema = inspect_schema(db_);
+  ASSERT_TRUE(schema) << schema.status().message();
+  EXPECT_EQ(names_in(dir_ / "user"), (std::set<std::string>{"w.sqlite"}));
+}
+
+// A file that is not a database at all: the error names it, the reason and what to do.
+TEST(UnreadableDatabase, IsNamedWithTheReason) {
+  testing::TempDir dir;
+  const auto bad = dir / "bad.sqlite";
+  std::ofstream(bad) << "this is not a database, it is a text file of some length ......................."
+                        "..............................................................";
+  auto schema = inspect_schema(bad);
+  ASSERT_FALSE(schema);
+  EXPECT_NE(schema.status().message().find(bad.string()), std::string::npos) << schema.status().message();
+  EXPECT_NE(schema.status().message().find("not an SQLite 3 database"), std::string::npos) << schema.status().message();
 }
 
 TEST_F(WalDatabase, FingerprintFollowsTheWal) {

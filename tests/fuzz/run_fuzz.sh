@@ -39,7 +39,7 @@ fi
 
 mkdir -p "$OUT/obj/$TARGET" "$OUT/corpus/$TARGET"
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
-       -Iinclude -Isrc -DNL2SQL_SOURCE_DIR="\"$PWD\"" -DNL2SQL_VERSION="\"fuzz\""
+       -Iinclude -Isrc
        $(pkg-config --cflags spdlog fmt))
 objs=()
 for src in $SRCS; do
@@ -56,6 +56,9 @@ if [ "$USE_LIB" = 1 ]; then
 fi
 "$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "tests/fuzz/${TARGET}_fuzz.cpp" "${objs[@]}" "${libs[@]}" -o "$bin"
 
+# The config target validates against the schema of this checkout (the binary is not in a tree
+# that has share/nl2sql beside it).
+export NL2SQL_SCHEMA_DIR="$PWD/configs/schema"
 exec "$bin" "$OUT/corpus/$TARGET" "tests/fuzz/corpus/$TARGET" -max_total_time="$SECONDS_TO_RUN" \
   -max_len="$MAX_LEN" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$OUT/${TARGET}-" ${FUZZ_FLAGS:-}

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -148,6 +149,66 @@ TEST_F(Generators, GoldenPromptRenderings) {
     EXPECT_EQ(text, *want);
     // Every prompt carries the question and the rendered schema.
     EXPECT_NE(text.find("CREATE TABLE"), std::string::npos);
+  }
+}
+
+// SSEV (issue 40, item 5): when schema linking leaves the prompt as it was (the PreSQL links
+// nothing, so PostSQL would see the full schema), the PostSQL requests would repeat the PreSQL
+// ones byte for byte: none is sent and each PostSQL candidate shares its expert's answer. When
+// linking prunes the schema, PostSQL is asked. Three experts behind a fake server that counts
+// requests; every request it sees must be distinct.
+TEST_F(Generators, SsevPostSqlSharesPreSqlWhenLinkingChangesNothing) {
+  const auto* q = ds_->find_question("0");
+  ASSERT_NE(q, nullptr);
+  auto inputs = input_for(*q);
+  auto run_ssev = [&](const std::string& sql) {
+    llm::testing::FakeOpenAiServer server([&](const httplib::Request&, int64_t) {
+      return llm::testing::FakeReply(200, llm::testing::completion_body("```sql\n" + sql + "\n```"));
+    });
+    json models = json::object();
+    for (const char* p : {"a", "b", "c"}) models[p] = {{"base_url", server.base_url()}, {"model", std::string("model-") + p}};
+    json llm = {{"models", models}, {"default_profile", "a"}, {"cache", {{"mode", "off"}}},
+                {"retry", {{"max_attempts", 1}, {"base_delay_s", 0.01}, {"max_delay_s", 0.01}}}};
+    core::Config config(json{{"llm", llm}, {"generate", {{"generators", json::parse(R"([{"name": "ssev", "profiles": ["a", "b", "c"]}])")}}}});
+    auto c = sim::make_client(config, ds_);
+    EXPECT_TRUE(c.is_ok()) << c.status().message();
+    auto g = make_generators(config, c->get(), ex_, llm::bundled_prompts_dir());
+    EXPECT_TRUE(g.is_ok()) << g.status().message();
+    auto cands = g->front()->generate(inputs->in);
+    EXPECT_TRUE(cands.is_ok()) << cands.status().message();
+    auto bodies = server.bodies();
+    EXPECT_EQ(std::set<std::string>(bodies.begin(), bodies.end()).size(), bodies.size()) << "a request was repeated";
+    return std::make_pair(server.requests(), cands.is_ok() ? *cands : std::vector<Candidate>{});
+  };
+
+  auto [unlinked_requests, unlinked] = run_ssev("SELECT 1");  // references no column
+  EXPECT_EQ(unlinked_requests, 3);
+  ASSERT_EQ(unlinked.size(), 6u);  // 3 PreSQL (kept) + 3 PostSQL
+  std::set<std::string> models;
+  for (size_t i = 3; i < 6; ++i) {
+    const Candidate& post = unlinked[i];
+    const Candidate& pre = unlinked[i - 3];
+    EXPECT_EQ(post.generator, "postsql");
+    EXPECT_EQ(post.id, "ssev.postsql#" + std::to_string(i - 3));
+    EXPECT_EQ(post.generation_shared_with, pre.id);
+    EXPECT_TRUE(post.calls.empty());
+    EXPECT_EQ(post.sql, "SELECT 1");
+    EXPECT_EQ(post.profile, pre.profile);
+    EXPECT_NE(post.reasoning.find("PostSQL shares PreSQL's answers"), std::string::npos) << post.reasoning;
+    models.insert(pre.calls.front().model);
+  }
+  EXPECT_EQ(models.size(), 3u);
+  auto round_trip = candidate_from_json(to_json(unlinked[3]));
+  ASSERT_TRUE(round_trip.is_ok());
+  EXPECT_EQ(round_trip->generation_shared_with, "ssev.presql#0");
+
+  auto [linked_requests, linked] = run_ssev(q->gold_sql);  // references some columns only
+  EXPECT_EQ(linked_requests, 6);
+  ASSERT_EQ(linked.size(), 6u);
+  for (size_t i = 3; i < 6; ++i) {
+    EXPECT_EQ(linked[i].generation_shared_with, "");
+    ASSERT_EQ(linked[i].calls.size(), 1u);
+    EXPECT_NE(linked[i].calls.front().prompt, linked[i - 3].calls.front().prompt);
   }
 }
 
@@ -331,7 +392,8 @@ TEST_F(Generators, SimEndToEndOnTheMiniSet) {
         ++total;
         ++per_question;
         EXPECT_TRUE(c.extraction_ok) << c.extraction_error;
-        EXPECT_EQ(c.calls.back().provider, "sim");
+        if (c.generation_shared_with.empty()) EXPECT_EQ(c.calls.back().provider, "sim");
+        else EXPECT_TRUE(c.calls.empty());
         Candidate unfixed = c;
         fix::execute_candidate(unfixed, *ex_, inputs->in.db_path);
         exec_before += unfixed.execution.ok();

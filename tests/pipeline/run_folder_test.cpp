@@ -1,7 +1,8 @@
 // What a run folder promises when users are unlucky (issue 20): one run at a time per folder, no
 // resume across a change of model, --questions naming file positions whatever databases are
 // present (set-aside questions listed), and question files that would make two questions one
-// or reach outside the database root refused with the line to fix.
+// or whose db_id text leaves the database root refused with the line to fix (a symlinked
+// database folder is followed, refused only under data.strict_db_root).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -163,14 +164,25 @@ TEST_F(RunFolder, DuplicateIdsAndEscapingDbIdsAreRefusedNamingTheQuestion) {
     EXPECT_NE(e.status().message().find("db_id"), std::string::npos) << e.status().message();
   }
 
-  // A database folder that is a symlink to somewhere outside the root.
+  // A database folder that is a symlink to somewhere outside the root: the user's layout (one
+  // copy of a large dataset linked in), followed; refused only with data.strict_db_root.
   write_json(data_ / "dev.json", dev);
   const fs::path outside = dir_ / "elsewhere";
   fs::rename(data_ / "dev_databases" / "music_store", outside);
   fs::create_directory_symlink(outside, data_ / "dev_databases" / "music_store");
   auto sym = data::load_dataset(spec);
-  ASSERT_FALSE(sym.is_ok());
-  EXPECT_NE(sym.status().message().find("outside the database root"), std::string::npos) << sym.status().message();
+  ASSERT_TRUE(sym.is_ok()) << sym.status().message();
+  EXPECT_EQ(sym->questions.size(), dev.size());
+  EXPECT_TRUE(sym->skipped.empty());
+  ASSERT_TRUE(sym->schemas.count("music_store"));
+  EXPECT_FALSE(sym->schemas.at("music_store").tables.empty());  // read through the link
+  EXPECT_EQ(fs::weakly_canonical(sym->db_paths.at("music_store")), fs::weakly_canonical(outside / "music_store.sqlite"));
+  data::DatasetSpec strict = spec;
+  strict.strict_db_root = true;
+  auto refused = data::load_dataset(strict);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("outside the database root"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("data.strict_db_root"), std::string::npos) << refused.status().message();
 }
 
 TEST_F(RunFolder, APasswordInAProfilesBaseUrlNeverReachesTheRunFolder) {

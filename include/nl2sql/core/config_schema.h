@@ -65,8 +65,8 @@ class ConfigSchema {
   std::vector<ConfigKeySpec> keys_;
 };
 
-// Where the fragments are: $NL2SQL_SCHEMA_DIR, else `configs/schema` of the source tree the
-// binary was built from, else `configs/schema` under the working directory.
+// Where the fragments are: $NL2SQL_SCHEMA_DIR, else `configs/schema` of the installed data files
+// (core::share_dir(); in a build tree, the source tree's), else where an install would have it.
 std::filesystem::path default_schema_dir();
 
 // The schema in default_schema_dir(), loaded once per process (the error when it cannot be read).

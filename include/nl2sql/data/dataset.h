@@ -83,6 +83,10 @@ struct DatasetSpec {
   std::filesystem::path db_root;    // overrides where databases live (jsonl: required)
   std::filesystem::path tables;     // overrides the tables file
   bool load_descriptions = true;    // BIRD database_description/*.csv
+  // A db_id is checked as text (one folder name: no separator, not "." or ".."), and its
+  // <db_id>/<db_id>.sqlite is then opened wherever a symlink the user placed points. true: a
+  // file whose real path is outside db_root is refused too (config key data.strict_db_root).
+  bool strict_db_root = false;
 };
 
 struct Dataset {

@@ -209,6 +209,23 @@ class Executor {
   std::function<Status(uint64_t)> fault_injector_;
 };
 
+// What a read-only connection to `path` opens, so that every committed row is seen and nothing
+// is ever written beside the user's file (read-only storage included): a database whose -wal
+// holds committed rows is read from a private snapshot (the file and its -wal copied to a
+// temporary folder, checkpointed there; removed at exit); a WAL-mode file without a -wal, or one
+// with an empty -wal, is opened immutable (no -shm needed); any other file as asked.
+struct ReadOnlySource {
+  std::filesystem::path path;  // the user's file or its snapshot
+  bool immutable = false;
+};
+Result<ReadOnlySource> read_only_source(const std::filesystem::path& path, bool immutable = false);
+// The SQLite URI of `source` (mode=ro, immutable=1 when set), for sqlite3_open_v2 with SQLITE_OPEN_URI.
+std::string read_only_uri(const ReadOnlySource& source);
+
+// Why the database at `path` cannot be read, and what to do, for an error message: no read
+// permission, or not an SQLite 3 file (its header), else a general hint.
+std::string unreadable_database_hint(const std::filesystem::path& path);
+
 // Opens `path` read-only with the same guardrails (authorizer included) and functions, for code
 // that needs the raw handle (schema introspection). Caller closes with sqlite3_close_v2.
 // Besides SQLite's built-ins, every connection has nl2sql_hash(x, …): a deterministic 63-bit

@@ -43,7 +43,10 @@ class PromptTemplate {
   std::vector<Piece> pieces_;
 };
 
-// The bundled prompts folder (<source dir>/prompts), for tests and defaults.
+// The bundled prompts folder: $NL2SQL_PROMPTS when set, else `prompts/` of the installed data
+// files (core::share_dir(): <prefix>/share/nl2sql/prompts, or the build tree's link to the
+// source prompts). When neither exists, the path where an install would have them, so the error
+// of the first template that cannot be read names it.
 std::filesystem::path bundled_prompts_dir();
 
 }  // namespace nl2sql::llm
