@@ -282,7 +282,6 @@ struct Client::ProfileState {
   bool down = false;                  // guarded by health_mu
   bool probing = false;               // guarded by health_mu: a call is probing it
   Clock::TimePoint down_since{};      // guarded by health_mu
-  std::string down_reason;            // guarded by health_mu
   std::set<std::string> streak_questions;  // guarded by health_mu: questions of the failed streak
   // The same non-retryable refusal on consecutive calls (reset by any answered call).
   std::mutex refusals_mu;
@@ -933,7 +932,6 @@ bool Client::note_endpoint_failure(const ModelProfile& profile, ProfileState& st
   if (!state.down && state.failed_in_a_row >= kDownAfterFailures && spread) {
     state.down = true;
     state.down_since = options_.clock->now();
-    state.down_reason = what;
     spdlog::warn("llm profile {} at {} stopped answering ({} failed attempts in a row, last: {}): its calls wait "
                  "while it is probed for up to {:g} s (llm.endpoint_down_wait_s)",
                  profile.name, core::mask_url(profile.base_url), state.failed_in_a_row, what,
@@ -982,7 +980,6 @@ std::vector<ProfileLoad> Client::profile_loads() {
     l.profile = name;
     l.max_in_flight = st->ceiling;
     l.lowest_in_flight = st->lowest;
-    l.in_flight_now = static_cast<int64_t>(st->level);
     l.overloads = st->overloads;
     out.push_back(l);
   }

@@ -75,7 +75,6 @@ struct ProfileLoad {
   std::string profile;
   int64_t max_in_flight = 0;     // configured (llm.models.*.max_in_flight, else llm.max_in_flight)
   int64_t lowest_in_flight = 0;  // the lowest limit reached
-  int64_t in_flight_now = 0;     // the limit at the end
   int64_t overloads = 0;         // overload answers received
 };
 
