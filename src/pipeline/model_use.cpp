@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "nl2sql/select/selector.h"
+
 namespace nl2sql::pipeline {
 namespace {
 
@@ -45,6 +47,7 @@ Result<ModelUse> model_use(const core::Config& config, const std::vector<std::st
         roles.insert("generate");
         continue;
       }
+      if (g.value("name", "") == "file") continue;  // a pool read from a file asks no model
       if (g.contains("profiles") && g["profiles"].is_array() && !g["profiles"].empty()) {
         for (const auto& p : g["profiles"])
           if (p.is_string()) profiles.insert(p.get<std::string>());
@@ -65,9 +68,9 @@ Result<ModelUse> model_use(const core::Config& config, const std::vector<std::st
     }
   }
   for (const auto& s : selectors) {
-    if (s == "tournament") roles.insert("select");
-    if (s == "ranker") roles.insert("rank");
-    if (s == "separating_instances") roles.insert("nl_eval");
+    auto traits = select::method_traits(s);
+    if (!traits) return invalid_input("config key run.selectors: " + traits.status().message());
+    if (traits->calls_model) roles.emplace(traits->model_role);
   }
   return ModelUse{{roles.begin(), roles.end()}, {profiles.begin(), profiles.end()}};
 }

@@ -65,7 +65,9 @@ Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmar
       const std::string name = v.get<std::string>();
       if (std::find(s.selectors.begin(), s.selectors.end(), name) == s.selectors.end())
         return invalid_input("config key run.curve_selectors: \"" + name + "\" is not in run.selectors");
-      if (uses_weights(name))
+      auto traits = select::method_traits(name);
+      if (!traits) return invalid_input("config key run.curve_selectors: " + traits.status().message());
+      if (traits->uses_expert_weights)
         return invalid_input("config key run.curve_selectors: \"" + name +
                              "\" learns its weights question by question and cannot be re-run on prefixes");
       if (std::find(s.curve_selectors.begin(), s.curve_selectors.end(), name) == s.curve_selectors.end())

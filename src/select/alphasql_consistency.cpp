@@ -23,6 +23,7 @@ using json = nlohmann::json;
 class AlphaSqlConsistency : public Selector {
  public:
   std::string name() const override { return "alphasql_consistency"; }
+  SelectorTraits traits() const override { return {}; }
   Result<Selection> select(const SelectionInput& in) const override {
     NL2SQL_RETURN_IF_ERROR(check_input(in));
     Selection s;

@@ -57,6 +57,7 @@ class AlphaSqlNaive : public Selector {
   AlphaSqlNaive(NaiveOptions o, llm::Client* client, llm::PromptTemplate tpl)
       : o_(o), client_(client), tpl_(std::move(tpl)) {}
   std::string name() const override { return "alphasql_naive"; }
+  SelectorTraits traits() const override { return {.calls_model = true, .model_role = "select", .uses_seed = true}; }
 
   Result<Selection> select(const SelectionInput& in) const override {
     NL2SQL_RETURN_IF_ERROR(check_input(in));

@@ -16,6 +16,9 @@ class ExpertVote : public Selector {
   std::string name() const override {
     return kind_ == VoteKind::kWma ? "wma" : kind_ == VoteKind::kRwma ? "rwma" : "naive_vote";
   }
+  SelectorTraits traits() const override {
+    return {.uses_expert_weights = true, .uses_seed = kind_ == VoteKind::kRwma};  // rwma draws
+  }
 
   Result<Selection> select(const SelectionInput& in) const override {
     NL2SQL_RETURN_IF_ERROR(check_input(in));

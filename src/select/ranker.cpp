@@ -13,6 +13,7 @@ class Ranker : public Selector {
   Ranker(bool reps_only, llm::Client* client, llm::PromptTemplate tpl)
       : reps_only_(reps_only), client_(client), tpl_(std::move(tpl)) {}
   std::string name() const override { return "ranker"; }
+  SelectorTraits traits() const override { return {.calls_model = true, .model_role = "rank", .uses_seed = true}; }
 
   Result<Selection> select(const SelectionInput& in) const override {
     NL2SQL_RETURN_IF_ERROR(check_input(in));

@@ -22,11 +22,48 @@ Result<llm::PromptTemplate> load_prompt(const SelectorServices& services, const 
 
 }  // namespace
 
+namespace {
+
+// One row per method, in documentation order: its traits as the built selector states them
+// (SelectorTraits.EveryMethodStatesWhatItsSelectorDoes checks they agree).
+struct MethodRow {
+  const char* name;
+  SelectorTraits traits;
+};
+SelectorTraits asks(std::string_view role) { return {.calls_model = true, .model_role = role, .uses_seed = true}; }
+const std::vector<MethodRow>& method_rows() {
+  static const std::vector<MethodRow> rows = {
+      {"self_consistency", {}},
+      {"tournament", asks("select")},
+      {"ranker", asks("rank")},
+      {"separating_instances", {.calls_model = true, .model_role = "nl_eval", .uses_seed = true, .reads_database = true}},
+      {"wma", {.uses_expert_weights = true}},
+      {"rwma", {.uses_expert_weights = true, .uses_seed = true}},
+      {"naive_vote", {.uses_expert_weights = true}},
+      {"alphasql_consistency", {}},
+      {"alphasql_naive", asks("select")},
+      {"deepeye_selection", asks("select")},
+  };
+  return rows;
+}
+
+}  // namespace
+
 const std::vector<std::string>& selector_methods() {
-  static const std::vector<std::string> m = {"self_consistency", "tournament", "ranker",
-                                             "separating_instances", "wma", "rwma", "naive_vote",
-                                             "alphasql_consistency", "alphasql_naive", "deepeye_selection"};
+  static const std::vector<std::string> m = [] {
+    std::vector<std::string> names;
+    for (const auto& row : method_rows()) names.emplace_back(row.name);
+    return names;
+  }();
   return m;
+}
+
+Result<SelectorTraits> method_traits(const std::string& method) {
+  for (const auto& row : method_rows())
+    if (method == row.name) return row.traits;
+  std::string known;
+  for (const auto& m : selector_methods()) known += (known.empty() ? "" : ", ") + m;
+  return invalid_input("unknown selector method \"" + method + "\" (known: " + known + ")");
 }
 
 Result<ExpertKind> configured_experts(const core::Config& config) {

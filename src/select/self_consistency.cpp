@@ -10,6 +10,7 @@ class SelfConsistency : public Selector {
  public:
   explicit SelfConsistency(ResultEquality eq) : eq_(eq) {}
   std::string name() const override { return "self_consistency"; }
+  SelectorTraits traits() const override { return {}; }
   Result<Selection> select(const SelectionInput& in) const override {
     NL2SQL_RETURN_IF_ERROR(check_input(in));
     Selection s;

@@ -21,6 +21,7 @@ class SeparatingInstances : public Selector {
                       llm::PromptTemplate tpl)
       : o_(o), client_(client), executor_(executor), tpl_(std::move(tpl)) {}
   std::string name() const override { return "separating_instances"; }
+  SelectorTraits traits() const override { return {.calls_model = true, .model_role = "nl_eval", .uses_seed = true, .reads_database = true}; }
 
   Result<Selection> select(const SelectionInput& in) const override {
     NL2SQL_RETURN_IF_ERROR(check_input(in));

@@ -328,3 +328,44 @@ TEST(SelectorFactory, NamesTheProblem) {
 
 }  // namespace
 }  // namespace nl2sql::select
+
+namespace nl2sql::select {
+namespace {
+
+// The pipeline decides by a selector's traits (weight store, curve repeats, the roles a run's
+// preflight checks), never by its name: every method's row must state what its built selector
+// states, or a new selector would be wired wrongly without a test noticing.
+TEST(SelectorTraits, EveryMethodStatesWhatItsSelectorDoes) {
+  FakeOpenAiServer server([](const httplib::Request&, int64_t) { return FakeReply(200, completion_body("A")); });
+  auto client = fake_client(server);
+  db::Executor executor;
+  SelectorServices services;
+  services.client = client.get();
+  services.executor = &executor;
+  for (const auto& method : selector_methods()) {
+    SCOPED_TRACE(method);
+    auto declared = method_traits(method);
+    ASSERT_TRUE(declared.is_ok()) << declared.status().message();
+    auto built = make_selector_named(method, core::Config(), services);
+    ASSERT_TRUE(built.is_ok()) << built.status().message();
+    EXPECT_EQ((*built)->name(), method);
+    EXPECT_TRUE((*built)->traits() == *declared);
+    // A selector that asks a model names the role whose profile it asks.
+    EXPECT_EQ(declared->calls_model, !declared->model_role.empty());
+  }
+  // What the pipeline relies on, method by method.
+  EXPECT_TRUE(method_traits("wma")->uses_expert_weights);
+  EXPECT_FALSE(method_traits("tournament")->uses_expert_weights);
+  EXPECT_TRUE(method_traits("self_consistency")->deterministic());
+  EXPECT_TRUE(method_traits("alphasql_consistency")->deterministic());
+  EXPECT_FALSE(method_traits("rwma")->deterministic());  // its draw follows the seed
+  EXPECT_FALSE(method_traits("deepeye_selection")->deterministic());
+  EXPECT_EQ(method_traits("ranker")->model_role, "rank");
+  EXPECT_EQ(method_traits("separating_instances")->model_role, "nl_eval");
+  auto unknown = method_traits("best_of");
+  ASSERT_FALSE(unknown.is_ok());
+  EXPECT_NE(unknown.status().message().find("tournament"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nl2sql::select

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -128,10 +129,28 @@ struct Selection {
   int64_t llm_calls() const { return static_cast<int64_t>(calls.size()); }
 };
 
+// What a selector needs and does beyond its pick. The pipeline asks these (a selector built, or
+// a method by name before it is built) and never compares method names, so a new selector
+// states its needs here and nothing in the pipeline changes.
+struct SelectorTraits {
+  // Learns expert weights question by question (wma, rwma, naive_vote): the run hands it one
+  // shared WeightStore, its selections run in question order, and it cannot be re-run on
+  // prefixes of a pool (run.curve_selectors).
+  bool uses_expert_weights = false;
+  bool calls_model = false;  // asks a model: needs a client, its answers vary with the seed
+  std::string_view model_role = {};  // the role whose profile it asks ("select", "rank", "nl_eval")
+  bool uses_seed = false;    // its pick depends on SelectionInput::seed (a model's or its own draw)
+  bool reads_database = false;  // runs queries on rows of D (needs the executor)
+  // The pick depends on the pool alone: re-running it on the same pool gives the same pick.
+  bool deterministic() const { return !calls_model && !uses_seed; }
+  bool operator==(const SelectorTraits&) const = default;
+};
+
 class Selector {
  public:
   virtual ~Selector() = default;
   virtual std::string name() const = 0;
+  virtual SelectorTraits traits() const = 0;
   virtual Result<Selection> select(const SelectionInput& input) const = 0;
 };
 
@@ -154,6 +173,11 @@ struct SelectorServices {
 
 // The selector methods make_selector_named() knows, in documentation order.
 const std::vector<std::string>& selector_methods();
+
+// The traits a method's selector will have, before it is built (the pipeline sets up a voting
+// selector's weight store first). Equal to traits() of the built selector (a test checks every
+// method). Fails on an unknown method, naming the known ones.
+Result<SelectorTraits> method_traits(const std::string& method);
 
 // Builds the selector `method` (self_consistency | tournament | ranker | separating_instances
 // | wma | rwma | naive_vote | alphasql_consistency | alphasql_naive | deepeye_selection) with
