@@ -6,12 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <cmath>
-#include <ctime>
-#include <optional>
 #include <iostream>
 #include <map>
-#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -19,12 +15,13 @@
 #include "cli/config_options.h"
 #include "cli/dataset_options.h"
 #include "nl2sql/context/question_context.h"
+#include "nl2sql/context/recall_bench.h"
 #include "nl2sql/context/retrieve.h"
 #include "nl2sql/context/text_match.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/files.h"
-#include "nl2sql/core/hash.h"
+#include "nl2sql/core/text.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/sim/simulator.h"
 
@@ -56,322 +53,26 @@ struct RetrieveArgs {
   context::RetrievalOptions ropts;
 };
 
-bool iequals(const std::string& a, const std::string& b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string sql_quote(const std::string& s, char q) {
-  std::string out(1, q);
-  for (char c : s) {
-    if (c == q) out.push_back(q);
-    out.push_back(c);
-  }
-  out.push_back(q);
-  return out;
-}
-
-// CPU time of the calling thread: query timings stay meaningful on a loaded machine.
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-struct GoldPair {
-  std::string column, literal;
-};
-
-// `col = 'literal'` / `col = "literal"` comparisons in gold SQL (qualified or quoted column
-// names allowed).
-std::vector<GoldPair> gold_pairs(const std::string& sql) {
-  static const std::regex re(
-      R"re((?:[A-Za-z_]\w*\.)?(?:"([^"]+)"|`([^`]+)`|\[([^\]]+)\]|([A-Za-z_]\w*))\s*=\s*(?:'((?:[^']|'')*)'|"((?:[^"]|"")*)"))re");
-  std::vector<GoldPair> out;
-  for (auto it = std::sregex_iterator(sql.begin(), sql.end(), re); it != std::sregex_iterator(); ++it) {
-    const auto& m = *it;
-    std::string col;
-    for (int g = 1; g <= 4; ++g)
-      if (m[g].matched) col = m[g].str();
-    // Spider's gold often writes string literals in double quotes (SQLite reads an unknown
-    // double-quoted identifier as a string); the database check below settles which it is.
-    const bool single = m[5].matched;
-    std::string lit = single ? m[5].str() : m[6].str();
-    const std::string twice = single ? "''" : "\"\"";
-    for (size_t p = lit.find(twice); p != std::string::npos; p = lit.find(twice, p + 1)) lit.erase(p, 1);
-    out.push_back({col, lit});
-  }
-  return out;
-}
-
-// ASCII-case-insensitive replacement of every occurrence of `from` in `text`; the count replaced.
-size_t replace_all_icase(std::string& text, const std::string& from, const std::string& to) {
-  if (from.empty()) return 0;
-  auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
-  const std::string lf = lower(from);
-  std::string lt = lower(text);
-  size_t n = 0;
-  for (size_t p = lt.find(lf); p != std::string::npos; p = lt.find(lf, p + to.size())) {
-    text.replace(p, from.size(), to);
-    lt.replace(p, from.size(), lower(to));
-    ++n;
-  }
-  return n;
-}
-
-std::string ascii_lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  return s;
-}
-
-constexpr const char* kTypoKinds[] = {"deletion", "substitution", "insertion", "transposition"};
-
-// One one-letter typo of `literal` of the given kind (0 deletion, 1 substitution, 2 insertion,
-// 3 adjacent transposition) at a letter drawn from `seed`; nothing when the literal has fewer
-// than three code points or two letters, or when the typo normalizes to the literal itself.
-std::optional<std::string> make_typo(const std::string& literal, int kind, uint64_t seed) {
-  std::u32string u = context::decode_utf8(literal);
-  auto is_letter = [](char32_t c) { return (c >= U'a' && c <= U'z') || (c >= U'A' && c <= U'Z'); };
-  std::vector<size_t> letters, swaps;
-  for (size_t i = 0; i < u.size(); ++i) {
-    if (is_letter(u[i])) letters.push_back(i);
-    if (i + 1 < u.size() && is_letter(u[i]) && is_letter(u[i + 1]) &&
-        context::fold_code_point(u[i]) != context::fold_code_point(u[i + 1]))
-      swaps.push_back(i);
-  }
-  if (u.size() < 3 || letters.size() < 2) return std::nullopt;
-  core::SplitMix64 r(seed);
-  const size_t pos = letters[r.next_u64() % letters.size()];
-  const char32_t other = U'a' + static_cast<char32_t>(r.next_u64() % 26);
-  switch (kind) {
-    case 0: u.erase(pos, 1); break;
-    case 1: {
-      const char32_t base = u[pos] >= U'a' ? U'a' : U'A';
-      u[pos] = base + (u[pos] - base + 1 + static_cast<char32_t>(r.next_u64() % 25)) % 26;
-      break;
-    }
-    case 2: u.insert(pos + 1, 1, other); break;
-    default:
-      if (swaps.empty()) return std::nullopt;
-      {
-        const size_t i = swaps[r.next_u64() % swaps.size()];
-        std::swap(u[i], u[i + 1]);
-      }
-  }
-  std::string out = context::encode_utf8(u);
-  if (context::normalize_text(out) == context::normalize_text(literal)) return std::nullopt;
-  return out;
-}
-
-// The recall benchmark (scripts/bench/context_recall.sh). Every (question, column, literal) where
-// the gold SQL compares the column to a literal stored in it is a pair; a hit is that value in
-// that column among the top k values. Three ways of finding candidates are compared on the same
-// keywords: the index as retrieval uses it (LSH bands + short values), the LSH bands alone, and
-// the exhaustive scan. With --typos, every pair whose literal is written in the question or the
-// evidence is asked again with the literal replaced by a one-letter typo of each kind (deletion,
-// substitution, insertion, transposition), once as written, once with the whole text lowercased
-// and once as the typo alone (one keyword). Times are the thread CPU time of each retrieve() call.
+// The recall benchmark of scripts/bench/context_recall.sh (context/recall_bench.h).
 int run_recall(const RetrieveArgs& a, const data::Dataset& ds) {
   db::Executor executor;
-  context::IndexOptions iopts;
-  iopts.index_dir = a.index_dir;
-  iopts.threads = a.threads;
-  std::vector<context::DatabaseRef> refs;
-  for (const auto& [id, path] : ds.db_paths)
-    if (a.dbs.empty() || std::find(a.dbs.begin(), a.dbs.end(), id) != a.dbs.end())
-      refs.push_back({id, path, &ds.schemas.at(id)});
-  auto st = context::ensure_indexes(refs, iopts, executor);
-  if (!st) {
-    spdlog::error("{}", st.status().message());
+  context::RecallBenchOptions o;
+  o.dbs = a.dbs;
+  o.max_questions = a.max_questions;
+  o.typos = a.typos;
+  o.exhaustive_baseline = !a.no_exhaustive;
+  o.index.index_dir = a.index_dir;
+  o.index.threads = a.threads;
+  o.retrieval = a.ropts;
+  if (a.show_misses) o.on_miss = [](const std::string& line) { std::cout << line << "\n"; };
+  auto bench = context::run_recall_bench(ds, o, executor);
+  if (!bench) {
+    spdlog::error("{}", bench.status().message());
     return kExitFailure;
   }
-  std::map<std::string, context::ValueIndex> indexes;
-  for (const auto& r : refs) {
-    auto idx = context::open_index(r.db_id, r.db_path, *r.schema, iopts, executor);
-    if (!idx) {
-      spdlog::error("{}", idx.status().message());
-      return kExitFailure;
-    }
-    indexes.emplace(r.db_id, std::move(*idx));
-  }
-  const std::vector<size_t> ks = {5, 10, 20};
-  struct Mode {
-    const char* name;
-    bool exhaustive, short_values;
-  };
-  std::vector<Mode> modes = {{"index", false, true}, {"lsh_only", false, false}, {"exhaustive", true, true}};
-  if (a.no_exhaustive) modes.pop_back();  // timing runs at scale: the baseline costs seconds a question
-  struct Tally {
-    size_t cases = 0;
-    std::vector<size_t> hits = std::vector<size_t>(3, 0);
-    double seconds = 0;      // wall
-    double cpu = 0;          // thread CPU
-    std::vector<double> ms;  // thread CPU per retrieve() call
-    size_t scored = 0;
-  };
-  // [set][mode]: set 0 the literals as asked, 1 typos as written, 2 typos lowercased, 3 the typo
-  // alone as the whole question (one keyword: the time of one lookup).
-  std::vector<std::vector<Tally>> tallies(4, std::vector<Tally>(modes.size()));
-  size_t pairs = 0, questions = 0, unindexed = 0, typo_pairs = 0, not_in_text = 0;
-  std::map<std::string, size_t> typo_kinds;
-  db::QueryLimits limits;
-  limits.row_cap = 0;
-  for (const auto& q : ds.questions) {
-    if (a.max_questions > 0 && questions >= a.max_questions) break;
-    auto idx_it = indexes.find(q.db_id);
-    if (idx_it == indexes.end()) continue;
-    const auto& index = idx_it->second;
-    const auto& schema = ds.schemas.at(q.db_id);
-    // Targets: (table, column, literal) where the literal is stored in that column.
-    struct Target { std::string table, column, literal; };
-    std::vector<Target> targets;
-    for (const auto& gp : gold_pairs(q.gold_sql)) {
-      for (const auto& t : schema.tables)
-        for (const auto& c : t.columns) {
-          if (!iequals(c.name, gp.column)) continue;
-          auto r = executor.run(ds.db_paths.at(q.db_id),
-                                fmt::format("SELECT 1 FROM {} WHERE {} = {} LIMIT 1", sql_quote(t.name, '"'),
-                                            sql_quote(c.name, '"'), sql_quote(gp.literal, '\'')),
-                                limits);
-          if (r.ok() && !r.result.rows.empty()) targets.push_back({t.name, c.name, gp.literal});
-        }
-    }
-    if (targets.empty()) continue;
-    ++questions;
-    context::RetrievalOptions ro = a.ropts;
-    ro.max_values = ks.back();
-    ro.match_columns = false;
-    auto rank = [&](const context::Retrieval& r, const Target& t) {
-      for (size_t i = 0; i < r.values.size(); ++i)
-        if (r.values[i].value == t.literal && iequals(r.values[i].table, t.table) &&
-            iequals(r.values[i].column, t.column))
-          return i;
-      return r.values.size() + ks.back();
-    };
-    // Runs every mode on one text and scores the given targets.
-    auto measure = [&](const std::string& question, const std::string& evidence,
-                       const std::vector<const Target*>& want, std::vector<Tally>& set,
-                       std::vector<size_t>* ranks) {
-      for (size_t m = 0; m < modes.size(); ++m) {
-        ro.exhaustive = modes[m].exhaustive;
-        ro.short_values = modes[m].short_values;
-        auto t0 = std::chrono::steady_clock::now();
-        double c0 = thread_cpu_seconds();
-        auto res = context::retrieve(index, schema, question, evidence, ro);
-        const double cpu = thread_cpu_seconds() - c0;
-        Tally& tally = set[m];
-        tally.cpu += cpu;
-        tally.ms.push_back(1000 * cpu);
-        tally.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        tally.scored += res.candidates_scored;
-        for (const Target* t : want) {
-          const size_t r = rank(res, *t);
-          if (ranks) ranks->push_back(r);
-          ++tally.cases;
-          for (size_t k = 0; k < ks.size(); ++k) tally.hits[k] += r < ks[k];
-        }
-      }
-    };
-    std::vector<const Target*> all;
-    for (const auto& t : targets) {
-      all.push_back(&t);
-      ++pairs;
-      if (index.find_exact(t.table, t.column, t.literal) < 0) ++unindexed;
-    }
-    std::vector<size_t> ranks;  // mode-major: modes x targets
-    measure(q.question, q.evidence, all, tallies[0], &ranks);
-    if (a.show_misses)
-      for (size_t i = 0; i < targets.size(); ++i) {
-        const size_t r_index = ranks[i], r_exh = a.no_exhaustive ? ks.back() : ranks[2 * targets.size() + i];
-        if (r_index >= ks.back())
-          std::cout << fmt::format("miss {} ({}): {}.{} = '{}'{}  | {}\n", q.question_id, q.db_id, targets[i].table,
-                                   targets[i].column, targets[i].literal,
-                                   r_exh < ks.back() ? " [exhaustive hit]" : "", q.question);
-      }
-    if (!a.typos) continue;
-    for (const auto& t : targets) {
-      std::string probe_q = q.question, probe_e = q.evidence;
-      if (replace_all_icase(probe_q, t.literal, "\x01") + replace_all_icase(probe_e, t.literal, "\x01") == 0) {
-        ++not_in_text;
-        continue;
-      }
-      ++typo_pairs;
-      for (int kind = 0; kind < 4; ++kind) {
-        auto typo = make_typo(t.literal, kind,
-                              core::xxh64(q.question_id + '\x1f' + t.literal + '\x1f' + std::to_string(kind)));
-        if (!typo) continue;
-        ++typo_kinds[kTypoKinds[kind]];
-        std::string tq = q.question, te = q.evidence;
-        replace_all_icase(tq, t.literal, *typo);
-        replace_all_icase(te, t.literal, *typo);
-        std::vector<size_t> typo_ranks;
-        measure(tq, te, {&t}, tallies[1], &typo_ranks);
-        if (a.show_misses && typo_ranks[0] >= ks[1])
-          std::cout << fmt::format("typo miss {} ({}): {}.{} = '{}' asked as '{}' ({}){}\n", q.question_id, q.db_id,
-                                   t.table, t.column, t.literal, *typo, kTypoKinds[kind],
-                                   !a.no_exhaustive && typo_ranks[2] < ks[1] ? " [exhaustive hit]" : "");
-        measure(ascii_lower(tq), ascii_lower(te), {&t}, tallies[2], nullptr);
-        measure(*typo, "", {&t}, tallies[3], nullptr);
-      }
-    }
-  }
-  auto pct = [](size_t n, size_t of) { return of ? 100.0 * static_cast<double>(n) / static_cast<double>(of) : 0.0; };
-  auto quantile = [](std::vector<double> v, double p) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
-    return v[std::min(v.size(), std::max<size_t>(i, 1)) - 1];
-  };
-  auto mode_json = [&](const Tally& t) {
-    return json{{"recall@5", pct(t.hits[0], t.cases)},  {"recall@10", pct(t.hits[1], t.cases)},
-                {"recall@20", pct(t.hits[2], t.cases)}, {"cases", t.cases},
-                {"cpu_seconds", t.cpu},                 {"wall_seconds", t.seconds},
-                {"calls", t.ms.size()},                 {"p50_ms", quantile(t.ms, 0.5)},
-                {"p95_ms", quantile(t.ms, 0.95)},       {"edit_distances", t.scored}};
-  };
-  auto print_set = [&](const std::vector<Tally>& set) {
-    for (size_t m = 0; m < modes.size(); ++m) {
-      const Tally& t = set[m];
-      std::cout << fmt::format(
-          "  {:<10} recall@5 {:6.2f}%  @10 {:6.2f}%  @20 {:6.2f}%  query CPU p50 {:.3f} ms  p95 {:.3f} ms "
-          "(total {:.3f} s over {} calls; wall {:.3f} s), {} edit distances\n",
-          modes[m].name, pct(t.hits[0], t.cases), pct(t.hits[1], t.cases), pct(t.hits[2], t.cases),
-          quantile(t.ms, 0.5), quantile(t.ms, 0.95), t.cpu, t.ms.size(), t.seconds, t.scored);
-    }
-  };
-  std::cout << fmt::format("{} questions, {} (question, column, literal) pairs; {} pairs in columns the index skips or values dropped\n",
-                           questions, pairs, unindexed);
-  print_set(tallies[0]);
-  json j = {{"questions", questions}, {"pairs", pairs}, {"unindexed_pairs", unindexed}};
-  for (size_t m = 0; m < modes.size(); ++m) j[modes[m].name] = mode_json(tallies[0][m]);
-  double ratio = tallies[0][0].cpu > 0 && !a.no_exhaustive ? tallies[0][2].cpu / tallies[0][0].cpu : 0;
-  std::cout << fmt::format("  exhaustive / index query CPU time: {:.1f}x\n", ratio);
-  j["time_ratio"] = ratio;
-  if (a.typos) {
-    std::string kinds;
-    for (const auto& [k, n] : typo_kinds) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, k);
-    std::cout << fmt::format("one-letter typos: {} pairs written in the question or evidence ({} not written there), "
-                             "{} typos ({})\n",
-                             typo_pairs, not_in_text, tallies[1][0].cases, kinds);
-    j["typos"] = {{"pairs", typo_pairs}, {"pairs_not_in_text", not_in_text}, {"kinds", typo_kinds}};
-    const char* names[] = {"", "as_written", "lowercased", "keyword_alone"};
-    const char* titles[] = {"", "in the question as written", "in the question lowercased",
-                            "alone (the typo as the whole question: one keyword lookup)"};
-    for (size_t set = 1; set <= 3; ++set) {
-      std::cout << fmt::format(" typos {}:\n", titles[set]);
-      print_set(tallies[set]);
-      json sj;
-      for (size_t m = 0; m < modes.size(); ++m) sj[modes[m].name] = mode_json(tallies[set][m]);
-      j["typos"][names[set]] = sj;
-    }
-  }
+  std::cout << bench->summary();
   if (!a.json_out.empty()) {
-    Status s = core::write_file_atomic(a.json_out, j.dump(2));
+    Status s = core::write_file_atomic(a.json_out, bench->to_json().dump(2));
     if (!s) {
       spdlog::error("{}", s.message());
       return kExitFailure;
@@ -474,7 +175,7 @@ int run_retrieve(const RetrieveArgs& a) {
                            (*builder)->settings().embeddings.profile.empty() ? "" : ", re-ranked by embeddings");
   for (const auto& v : r.values)
     std::cout << fmt::format("  {}.{} = {} ({:.3f}, keyword \"{}\")\n", v.table, v.column,
-                             sql_quote(v.value, '\''), v.score, v.keyword);
+                             core::quote_sql_string(v.value), v.score, v.keyword);
   std::cout << fmt::format("matched columns ({}):\n", r.columns.size());
   for (const auto& c : r.columns)
     std::cout << fmt::format("  {}.{} ({:.3f}, {} ~ \"{}\")\n", c.table, c.column, c.score, c.via, c.keyword);

@@ -28,16 +28,7 @@ namespace nl2sql::context {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-
-}  // namespace
+using core::iequals;
 
 bool is_identifier_name(std::string_view name) {
   if (iequals(name, "id")) return true;

@@ -1,6 +1,8 @@
 // Text helpers (see text.h).
 #include "nl2sql/core/text.h"
 
+#include <algorithm>
+
 #include <cctype>
 
 namespace nl2sql::core {
@@ -57,6 +59,22 @@ std::string quote_sql_identifier(std::string_view name) {
     out += c;
   }
   return out + '"';
+}
+
+std::string quote_sql_string(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  return out + '\'';
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           auto fold = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+           return fold(x) == fold(y);
+         });
 }
 
 std::string markdown_cell(std::string_view s) {

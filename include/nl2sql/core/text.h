@@ -21,5 +21,9 @@ std::string markdown_cell(std::string_view s);
 // `name` as a double-quoted SQL identifier, inner quotes doubled: any table or column name,
 // keywords and spaces included, reads back as itself in SQLite ("my ""odd"" col").
 std::string quote_sql_identifier(std::string_view name);
+// `text` as a single-quoted SQL string literal, inner quotes doubled: 'O''Brien'.
+std::string quote_sql_string(std::string_view text);
+// ASCII-case-insensitive equality (bytes >= 0x80 compared as they are).
+bool iequals(std::string_view a, std::string_view b);
 
 }  // namespace nl2sql::core
