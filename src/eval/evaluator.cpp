@@ -442,13 +442,16 @@ db::CachedExecution ItemJudge::gold(const data::Question& q, const fs::path& db_
   return gold;
 }
 
-ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
-                            const std::string& fp, const Prediction& p,
-                            db::ExecutionResult* pred_out, double* exec_ms_out,
-                            const db::ExecutionResult* known_pred,
-                            const db::CachedExecution* known_gold) const {
+Judged ItemJudge::judge(const JudgeRequest& request) const {
+  const data::Question& q = request.question;
+  const fs::path& db_path = request.db_path;
+  const std::string& fp = request.fingerprint;
+  const Prediction& p = request.prediction;
+  const db::ExecutionResult* known_pred = request.known_prediction;
+  const db::CachedExecution* known_gold = request.known_gold;
   auto t0 = std::chrono::steady_clock::now();
-  ItemResult item;
+  Judged judged;
+  ItemResult& item = judged.item;
   item.question_id = q.question_id;
   item.index = q.index;
   item.db_id = q.db_id;
@@ -488,7 +491,7 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
   // Gold that timed out or outgrew its caps decides every metric's verdict (0, RES6) whatever
   // the prediction returns, so the prediction is not run (it could cost a timeout of its own),
   // unless the caller wants its result (a run's selection does).
-  const bool gold_decides = !pred_out && (gold.result.status == ExecStatus::kTimeout ||
+  const bool gold_decides = !request.keep_prediction_run && (gold.result.status == ExecStatus::kTimeout ||
                                           gold.result.status == ExecStatus::kRowCap);
   if (!p.present || blank) {
     item.pred_status = "missing";
@@ -657,20 +660,21 @@ ItemResult ItemJudge::judge(const data::Question& q, const fs::path& db_path,
   item.outcome = outcome_code(item, primary_ok, pred.result.ok() && pred.result.row_count() == 0, contains);
   item.total_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (pred_out) {
-    *pred_out = std::move(pred.result);
+  if (request.keep_prediction_run) {
+    db::ExecutionResult& run = judged.prediction_run;
+    run = std::move(pred.result);
     const size_t cap = options_.pred_limits.row_cap;
-    if (pred_out->digest || (cap > 0 && pred_out->result.rows.size() > cap)) {
+    if (run.digest || (cap > 0 && run.result.rows.size() > cap)) {
       // The caller keeps rows (selection compares them): an answer past the row cap is what it
       // was before hashing, a row-cap status without rows.
-      pred_out->status = ExecStatus::kRowCap;
-      pred_out->error = "result has more than " + std::to_string(cap) + " rows";
-      pred_out->result.rows.clear();
-      pred_out->digest.reset();
+      run.status = ExecStatus::kRowCap;
+      run.error = "result has more than " + std::to_string(cap) + " rows";
+      run.result.rows.clear();
+      run.digest.reset();
     }
   }
-  if (exec_ms_out) *exec_ms_out += exec_ms;
-  return item;
+  judged.exec_ms = exec_ms;
+  return judged;
 }
 
 bool ItemJudge::correct(const ItemResult& item) const {
@@ -722,11 +726,13 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
   report.items.resize(ds.questions.size());
   core::parallel_for(ds.questions.size(), report.threads, [&](size_t i) {
     const data::Question& q = ds.questions[i];
-    double exec_ms = 0;
-    report.items[i] = judge.judge(q, ds.db_paths.at(q.db_id), fingerprints.at(q.db_id), preds[i],
-                                  nullptr, &exec_ms);
+    auto judged = judge.judge({.question = q,
+                               .db_path = ds.db_paths.at(q.db_id),
+                               .fingerprint = fingerprints.at(q.db_id),
+                               .prediction = preds[i]});
+    report.items[i] = std::move(judged.item);
     std::lock_guard lock(exec_mu);
-    exec_ms_total += exec_ms;
+    exec_ms_total += judged.exec_ms;
   });
   phase("questions scored");
   if (cache) cache->flush();

@@ -114,9 +114,11 @@ TEST_F(EvaluatorScaleTest, AJudgedCandidatePastTheCapReachesTheCallerAsRowCap) {
   ItemJudge judge(ds.benchmark, opts);
   const auto& q = ds.questions[0];
   const auto path = ds.db_paths.at("d");
-  db::ExecutionResult out;
-  auto item = judge.judge(q, path, *db::database_fingerprint(path), {"SELECT x FROM big ORDER BY x DESC", true, ""}, &out);
-  EXPECT_TRUE(item.verdicts.at("bird"));
+  const auto fp = *db::database_fingerprint(path);
+  const Prediction pred{"SELECT x FROM big ORDER BY x DESC", true, ""};
+  auto judged = judge.judge({.question = q, .db_path = path, .fingerprint = fp, .prediction = pred, .keep_prediction_run = true});
+  const auto& out = judged.prediction_run;
+  EXPECT_TRUE(judged.item.verdicts.at("bird"));
   EXPECT_EQ(out.status, db::ExecStatus::kRowCap);
   EXPECT_TRUE(out.result.rows.empty());
   EXPECT_EQ(out.digest, nullptr);
@@ -136,15 +138,16 @@ TEST_F(EvaluatorScaleTest, NoPredictionRunAfterGoldTimedOut) {
   const auto& q = ds.questions[0];
   const auto path = ds.db_paths.at("d");
   const auto fp = *db::database_fingerprint(path);
-  auto item = judge.judge(q, path, fp, {"SELECT x FROM big", true, ""});
+  const Prediction pred{"SELECT x FROM big", true, ""};
+  auto item = judge.judge({.question = q, .db_path = path, .fingerprint = fp, .prediction = pred}).item;
   EXPECT_EQ(item.gold_status, "timeout");
   EXPECT_EQ(item.pred_status, "not_run");
   EXPECT_EQ(item.outcome, "RES6");
   for (const auto& [metric, v] : item.verdicts) EXPECT_FALSE(v) << metric;
   EXPECT_EQ(judge.executions(), 1u) << "gold only";
   // A caller that keeps the prediction's result (a run's selection) still gets it.
-  db::ExecutionResult out;
-  judge.judge(q, path, fp, {"SELECT x FROM big", true, ""}, &out);
+  auto out = judge.judge({.question = q, .db_path = path, .fingerprint = fp, .prediction = pred, .keep_prediction_run = true})
+                 .prediction_run;
   EXPECT_EQ(judge.executions(), 3u) << "gold again (timeouts are not cached) and the prediction";
   EXPECT_TRUE(out.ok());
   EXPECT_EQ(out.result.rows.size(), 250u);
@@ -161,10 +164,11 @@ TEST_F(EvaluatorScaleTest, TieCheckDoesNotReExecuteGold) {
   auto cache = db::ResultCache::open(dir_ / "cache.sqlite");
   ASSERT_TRUE(cache.is_ok());
   ItemJudge judge(ds.benchmark, opts, cache->get());
-  auto item = judge.judge(q, path, fp, {"SELECT name FROM t WHERE id = 2", true, ""});
+  const Prediction two{"SELECT name FROM t WHERE id = 2", true, ""}, one{"SELECT name FROM t WHERE id = 1", true, ""};
+  auto item = judge.judge({.question = q, .db_path = path, .fingerprint = fp, .prediction = two}).item;
   EXPECT_TRUE(item.gold_tie_dependent);
   EXPECT_EQ(judge.executions(), 3u) << "gold, its tie probe, the prediction";
-  item = judge.judge(q, path, fp, {"SELECT name FROM t WHERE id = 1", true, ""});
+  item = judge.judge({.question = q, .db_path = path, .fingerprint = fp, .prediction = one}).item;
   EXPECT_TRUE(item.gold_tie_dependent);
   EXPECT_TRUE(item.gold_cached);
   EXPECT_EQ(judge.executions(), 4u) << "the new prediction only";

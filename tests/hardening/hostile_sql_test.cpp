@@ -249,7 +249,8 @@ TEST_F(HostileSql, EvaluatorRefusesEveryPrediction) {
   ASSERT_TRUE(fp.is_ok());
   for (const auto& s : corpus()) {
     SCOPED_TRACE(s.name);
-    auto item = judge.judge(question(), db(), *fp, eval::Prediction{s.sql, true, ""});
+    const eval::Prediction pred{s.sql, true, ""};
+    auto item = judge.judge({.question = question(), .db_path = db(), .fingerprint = *fp, .prediction = pred}).item;
     bool refused = item.pred_status == "rejected" || item.pred_status == "error";
     EXPECT_TRUE(refused) << item.pred_status;
     EXPECT_FALSE(item.error.empty());

@@ -227,9 +227,16 @@ TEST_F(CompactResults, AJudgeGivenTheHashedResultGivesTheVerdictsOfTheWholeOne) 
   for (const auto& q : ds.questions) {
     for (const auto& sql : preds) {
       eval::ItemJudge plain(ds.benchmark, opts), given(ds.benchmark, opts);
-      auto expected = plain.judge(q, path, fp, {sql, true, ""});
+      const eval::Prediction pred{sql, true, ""};
+      auto expected = plain.judge({.question = q, .db_path = path, .fingerprint = fp, .prediction = pred}).item;
       auto compact = run(sql, kKeep);
-      auto item = given.judge(q, path, fp, {sql, true, ""}, nullptr, nullptr, compact.get());
+      auto item = given
+                      .judge({.question = q,
+                              .db_path = path,
+                              .fingerprint = fp,
+                              .prediction = pred,
+                              .known_prediction = compact.get()})
+                      .item;
       EXPECT_EQ(item.verdicts, expected.verdicts) << q.gold_sql << " / " << sql;
       EXPECT_DOUBLE_EQ(item.soft_f1, expected.soft_f1) << sql;
       EXPECT_EQ(item.outcome, expected.outcome) << sql;

@@ -157,24 +157,39 @@ Metric primary_metric(data::Benchmark benchmark, const std::vector<Metric>& metr
 // Scores one prediction for one question exactly as evaluate() does (same metrics, outcome
 // codes, tie check), so the pipeline can judge every candidate of a question and the report's
 // per-candidate "correct" agrees with the final EX. Gold is executed once per (database, SQL)
-// when a ResultCache is given. Without `pred_out`, a prediction is not executed when gold timed
-// out or outgrew the byte cap (every verdict is then 0); with it, the prediction always runs
-// and an answer past the row cap reaches the caller as kRowCap without rows, as before hashing. Thread-safe: judge() may run on many threads; the cache is
+// when a ResultCache is given. Unless the request keeps the prediction's run, a prediction is
+// not executed when gold timed out or outgrew the byte cap (every verdict is then 0). Thread-safe: judge() may run on many threads; the cache is
 // internally locked.
+// One prediction for ItemJudge::judge. The first four are required.
+struct JudgeRequest {
+  const data::Question& question;
+  const std::filesystem::path& db_path;
+  const std::string& fingerprint;  // db::database_fingerprint(db_path)
+  const Prediction& prediction;
+  // Run the prediction even when gold's timeout or cap decides every verdict, and hand its
+  // execution back in Judged::prediction_run (a run's selection needs it).
+  bool keep_prediction_run = false;
+  // The prediction's successful execution when the caller holds it (the pipeline's, hashed past
+  // fix.keep_rows): judged as it is, as if read from the cache, instead of being run again.
+  const db::ExecutionResult* known_prediction = nullptr;
+  // Gold's execution with its tie check, from gold() with a known result (the pipeline's, when a
+  // candidate ran gold's text to a hashed result): used as it is.
+  const db::CachedExecution* known_gold = nullptr;
+};
+
+struct Judged {
+  ItemResult item;
+  // With keep_prediction_run: the prediction's execution; an answer past the row cap comes back
+  // as kRowCap without rows, as before hashing.
+  db::ExecutionResult prediction_run;
+  double exec_ms = 0;  // time spent in SQLite for this judgement (cache hits: none)
+};
+
 class ItemJudge {
  public:
   ItemJudge(data::Benchmark benchmark, EvalOptions options, db::ResultCache* cache = nullptr);
-  // `fingerprint` = db::database_fingerprint(db_path). `pred_out` receives the prediction's
-  // execution (for selection), `exec_ms` accumulates time spent in SQLite. `known_pred`: the
-  // prediction's successful execution when the caller holds it (the pipeline's, hashed past
-  // fix.keep_rows): judged as it is, as if read from the cache, instead of being run again.
-  // `known_gold`: gold's execution with its tie check, from gold() with a known result (the
-  // pipeline's, when a candidate ran gold's text to a hashed result): used as it is.
-  ItemResult judge(const data::Question& q, const std::filesystem::path& db_path,
-                   const std::string& fingerprint, const Prediction& prediction,
-                   db::ExecutionResult* pred_out = nullptr, double* exec_ms = nullptr,
-                   const db::ExecutionResult* known_pred = nullptr,
-                   const db::CachedExecution* known_gold = nullptr) const;
+  // Judges one prediction (see JudgeRequest).
+  Judged judge(const JudgeRequest& request) const;
   // Gold's execution (cached) with its tie check. `known`: gold's successful execution when the
   // caller holds it (a candidate ran the same text): taken instead of running gold, as if read
   // from the cache; the tie check still runs its own query when gold has one.
