@@ -106,6 +106,8 @@ json to_json(const Candidate& c) {
           {"calls", calls}};
   if (!c.fix_shared_with.empty()) out["fix_shared_with"] = c.fix_shared_with;
   if (!c.generation_shared_with.empty()) out["generation_shared_with"] = c.generation_shared_with;
+  if (c.source)
+    out["source"] = {{"file", c.source->file}, {"position", c.source->position}, {"generator", c.source->generator}};
   return out;
 }
 
@@ -142,6 +144,14 @@ Result<Candidate> candidate_from_json(const json& j) {
   if (auto it = j.find("fix_shared_with"); it != j.end() && it->is_string()) c.fix_shared_with = it->get<std::string>();
   if (auto it = j.find("generation_shared_with"); it != j.end() && it->is_string())
     c.generation_shared_with = it->get<std::string>();
+  if (auto it = j.find("source"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return invalid_input(where + ": \"source\" must be an object");
+    CandidateSource src;
+    NL2SQL_RETURN_IF_ERROR(read_key(*it, "file", src.file, where + " source"));
+    NL2SQL_RETURN_IF_ERROR(read_key(*it, "position", src.position, where + " source"));
+    NL2SQL_RETURN_IF_ERROR(read_key(*it, "generator", src.generator, where + " source"));
+    c.source = std::move(src);
+  }
   if (auto it = j.find("fix_rounds"); it != j.end() && it->is_array()) {
     for (const auto& rj : *it) {
       if (!rj.is_object()) return invalid_input(where + ": a fix round must be an object");

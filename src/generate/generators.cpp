@@ -14,6 +14,7 @@
 #include "nl2sql/generate/call_tags.h"
 #include "nl2sql/llm/model_call.h"
 #include "demo_pool.h"
+#include "file_generator.h"
 #include "qp_demos.h"
 #include "recap.h"
 #include "schema_linking.h"
@@ -497,17 +498,19 @@ class ItemReader {
 
 const std::set<std::string> kItemKeys = {"name", "label", "samples", "temperature", "shuffle", "role", "profiles",
                                          "descriptions", "examples", "demos", "general_examples",
-                                         "filtered_examples", "validate_examples", "keep_presql"};
+                                         "filtered_examples", "validate_examples", "keep_presql", "path"};
 
 Result<CommonOptions> read_common(const ItemReader& r, const json& item) {
   for (const auto& [k, v] : item.items())
     if (!kItemKeys.count(k)) return invalid_input("config key \"" + r.key() + "." + k + "\" is not known");
   CommonOptions o;
   NL2SQL_RETURN_IF_ERROR(r.get("name", o.kind, "a string"));
-  static const std::set<std::string> kKinds = {"baseline", "dc", "qp", "os", "ssev", "agent", "recap"};
+  static const std::set<std::string> kKinds = {"baseline", "dc", "qp", "os", "ssev", "agent", "recap", "file"};
   if (!kKinds.count(o.kind))
-    return invalid_input("config key \"" + r.key() + ".name\" must be one of baseline, dc, qp, os, ssev, agent, recap (got \"" +
+    return invalid_input("config key \"" + r.key() + ".name\" must be one of baseline, dc, qp, os, ssev, agent, recap, file (got \"" +
                          o.kind + "\")");
+  if (r.find("path") && o.kind != "file")
+    return invalid_input("config key \"" + r.key() + ".path\": only a generator of name \"file\" reads a file");
   o.label = o.kind;
   NL2SQL_RETURN_IF_ERROR(r.get("label", o.label, "a string"));
   NL2SQL_RETURN_IF_ERROR(r.get("samples", o.samples, "an integer"));
@@ -697,7 +700,14 @@ Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Conf
     if (!labels.insert(o->label).second)
       return invalid_input("config key \"" + key + ".label\": two generators are labelled \"" + o->label +
                            "\" (set distinct labels)");
-    if (o->kind == "baseline") {
+    if (o->kind == "file") {
+      std::string path;
+      NL2SQL_RETURN_IF_ERROR(r.get("path", path, "a string"));
+      if (path.empty()) return invalid_input("config key \"" + key + ".path\" is required for a file generator");
+      auto g = make_file_generator(o->label, path);
+      if (!g) return g.status().with_context("config key " + key + ".path");
+      out.push_back(std::move(*g));
+    } else if (o->kind == "baseline") {
       auto t = load_prompt(prompts_dir, "generate_baseline");
       if (!t) return t.status();
       out.push_back(std::make_unique<SingleCallGenerator>(std::move(*o), client, std::move(*t)));

@@ -24,6 +24,7 @@
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/generate/candidate.h"
+#include "nl2sql/generate/pool_file.h"
 
 namespace nl2sql::llm {
 class Client;
@@ -63,6 +64,9 @@ class Generator {
   // candidate (extraction_ok=false, the error recorded); only a cancelled client or a
   // configuration error returns a non-OK status.
   virtual Result<std::vector<Candidate>> generate(const GenerationInput& input) const = 0;
+  // The candidate pool file a "file" generator serves (its coverage of the dataset goes into the
+  // run's report, its hash into the resume check); null for generators that write SQL.
+  virtual const CandidatePoolFile* pool_file() const { return nullptr; }
 };
 
 // The generators listed under config key `generate.generators` (in order), each built with its
