@@ -65,6 +65,7 @@ json make_manifest(const Shared& s, const data::Dataset& ds, const std::string& 
                    : json(nullptr);
   m["config_hash"] = core::sha256_hex(result_relevant_config(s.config.json()).dump());
   m["prompt_hashes"] = prompts;
+  if (!s.candidate_pools.empty()) m["candidate_pools"] = s.candidate_pools;
   m["simulated"] = simulated;
   m["seed"] = s.settings.seed;
   m["primary_selector"] = s.settings.primary_selector;
@@ -138,6 +139,16 @@ std::vector<std::string> manifest_differences(const json& stored, const json& cu
     for (const auto& c : changed) list += (list.empty() ? "" : ", ") + c;
     out.push_back("prompts: " + list);
   }
+  // Candidate pools read from files: by label, the file and its content.
+  auto pools = [](const json& m) {
+    json out = json::object();
+    for (const auto& p : m.value("candidate_pools", json::array()))
+      out[p.value("label", "")] = {p.value("path", ""), p.value("hash", "")};
+    return out;
+  };
+  if (pools(stored) != pools(current))
+    out.push_back("candidate pools: " + pools(stored).dump() + " → " + pools(current).dump() +
+                  " (a pool file, its path or its content changed)");
   if (str(stored, "question_ids") != str(current, "question_ids")) {
     std::set<std::string> a, b;
     for (const auto& v : stored.value("question_ids", json::array())) a.insert(v.dump());

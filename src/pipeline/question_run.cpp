@@ -368,7 +368,6 @@ Status QuestionRun::stage_judge() {
       e.row_cap = limits.row_cap;
       s_.exec_cache->put(db::ResultCache::key(fp, c.sql), e);
     }
-    db::ExecutionResult exec;
     // A result hashed past fix.keep_rows is not in the result cache (only its first rows are
     // held): the judge takes it as it is, and compares it on its digest.
     const db::ExecutionResult* hashed = known && known->ok() && known->digest ? known.get() : nullptr;
@@ -377,13 +376,19 @@ Status QuestionRun::stage_judge() {
       hashed = &known_gold_->result;
       capped_gold_text_ = true;
     }
-    items_[i] = s_.judge->judge(q_, db_path_, fp, p, known ? nullptr : &exec, nullptr, hashed,
-                                known_gold_ ? &*known_gold_ : nullptr);
+    auto item = s_.judge->judge({.question = q_,
+                                 .db_path = db_path_,
+                                 .fingerprint = fp,
+                                 .prediction = p,
+                                 .keep_prediction_run = !known,
+                                 .known_prediction = hashed,
+                                 .known_gold = known_gold_ ? &*known_gold_ : nullptr});
+    items_[i] = std::move(item.item);
     if (!p.present || c.rejected) continue;
     if (known) {
       if (known->ok()) results_[i] = std::move(known);
-    } else if (exec.ok()) {
-      results_[i] = std::make_shared<const db::ExecutionResult>(std::move(exec));
+    } else if (item.prediction_run.ok()) {
+      results_[i] = std::make_shared<const db::ExecutionResult>(std::move(item.prediction_run));
     }
   }
   memo_.reset();  // what selection needs is in results_
@@ -433,10 +438,12 @@ void QuestionRun::finish_turn() {
   s_.seq_cv.notify_all();
 }
 
-Status QuestionRun::stage_select() {
+void QuestionRun::prepare_selection() {
   // Pool for the selectors: the gold-free task and the candidates (no gold in either).
-  select::SelectionInput input;
-  std::vector<bool> correct;  // per candidate, under the primary metric (gold stays here)
+  select::SelectionInput& input = selection_input_;
+  input = select::SelectionInput();
+  std::vector<bool>& correct = correct_;
+  correct.clear();
   input.question = &task_;
   input.schema = schema_;
   input.metadata = metadata_.get();
@@ -459,6 +466,11 @@ Status QuestionRun::stage_select() {
     correct.push_back(s_.judge->correct(items_[i]));
   }
 
+}
+
+Status QuestionRun::stage_select() {
+  prepare_selection();
+  select::SelectionInput& input = selection_input_;
   if (auto done = stored("select")) {
     latency_["select"] = done->value("latency_s", 0.0);
     selections_.clear();
@@ -512,9 +524,15 @@ Status QuestionRun::stage_select() {
     payload["latency_s"] = latency_["select"];
     NL2SQL_RETURN_IF_ERROR(put("select", payload, before));
   }
+  return Status::ok();
+}
 
-  // Curves vs number of candidates: bounds and self-consistency on the first k candidates of
-  // the interleaved order; the primary selector re-run on that prefix when run.curve_selector.
+// Curves vs number of candidates: bounds and self-consistency on the first k candidates of
+// the interleaved order; the primary selector re-run on that prefix when run.curve_selector.
+// The selection's pool and verdict memos serve these re-runs (no pair asked twice).
+Status QuestionRun::stage_curves() {
+  const select::SelectionInput& input = selection_input_;
+  const std::vector<bool>& correct = correct_;
   curves_.clear();
   curve_calls_ = json::array();
   auto curves_before = usage_now();
@@ -543,7 +561,7 @@ Status QuestionRun::stage_select() {
     point.self_consistency = sc;
     if (auto it = selections_.find(s_.settings.primary_selector); n == candidates_.size() && it != selections_.end()) {
       point.selector = it->second.correct.value_or(false);
-    } else if (s_.settings.curve_selector && !uses_weights(s_.settings.primary_selector)) {
+    } else if (s_.settings.curve_selector && !primary->traits().uses_expert_weights) {
       auto sel = primary->select(sub);
       if (sel)
         for (const auto& t : sel->calls) curve_calls_.push_back(llm::to_json(t));
@@ -558,7 +576,7 @@ Status QuestionRun::stage_select() {
       for (const auto& name : s_.settings.curve_selectors) {
         const bool is_primary = name == s_.settings.primary_selector;
         size_t repeats = is_primary ? s_.settings.curve_repeats_primary : s_.settings.curve_repeats;
-        if (!selector_calls_model(name)) repeats = 1;
+        if (s_.selectors.at(name)->traits().deterministic()) repeats = 1;
         std::vector<bool>& picks = point.selectors[name];
         for (size_t r = 0; r < repeats; ++r) {
           if (r == 0 && n == candidates_.size()) {
@@ -699,8 +717,14 @@ run::QuestionRecord QuestionRun::final_record() {
     // Gold's own text, whose candidates stopped at the row cap: judged on gold's execution.
     if (!hashed && p.present && capped_gold_text_ && fix::normalize_sql(p.sql) == gold_text_)
       hashed = &known_gold_->result;
-    verdict_ = s_.judge->judge(q_, db_path_, s_.fingerprints.at(q_.db_id), p, nullptr, nullptr, hashed,
-                               known_gold_ ? &*known_gold_ : nullptr);
+    verdict_ = s_.judge
+                   ->judge({.question = q_,
+                            .db_path = db_path_,
+                            .fingerprint = s_.fingerprints.at(q_.db_id),
+                            .prediction = p,
+                            .known_prediction = hashed,
+                            .known_gold = known_gold_ ? &*known_gold_ : nullptr})
+                   .item;
     latency_["eval"] += seconds_since(t0);
   }
   rec.verdict = verdict_of(*verdict_);
@@ -749,15 +773,31 @@ run::QuestionRecord QuestionRun::run() {
   // gold's text takes that run (see memo()).
   if (!q_.gold_sql.empty()) start_gold_ahead();
   const bool sequenced = static_cast<bool>(s_.weights);
+  // Each stage is loaded from the run store when a previous run stored it, else run, stored and
+  // accounted (by the stage's own member); the first stage that fails ends the question.
+  struct Row {
+    Stage stage;
+    Status (QuestionRun::*run)();
+  };
+  static constexpr Row kStages[] = {{Stage::kContext, &QuestionRun::stage_context},
+                                    {Stage::kGenerate, &QuestionRun::stage_generate},
+                                    {Stage::kFix, &QuestionRun::stage_fix},
+                                    {Stage::kJudge, &QuestionRun::stage_judge},
+                                    {Stage::kSelect, &QuestionRun::stage_select},
+                                    {Stage::kCurves, &QuestionRun::stage_curves}};
   run::QuestionRecord rec;
-  const char* stage = "context";
-  Status st = stage_context();
-  if (st) { stage = "generate"; st = stage_generate(); }
-  if (st) { stage = "fix"; st = stage_fix(); }
-  if (st) { stage = "judge"; st = stage_judge(); }
-  if (st && sequenced) wait_turn();
-  if (st && cancelled() && sequenced) st = Status(ErrorCode::kCancelled, "run cancelled");
-  if (st) { stage = "select"; st = stage_select(); }
+  Stage stage = Stage::kContext;
+  Status st = Status::ok();
+  for (const Row& row : kStages) {
+    stage = row.stage;
+    // Weighted voting: question t selects after question t-1 updated the weights.
+    if (row.stage == Stage::kSelect && sequenced) {
+      wait_turn();
+      if (cancelled()) st = Status(ErrorCode::kCancelled, "run cancelled");
+    }
+    if (st) st = (this->*row.run)();
+    if (!st) break;
+  }
   if (st) {
     rec = final_record();
     if (sequenced) {
@@ -775,10 +815,23 @@ run::QuestionRecord QuestionRun::run() {
       rec.weights = s_.weights->snapshot();
     }
   } else {
-    rec = fail(st, stage);
+    // The curves are part of the select stage in a failed record's words.
+    rec = fail(st, stage_name(stage == Stage::kCurves ? Stage::kSelect : stage));
   }
   if (sequenced) finish_turn();
   return rec;
+}
+
+const char* stage_name(Stage stage) {
+  switch (stage) {
+    case Stage::kContext: return "context";
+    case Stage::kGenerate: return "generate";
+    case Stage::kFix: return "fix";
+    case Stage::kJudge: return "judge";
+    case Stage::kSelect: return "select";
+    case Stage::kCurves: return "curves";
+  }
+  return "?";
 }
 
 }  // namespace nl2sql::pipeline

@@ -26,6 +26,10 @@ using fix::ExecutionMemo;
 // accounting: what one stage's result cost in faults.
 run::LlmFaults llm_faults_between(const llm::UsageTotals& before, const llm::UsageTotals& after);
 
+// The stages of a question, in the order run() takes them.
+enum class Stage { kContext, kGenerate, kFix, kJudge, kSelect, kCurves };
+const char* stage_name(Stage stage);
+
 class QuestionRun {
  public:
   QuestionRun(Shared& shared, const data::Question& q, size_t position)
@@ -43,7 +47,10 @@ class QuestionRun {
   Status stage_generate();
   Status stage_fix();
   Status stage_judge();
+  // The pool the selectors choose from (selection_input_, correct_), for select and curves.
+  void prepare_selection();
   Status stage_select();
+  Status stage_curves();
   run::QuestionRecord final_record();
   // Non-OK when the stage's model calls include lost ones (llm::is_lost_call).
   Status incomplete_stage(const std::string& stage, const run::LlmFaults& faults) const;
@@ -168,6 +175,10 @@ class QuestionRun {
   // Per candidate, its result when it executed (shared by candidates with the same query).
   std::vector<ExecutionMemo::Shared> results_;
   std::map<std::string, run::SelectionRecord> selections_;
+  // The selectors' pool (the gold-free task and the candidates with their results) and, per
+  // candidate, whether it is correct under the primary metric (gold stays in this class).
+  select::SelectionInput selection_input_;
+  std::vector<bool> correct_;
   std::map<int64_t, run::CurvePoint> curves_;
   nlohmann::json curve_calls_ = nlohmann::json::array();  // traces of the curves' selector re-runs
   std::map<std::string, double> latency_;

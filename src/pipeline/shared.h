@@ -76,6 +76,9 @@ struct Shared {
   select::ExpertKind expert_kind = select::ExpertKind::kGenerator;
   std::shared_ptr<select::WeightStore> weights;  // null unless a voting selector runs
   std::map<std::string, std::string> fingerprints;  // db_id → database fingerprint
+  // The candidate pools read from files ("file" generators): label, path, layout, hash and how
+  // they cover the dataset and this run's questions (manifest "candidate_pools"; empty: none).
+  nlohmann::json candidate_pools = nlohmann::json::array();
   // Databases whose tables and views declare no collation: their questions' memos answer a
   // DISTINCT query from its plain twin (fix::ExecutionMemo::derive_distinct).
   std::set<std::string> collation_free;
@@ -89,14 +92,5 @@ struct Shared {
   size_t seq_next = 0;             // guarded by seq_mu
   std::set<size_t> seq_done;       // guarded by seq_mu: positions finished out of order
 };
-
-inline bool uses_weights(const std::string& selector) {
-  return selector == "wma" || selector == "rwma" || selector == "naive_vote";
-}
-
-// Selectors whose pick depends on nothing but the pool (no model call, no seed).
-inline bool selector_calls_model(const std::string& selector) {
-  return selector != "self_consistency" && selector != "alphasql_consistency" && !uses_weights(selector);
-}
 
 }  // namespace nl2sql::pipeline

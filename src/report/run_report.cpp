@@ -530,6 +530,34 @@ void add_llm_faults(json& rep, ReportContext& ctx) {
   if (!run.endpoint_load.empty()) rep["endpoint_load"] = run.endpoint_load;
 }
 
+// The candidate pools read from files: what each held for the run, and what did not match.
+std::string candidate_pools_markdown(const json& rep) {
+  if (!rep.contains("candidate_pools") || rep["candidate_pools"].empty()) return "";
+  std::string md =
+      "## Candidate pools from files\n\n| generator | file | layout | candidates | questions with candidates | "
+      "questions of this run not in the file | ids not in the dataset |\n|---|---|---|---:|---:|---:|---:|\n";
+  std::string lists;
+  auto listed = [](const json& ids) {
+    std::string s;
+    for (size_t i = 0; i < ids.size() && i < 50; ++i) s += (i ? ", " : "") + ids[i].get<std::string>();
+    return ids.size() > 50 ? s + fmt::format(", … ({} in all; every one in report.json)", ids.size()) : s;
+  };
+  for (const auto& p : rep["candidate_pools"]) {
+    const json missing = p.value("run_questions_missing", json::array());
+    const json unknown = p.value("unknown_ids", json::array());
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", core::markdown_cell(p.value("label", "")),
+                      core::markdown_cell(p.value("path", "")), core::markdown_cell(p.value("layout", "")),
+                      p.value("candidates", 0), p.value("questions_with_candidates", 0), missing.size(), unknown.size());
+    if (!missing.empty())
+      lists += fmt::format("Questions of this run without a candidate from {}: {}.\n\n", core::markdown_cell(p.value("label", "")),
+                           core::markdown_cell(listed(missing)));
+    if (!unknown.empty())
+      lists += fmt::format("Ids in {} that are not questions of the dataset: {}.\n\n", core::markdown_cell(p.value("path", "")),
+                           core::markdown_cell(listed(unknown)));
+  }
+  return md + "\n" + lists;
+}
+
 // One line per overloaded profile (report.md and report.html share the words).
 std::vector<std::string> endpoint_load_lines(const json& rep) {
   std::vector<std::string> out;
@@ -613,6 +641,9 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   rep["n_expected"] = run::field(m, "question_ids").is_array() ? run::field(m, "question_ids").size() : n;
   // Questions the selection named whose database was missing: listed, never silently dropped.
   rep["skipped"] = run::field(m, "skipped").is_array() ? run::field(m, "skipped") : json::array();
+  // Candidate pools read from files, with the run's questions each lacks and the ids it has that
+  // the dataset does not.
+  if (run::field(m, "candidate_pools").is_array()) rep["candidate_pools"] = run::field(m, "candidate_pools");
 
   ReportContext ctx{run, o, metric, primary_sel};
   add_ex(rep, ctx);
@@ -730,6 +761,7 @@ std::string render_markdown(const json& rep) {
     }
     md += "\n";
   }
+  md += candidate_pools_markdown(rep);
   if (!rep["curves"].empty()) {
     md += "## Accuracy vs number of candidates\n\n| candidates | upper bound % | lower bound % | self-consistency % | selector % |\n|---:|---:|---:|---:|---:|\n";
     auto cell = [](const json& v) { return v.is_number() ? fmt_num(v.get<double>()) : std::string("–"); };
