@@ -5,6 +5,7 @@
 
 #include "nl2sql/context/recall_bench.h"
 #include "nl2sql/context/text_match.h"
+#include "support/mini_run.h"
 #include "support/test_env.h"
 
 namespace nl2sql::context {
@@ -36,11 +37,7 @@ TEST(RecallBench, TyposAreOneLetterOffAndReproducible) {
 
 TEST(RecallBench, EveryModeScoresTheSameCasesOfTheMiniSet) {
   testing::TempDir dir;
-  const auto root = testing::build_mini_bird(dir / "mini");
-  data::DatasetSpec spec;
-  spec.benchmark = data::Benchmark::kBird;
-  spec.data_dir = root;
-  auto ds = data::load_dataset(spec);
+  auto ds = testing::load_mini_bird(dir / "mini");
   ASSERT_TRUE(ds.is_ok()) << ds.status().message();
   db::Executor executor;
   RecallBenchOptions o;

@@ -22,12 +22,9 @@ using nlohmann::json;
 class CandidatePoolRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    data_ = testing::build_mini_bird(dir_ / "mini");
-    data::DatasetSpec spec;
-    spec.benchmark = data::Benchmark::kBird;
-    spec.data_dir = data_;
-    auto ds = data::load_dataset(spec);
+    auto ds = testing::load_mini_bird(dir_ / "mini");
     ASSERT_TRUE(ds.is_ok()) << ds.status().message();
+    data_ = dir_ / "mini";
     ds_ = std::move(*ds);
   }
   core::Config config(const fs::path& pool) const {

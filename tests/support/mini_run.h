@@ -8,6 +8,7 @@
 #include "nl2sql/core/config.h"
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/report/run_report.h"
+#include "support/test_env.h"
 
 namespace nl2sql::testing {
 
@@ -22,6 +23,14 @@ inline pipeline::RunOptions mini_run_options(const core::Config& config, const s
   o.index_dir = index_dir;
   o.progress = pipeline::ProgressMode::kOff;
   return o;
+}
+
+// The bundled mini BIRD set built under `root` (build_mini_bird) and loaded as a run loads it.
+inline Result<data::Dataset> load_mini_bird(const std::filesystem::path& root) {
+  data::DatasetSpec spec;
+  spec.benchmark = data::Benchmark::kBird;
+  spec.data_dir = build_mini_bird(root);
+  return data::load_dataset(spec);
 }
 
 // What `nl2sql run` does: the pipeline, then the reports of its run folder (when it returned).
