@@ -98,6 +98,22 @@ void log_skipped(const std::vector<data::SkippedQuestion>& all, const std::vecto
   }
 }
 
+// The run's templates: RunOptions::prompts_dir, else config key prompts.dir, else the bundled ones.
+Result<llm::PromptLibrary> open_prompts(const RunOptions& options, const core::Config& config) {
+  auto lib = options.prompts_dir.empty() ? llm::PromptLibrary::from_config(config)
+                                         : llm::PromptLibrary::open(options.prompts_dir);
+  if (!lib) return lib.status();
+  if (!lib->override_dir().empty())
+    spdlog::info("prompt templates: those in {} replace the bundled ones", lib->override_dir().string());
+  return lib;
+}
+
+bool used_template_file(const llm::PromptLibrary& prompts, const std::string& name) {
+  for (const auto& use : prompts.used())
+    if (use.file == name) return true;
+  return false;
+}
+
 }  // namespace
 
 Result<RunSummary> run(const RunOptions& options) {
@@ -121,7 +137,9 @@ Result<RunSummary> run(const RunOptions& options) {
   auto settings = load_run_settings(s.config, ds->benchmark);
   if (!settings) return settings.status();
   s.settings = std::move(*settings);
-  s.prompts_dir = options.prompts_dir.empty() ? llm::bundled_prompts_dir() : options.prompts_dir;
+  auto prompts = open_prompts(options, s.config);
+  if (!prompts) return prompts.status();
+  s.prompts = std::make_unique<llm::PromptLibrary>(std::move(*prompts));
 
   // Services.
   llm::ClientOptions client_options;
@@ -199,15 +217,15 @@ Result<RunSummary> run(const RunOptions& options) {
   }
 
   auto ctx = context::ContextBuilder::create(s.config, s.client.get(), *s.executor, options.index_dir,
-                                             s.prompts_dir);
+                                             s.prompts.get());
   if (!ctx) return ctx.status();
   s.context = std::move(*ctx);
-  auto gens = generate::make_generators(s.config, s.client.get(), s.executor.get(), s.prompts_dir, &options.dataset);
+  auto gens = generate::make_generators(s.config, s.client.get(), s.executor.get(), *s.prompts, &options.dataset);
   if (!gens) return gens.status();
   s.generators = std::move(*gens);
   if (s.generators.empty()) return invalid_input("config key generate.generators: no generator configured");
   for (const auto& g : s.generators) s.generator_names.push_back(g->name());
-  auto fixer = fix::Fixer::create(s.config, s.client.get(), s.prompts_dir);
+  auto fixer = fix::Fixer::create(s.config, s.client.get(), *s.prompts);
   if (!fixer) return fixer.status();
   s.fixer.emplace(std::move(*fixer));
 
@@ -224,7 +242,7 @@ Result<RunSummary> run(const RunOptions& options) {
   select::SelectorServices services;
   services.client = s.client.get();
   services.executor = s.executor.get();
-  services.prompts_dir = s.prompts_dir;
+  services.prompts = s.prompts.get();
   services.weights = s.weights;
   for (const auto& name : s.settings.selectors) {
     auto sel = select::make_selector_named(name, s.config, services);
@@ -244,9 +262,12 @@ Result<RunSummary> run(const RunOptions& options) {
                              [](const db::TableInfo& t) { return t.declares_collation(); }))
       s.collation_free.insert(db_id);
   }
-  auto prompts = prompt_hashes(s.prompts_dir);
-  if (!prompts) return prompts.status();
-  json manifest = make_manifest(s, *ds, *fingerprint, *picked, *prompts, summary.simulated, used_profiles);
+  for (const auto& name : s.prompts->unmatched_overrides())
+    if (!used_template_file(*s.prompts, name))
+      spdlog::warn("prompts folder {}: {}.txt is no bundled template's name and no `template` key names it: unused",
+                   s.prompts->override_dir().string(), name);
+  json manifest = make_manifest(s, *ds, *fingerprint, *picked, templates_json(s.prompts->used()), summary.simulated,
+                                used_profiles);
   auto store = run::RunStore::open(options.out_dir, true);
   if (!store) return store.status();
   s.store = store->get();
