@@ -105,7 +105,7 @@ Result<PromptLibrary> PromptLibrary::open(const fs::path& overrides, const fs::p
 }
 
 Result<PromptLibrary> PromptLibrary::from_config(const core::Config& config) {
-  auto dir = config.get_string("prompts.dir", "");
+  auto dir = config.get_string("prompts.dir");
   if (!dir) return dir.status();
   auto lib = open(*dir);
   if (!lib) return lib.status().with_context("config key \"prompts.dir\"");
