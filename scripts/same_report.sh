@@ -43,7 +43,7 @@ PY
   python3 - "$WORK/$name-old/report.json" "$WORK/$name-new/report.json" "$name" <<'PY' || status=1
 import json, sys
 SKIP = ('latency', 'seconds', 'wall', 'created', 'elapsed', '_s', 'time', 'tool_version',
-        'config_hash', 'prompt_hashes', 'dir', 'path', 'name', 'title', 'record_version')
+        'config_hash', 'prompt_hashes', 'templates', 'dir', 'path', 'name', 'title', 'record_version')
 def strip(o):
     if isinstance(o, dict):
         return {k: strip(v) for k, v in o.items() if not any(t in k for t in SKIP)}

@@ -1,6 +1,7 @@
 // nl2sql config keys | check | show: the documented config keys (docs/config-reference.md's table is generated
 // from the same schema fragments), validation of a config with its --set overrides, and the
-// resolved config after "extends" and overrides.
+// resolved config after "extends" and overrides, with the prompt templates it would use.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -8,6 +9,9 @@
 #include "cli/command.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/config_schema.h"
+#include "nl2sql/generate/generator.h"
+#include "nl2sql/llm/prompt_library.h"
+#include "nl2sql/select/selector.h"
 
 namespace nl2sql::cli {
 namespace {
@@ -17,6 +21,7 @@ struct ConfigArgs {
   std::vector<std::string> sets;
   std::string schema_dir;
   bool json = false;
+  bool templates = false;
 };
 
 Result<core::ConfigSchema> load_schema(const ConfigArgs& a) {
@@ -81,13 +86,73 @@ int run_check(const ConfigArgs& a) {
   return kExitOk;
 }
 
+// Loads every `template` key's file through the library (checking its placeholders), so that
+// used() lists them: generate.generators[].template, fix.template, select.<method>.template.
+Status load_template_keys(const core::Config& config, const llm::PromptLibrary& prompts) {
+  auto load = [&](const std::string& key, const Result<std::string>& role) -> Status {
+    const auto* file = config.find(key);
+    if (!file || !file->is_string() || file->get<std::string>().empty()) return Status::ok();
+    if (!role) return role.status().with_context("config key \"" + key + "\"");
+    auto t = prompts.load_as(*role, file->get<std::string>());
+    return t ? Status::ok() : t.status().with_context("config key \"" + key + "\"");
+  };
+  if (const auto* gens = config.find("generate.generators"); gens && gens->is_array())
+    for (size_t i = 0; i < gens->size(); ++i) {
+      const auto& item = (*gens)[i];
+      if (!item.is_object() || !item.contains("name") || !item["name"].is_string()) continue;
+      NL2SQL_RETURN_IF_ERROR(load("generate.generators[" + std::to_string(i) + "].template",
+                                  generate::generator_template_role(item["name"].get<std::string>())));
+    }
+  NL2SQL_RETURN_IF_ERROR(load("fix.template", std::string("fix_sql")));
+  for (const auto& method : select::selector_methods()) {
+    auto role = select::selector_template_role(method);
+    NL2SQL_RETURN_IF_ERROR(load("select." + method + ".template",
+                                role ? Result<std::string>(*role)
+                                     : Result<std::string>(invalid_input(method + " takes no template"))));
+  }
+  return Status::ok();
+}
+
+// The effective templates: every bundled one (replaced or not), then the files `template` keys
+// choose; one line each with its source and hash.
+Result<std::string> templates_table(const core::Config& config) {
+  auto prompts = llm::PromptLibrary::from_config(config);
+  if (!prompts) return prompts.status();
+  NL2SQL_RETURN_IF_ERROR(load_template_keys(config, *prompts));
+  auto effective = prompts->effective();
+  if (!effective) return effective.status();
+  std::string out = "prompt templates (bundled: " + prompts->bundled_dir().string() +
+                    (prompts->override_dir().empty() ? "" : "; prompts.dir: " + prompts->override_dir().string()) +
+                    ")\n";
+  auto line = [&](const std::string& name, const std::string& source, const std::string& hash) {
+    out += fmt::format("  {:<40} {:<34} {}\n", name, hash, source);
+  };
+  line("template", "source", "hash");
+  for (const auto& t : *effective) line(t.name, t.source, t.hash);
+  for (const auto& t : prompts->used())
+    if (t.file != t.name) line(t.name + " ← " + t.file, t.source, t.hash);
+  return out;
+}
+
 int run_show(const ConfigArgs& a) {
   auto config = load_config(a);
   if (!config) {
     spdlog::error("{}", config.status().message());
     return kExitBadInput;
   }
+  auto table = templates_table(*config);
+  if (!table) {
+    spdlog::error("{}", table.status().message());
+    return kExitBadInput;
+  }
+  // stdout stays the resolved config alone (it is a valid config file); the templates go to
+  // stderr unless asked for alone.
+  if (a.templates) {
+    std::cout << *table;
+    return kExitOk;
+  }
   std::cout << config->json().dump(2) << "\n";
+  std::cerr << *table;
   return kExitOk;
 }
 
@@ -107,6 +172,13 @@ RunFn setup(CLI::App& app) {
   auto* show = cmd->add_subcommand("show", "Print the resolved config (extends followed, overrides applied)");
   show->add_option("--config", show_args->config_path, "Config file")->required();
   show->add_option("--set", show_args->sets, "Override key.path=value (repeatable)");
+  show->add_option_function<std::string>(
+          "--prompts", [show_args](const std::string& dir) { show_args->sets.push_back("prompts.dir=" + nlohmann::json(dir).dump()); },
+          "Folder whose <name>.txt files replace the bundled prompt templates (sets config key prompts.dir)")
+      ->type_name("DIR");
+  show->add_flag("--templates", show_args->templates,
+                 "Print only the effective prompt templates (name, source, hash) instead of the config; "
+                 "without it they go to stderr");
   return [=] {
     if (keys->parsed()) return run_keys(*keys_args);
     if (check->parsed()) return run_check(*check_args);

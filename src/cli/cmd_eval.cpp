@@ -57,6 +57,12 @@ int run_eval(const EvalArgs& a) {
   }
   eval::EvalOptions opts = std::move(*options);
   opts.threads = a.threads;
+  auto prompts = llm::PromptLibrary::from_config(*config);  // the judge's template (--prompts)
+  if (!prompts) {
+    spdlog::error("{}", prompts.status().message());
+    return kExitBadInput;
+  }
+  opts.prompts = &*prompts;
   std::unique_ptr<llm::Client> judge_client;
   if (opts.judge) {  // the model of role `judge` (the environment's endpoint by default)
     auto c = sim::make_client(*config, &*ds);
@@ -166,6 +172,7 @@ RunFn setup(CLI::App& app) {
   args->config.add_key_flags(*cmd, {{"--metric", "eval.metrics"}, {"--timeout", "eval.timeout_s"}, {"--row-cap", "eval.row_cap"},
                                     {"--test-suite", "eval.test_suite"},
                                     {"--ves-repeats", "eval.ves_repeats"}});
+  args->config.add_prompts_flag(*cmd);
   args->config.add_key_switches(*cmd, {{"--keep-distinct", "eval.keep_distinct", "true", "spider-ts: do not remove DISTINCT"},
                                        {"--no-tie-check", "eval.check_ties", "false", "Skip the tie-order check of gold queries with LIMIT"},
                                        {"--plug-value", "eval.plug_value", "true", "spider-ts: also try gold's values in the prediction's value slots, as the official --plug_value"}});

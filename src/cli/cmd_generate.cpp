@@ -20,7 +20,7 @@
 #include "nl2sql/fix/fixer.h"
 #include "nl2sql/generate/generator.h"
 #include "nl2sql/llm/client.h"
-#include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/llm/prompt_library.h"
 #include "nl2sql/sim/simulator.h"
 
 namespace nl2sql::cli {
@@ -32,7 +32,6 @@ struct GenerateArgs {
   std::string question_id;
   std::string index_dir;
   bool no_index = false;
-  std::string prompts_dir;
   bool json = false;
   bool show_prompts = false;
 };
@@ -96,16 +95,20 @@ struct Stage {
 
 std::optional<Stage> build_stage(const GenerateArgs& a, const core::Config& config, llm::Client* client,
                                  const db::Executor& executor) {
-  const std::filesystem::path prompts = a.prompts_dir.empty() ? llm::bundled_prompts_dir() : std::filesystem::path(a.prompts_dir);
+  auto prompts = llm::PromptLibrary::from_config(config);
+  if (!prompts) {
+    spdlog::error("{}", prompts.status().message());
+    return std::nullopt;
+  }
   Stage stage;
   auto spec = a.dataset.spec(config);  // dc and qp take their demonstrations from its train split
-  auto generators = generate::make_generators(config, client, &executor, prompts, spec ? &*spec : nullptr);
+  auto generators = generate::make_generators(config, client, &executor, *prompts, spec ? &*spec : nullptr);
   if (!generators) {
     spdlog::error("{}", generators.status().message());
     return std::nullopt;
   }
   stage.generators = std::move(*generators);
-  auto fixer = fix::Fixer::create(config, client, prompts);
+  auto fixer = fix::Fixer::create(config, client, *prompts);
   if (!fixer) {
     spdlog::error("{}", fixer.status().message());
     return std::nullopt;
@@ -232,7 +235,7 @@ RunFn setup(CLI::App& app) {
   cmd->add_option("--question-id", args->question_id, "Question to generate for");
   cmd->add_option("--index-dir", args->index_dir, "Value index folder (default $NL2SQL_CACHE_DIR/index)");
   cmd->add_flag("--no-index", args->no_index, "Do not open the value index (no example or retrieved values)");
-  cmd->add_option("--prompts", args->prompts_dir, "Prompt templates folder (default: the bundled prompts/)");
+  args->config.add_prompts_flag(*cmd);
   cmd->add_flag("--json", args->json, "Print the candidates' traces as JSON");
   cmd->add_flag("--show-prompts", args->show_prompts, "Print every rendered prompt");
   return [args] { return run_generate(*args); };

@@ -157,6 +157,7 @@ RunFn setup_run(CLI::App& parent) {
   cmd->add_option("--out", a->out, "Run folder (default: runs/<config>-<benchmark>-<split>)");
   cmd->add_option("--shard", a->shard, "Run the I-th of N deterministic slices, e.g. 0/4");
   a->config.add_key_flags(*cmd, {{"--max-cost-usd", "run.max_cost_usd"}, {"--fail-under", "run.fail_under"}});
+  a->config.add_prompts_flag(*cmd);
   cmd->add_flag("--force-new", a->force_new, "Delete the run store in --out and start over");
   cmd->add_option("--progress", a->progress, "auto | tty | plain | off")->capture_default_str();
   cmd->add_option("--index-dir", a->index_dir, "Value index folder (default: context.index_dir or the cache dir)");

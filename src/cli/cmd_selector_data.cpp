@@ -17,7 +17,7 @@
 #include "nl2sql/core/config.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/db/schema_info.h"
-#include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/llm/prompt_library.h"
 #include "nl2sql/run/run_data.h"
 #include "nl2sql/select/training_data.h"
 
@@ -132,8 +132,13 @@ int run_selector_data(const SelectorDataArgs& a) {
   select::TrainingOptions options;
   options.seed = a.seed;
   options.max_pairs_per_question = a.max_pairs;
-  auto examples = select::build_selector_training_data(
-      questions, options, a.prompts.empty() ? llm::bundled_prompts_dir() : std::filesystem::path(a.prompts));
+  // The run's own templates (its prompts.dir) unless --prompts names another folder.
+  auto prompts = a.prompts.empty() ? llm::PromptLibrary::from_config(config) : llm::PromptLibrary::open(a.prompts);
+  if (!prompts) {
+    spdlog::error("{}", prompts.status().message());
+    return kExitBadInput;
+  }
+  auto examples = select::build_selector_training_data(questions, options, &*prompts);
   if (!examples) {
     spdlog::error("{}", examples.status().message());
     return kExitFailure;
@@ -158,7 +163,9 @@ RunFn setup_selector_data(CLI::App& parent) {
                   "Folder of the run's metadata files (default: the run's context.index_dir)");
   cmd->add_option("--seed", a->seed, "Seed of the pair order shuffle")->capture_default_str();
   cmd->add_option("--max-pairs", a->max_pairs, "Pairs per question (0: all)")->capture_default_str();
-  cmd->add_option("--prompts", a->prompts, "Prompts folder (default: bundled)");
+  cmd->add_option("--prompts", a->prompts,
+                  "Folder whose <name>.txt files replace the bundled prompt templates (default: the run's prompts.dir)")
+      ->type_name("DIR");
   return [a]() { return run_selector_data(*a); };
 }
 

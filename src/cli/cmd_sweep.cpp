@@ -89,6 +89,11 @@ RunFn setup_sweep(CLI::App& parent) {
   auto a = std::make_shared<SweepArgs>();
   cmd->add_option("configs", a->configs, "Config files (the first is the baseline)")->required();
   cmd->add_option("--set", a->sets, "Override applied to every config: a.b=value (repeatable)");
+  cmd->add_option_function<std::string>(
+         "--prompts", [a](const std::string& dir) { a->sets.push_back("prompts.dir=" + nlohmann::json(dir).dump()); },
+         "Folder whose <name>.txt files replace the bundled prompt templates of that name, for every config "
+         "(sets config key prompts.dir)")
+      ->type_name("DIR");
   a->dataset.add_to(*cmd);
   cmd->add_option("--questions", a->questions, "Question indices, e.g. 0-99");
   cmd->add_option("--sample", a->sample, "A seeded sample of this many questions");

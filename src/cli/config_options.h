@@ -69,6 +69,15 @@ struct ConfigOptions {
     }
   }
 
+  // --prompts DIR: sets config key prompts.dir (as a string, whatever DIR looks like).
+  void add_prompts_flag(CLI::App& cmd) {
+    cmd.add_option_function<std::string>(
+           "--prompts", [this](const std::string& dir) { sets.push_back("prompts.dir=" + nlohmann::json(dir).dump()); },
+           "Folder whose <name>.txt files replace the bundled prompt templates of that name (sets config key "
+           "prompts.dir)")
+        ->type_name("DIR");
+  }
+
   // The config's file stem ("chase" for configs/chase.json), for default run folder names.
   std::string name() const {
     return path.empty() ? std::string("default") : std::filesystem::path(path).stem().string();

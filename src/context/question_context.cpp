@@ -131,16 +131,18 @@ ContextBuilder::ContextBuilder(ContextSettings settings, llm::Client* client, co
 
 Result<std::unique_ptr<ContextBuilder>> ContextBuilder::create(const core::Config& config, llm::Client* client,
                                                                const db::Executor& executor, fs::path index_dir,
-                                                               fs::path prompts_dir) {
+                                                               const llm::PromptLibrary* prompts) {
   auto s = load_context_settings(config);
   if (!s) return s.status();
   if (!index_dir.empty()) s->index.index_dir = index_dir;
-  return create(std::move(*s), client, executor, std::move(prompts_dir));
+  return create(std::move(*s), client, executor, prompts);
 }
 
 Result<std::unique_ptr<ContextBuilder>> ContextBuilder::create(ContextSettings settings, llm::Client* client,
-                                                               const db::Executor& executor, fs::path prompts_dir) {
-  if (prompts_dir.empty()) prompts_dir = llm::bundled_prompts_dir();
+                                                               const db::Executor& executor,
+                                                               const llm::PromptLibrary* prompts) {
+  std::optional<llm::PromptLibrary> bundled;
+  if (prompts == nullptr) prompts = &bundled.emplace(llm::PromptLibrary::bundled());
   const char* needs_model = settings.llm_keywords              ? "context.keywords.llm"
                             : settings.column_filter           ? "context.column_filter.enabled"
                             : settings.describe                ? "context.metadata.describe"
@@ -151,7 +153,7 @@ Result<std::unique_ptr<ContextBuilder>> ContextBuilder::create(ContextSettings s
   std::unique_ptr<ContextBuilder> b(new ContextBuilder(std::move(settings), client, executor));
   auto load = [&](bool on, const char* name, std::optional<llm::PromptTemplate>& slot) -> Status {
     if (!on) return Status::ok();
-    auto t = llm::PromptTemplate::load_named(prompts_dir, name);
+    auto t = prompts->load(name);
     if (!t) return t.status();
     slot = std::move(*t);
     return Status::ok();

@@ -744,8 +744,8 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
   report.dataset_fingerprint = fp ? *fp : "unavailable: " + fp.status().message();
   if (options.judge) {
     if (!options.judge_client) return invalid_input("eval.metrics: judge needs a model client (role judge)");
-    auto prompt = llm::PromptTemplate::load_named(
-        options.prompts_dir.empty() ? llm::bundled_prompts_dir() : options.prompts_dir, "judge_semantic");
+    auto prompt = options.prompts ? options.prompts->load("judge_semantic")
+                                  : llm::PromptLibrary::bundled().load("judge_semantic");
     if (!prompt) return prompt.status();
     std::vector<JudgeInput> inputs(ds.questions.size());
     report.judged.resize(ds.questions.size());

@@ -38,7 +38,7 @@ Result<FixOptions> load_fix_options(const core::Config& config) {
   if (const auto* f = config.find("fix")) {
     if (!f->is_object()) return invalid_input("config key \"fix\" must be an object");
     static const std::set<std::string> kKeys = {"enabled", "max_rounds", "on_empty_result", "role",
-                                                "profile", "temperature", "preview_rows", "hint_names", "keep_rows"};
+                                                "profile", "temperature", "preview_rows", "hint_names", "keep_rows", "template"};
     for (const auto& [k, v] : f->items())
       if (!kKeys.count(k)) return invalid_input("config key \"fix." + k + "\" is not known");
   }
@@ -116,11 +116,13 @@ void execute_candidate(Candidate& c, ExecutionMemo& memo, size_t preview_rows) {
   }
 }
 
-Result<Fixer> Fixer::create(const core::Config& config, llm::Client* client, const std::filesystem::path& prompts_dir) {
+Result<Fixer> Fixer::create(const core::Config& config, llm::Client* client, const llm::PromptLibrary& prompts) {
   auto o = load_fix_options(config);
   if (!o) return o.status();
-  auto t = llm::PromptTemplate::load_named(prompts_dir, "fix_sql");
-  if (!t) return t.status().with_context("fix: prompt fix_sql");
+  auto file = config.get_string("fix.template", "");
+  if (!file) return file.status();
+  auto t = prompts.load_as("fix_sql", *file);
+  if (!t) return t.status().with_context(file->empty() ? "fix: prompt fix_sql" : "config key \"fix.template\"");
   if (client == nullptr && o->enabled && o->max_rounds > 0) return invalid_input("fix: no LLM client");
   return Fixer(std::move(*o), client, std::move(*t));
 }

@@ -260,10 +260,10 @@ std::string compress_history(const std::string& question, const std::vector<Atte
 
 Result<std::unique_ptr<Generator>> make_agent_generator(AgenticSpec spec, AgentOptions options, llm::Client* client,
                                                         const db::Executor* executor,
-                                                        const std::filesystem::path& prompts_dir) {
+                                                        const llm::PromptLibrary& prompts) {
   if (client == nullptr) return invalid_input("generator " + spec.label + ": no LLM client");
   auto load = [&](const char* name) {
-    auto t = llm::PromptTemplate::load_named(prompts_dir, name);
+    auto t = prompts.load(name);
     return t ? t : Result<llm::PromptTemplate>(t.status().with_context("generate: prompt " + std::string(name)));
   };
   auto ledger = load("agent_ledger");

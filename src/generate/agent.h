@@ -60,6 +60,6 @@ std::string compress_history(const std::string& question, const std::vector<Atte
 
 Result<std::unique_ptr<Generator>> make_agent_generator(AgenticSpec spec, AgentOptions options, llm::Client* client,
                                                         const db::Executor* executor,
-                                                        const std::filesystem::path& prompts_dir);
+                                                        const llm::PromptLibrary& prompts);
 
 }  // namespace nl2sql::generate

@@ -498,7 +498,7 @@ class ItemReader {
 
 const std::set<std::string> kItemKeys = {"name", "label", "samples", "temperature", "shuffle", "role", "profiles",
                                          "descriptions", "examples", "demos", "general_examples",
-                                         "filtered_examples", "validate_examples", "keep_presql", "path"};
+                                         "filtered_examples", "validate_examples", "keep_presql", "template", "path"};
 
 Result<CommonOptions> read_common(const ItemReader& r, const json& item) {
   for (const auto& [k, v] : item.items())
@@ -668,17 +668,39 @@ Result<DemoChoice> make_demo_choice(const DemoConfig& config, const std::string&
   return out;
 }
 
-Result<llm::PromptTemplate> load_prompt(const std::filesystem::path& dir, const std::string& name) {
-  auto t = llm::PromptTemplate::load_named(dir, name);
+Result<llm::PromptTemplate> load_prompt(const llm::PromptLibrary& prompts, const std::string& name) {
+  auto t = prompts.load(name);
   if (!t) return t.status().with_context("generate: prompt " + name);
+  return t;
+}
+
+// The generator's main template: its role's, or the file its `template` key names instead.
+Result<llm::PromptTemplate> load_main_prompt(const llm::PromptLibrary& prompts, const ItemReader& r,
+                                             const std::string& kind) {
+  std::string file;
+  NL2SQL_RETURN_IF_ERROR(r.get("template", file, "a string"));
+  auto role = generator_template_role(kind);
+  if (!role) return file.empty() ? role.status() : role.status().with_context("config key \"" + r.key() + ".template\"");
+  if (file.empty()) return load_prompt(prompts, *role);
+  auto t = prompts.load_as(*role, file);
+  if (!t) return t.status().with_context("config key \"" + r.key() + ".template\"");
   return t;
 }
 
 }  // namespace
 
+Result<std::string> generator_template_role(const std::string& kind) {
+  static const std::map<std::string, std::string> kRoles = {
+      {"baseline", "generate_baseline"}, {"dc", "generate_divide_conquer"}, {"qp", "generate_query_plan"},
+      {"os", "generate_online_synthetic"}, {"ssev", "generate_presql"}};
+  if (auto it = kRoles.find(kind); it != kRoles.end()) return it->second;
+  return invalid_input("generator " + kind + " has several templates and no `template` key: override them by name "
+                       "in a prompts folder (prompts.dir, --prompts)");
+}
+
 Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Config& config, llm::Client* client,
                                                                 const db::Executor* executor,
-                                                                const std::filesystem::path& prompts_dir,
+                                                                const llm::PromptLibrary& prompts,
                                                                 const data::DatasetSpec* run_dataset) {
   if (client == nullptr) return invalid_input("make_generators: no LLM client");
   std::map<std::string, std::shared_ptr<const DemoPool>> pools;  // shared by dc and qp
@@ -704,16 +726,18 @@ Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Conf
       std::string path;
       NL2SQL_RETURN_IF_ERROR(r.get("path", path, "a string"));
       if (path.empty()) return invalid_input("config key \"" + key + ".path\" is required for a file generator");
+      if (r.find("template"))
+        return invalid_input("config key \"" + key + ".template\": a file generator sends no prompt");
       auto g = make_file_generator(o->label, path);
       if (!g) return g.status().with_context("config key " + key + ".path");
       out.push_back(std::move(*g));
     } else if (o->kind == "baseline") {
-      auto t = load_prompt(prompts_dir, "generate_baseline");
+      auto t = load_main_prompt(prompts, r, o->kind);
       if (!t) return t.status();
       out.push_back(std::make_unique<SingleCallGenerator>(std::move(*o), client, std::move(*t)));
     } else if (o->kind == "dc" || o->kind == "qp") {
       const bool qp = o->kind == "qp";
-      auto t = load_prompt(prompts_dir, qp ? "generate_query_plan" : "generate_divide_conquer");
+      auto t = load_main_prompt(prompts, r, o->kind);
       if (!t) return t.status();
       auto dc = read_demo_config(r);
       if (!dc) return dc.status();
@@ -725,7 +749,7 @@ Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Conf
       auto choice = make_demo_choice(*dc, key, o->label, run_dataset, executor, pools);
       if (!choice) return choice.status();
       if (qp && choice->fixed.empty()) {
-        auto fallback = load_prompt(prompts_dir, "generate_query_plan_demos");
+        auto fallback = load_prompt(prompts, "generate_query_plan_demos");
         if (!fallback) return fallback.status();
         choice->fixed = fallback->text();
       }
@@ -742,9 +766,9 @@ Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Conf
       NL2SQL_RETURN_IF_ERROR(r.get("validate_examples", validate, "a boolean"));
       if (general < 0 || filtered < 0)
         return invalid_input("config key \"" + key + ".general_examples/filtered_examples\" must be >= 0");
-      auto g = load_prompt(prompts_dir, "generate_os_examples_general");
-      auto f = load_prompt(prompts_dir, "generate_os_examples_filtered");
-      auto t = load_prompt(prompts_dir, "generate_online_synthetic");
+      auto g = load_prompt(prompts, "generate_os_examples_general");
+      auto f = load_prompt(prompts, "generate_os_examples_filtered");
+      auto t = load_main_prompt(prompts, r, o->kind);
       if (!g) return g.status();
       if (!f) return f.status();
       if (!t) return t.status();
@@ -752,25 +776,27 @@ Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Conf
                                                                std::move(*f), std::move(*t), general, filtered,
                                                                validate));
     } else if (o->kind == "agent") {  // agent.h; options under agent.*
+      if (r.find("template")) return load_main_prompt(prompts, r, o->kind).status();
       auto options = load_agent_options(config);
       if (!options) return options.status();
       auto g = make_agent_generator({o->kind, o->label, o->samples, o->temperature, o->role, o->profiles,
                                      o->descriptions, o->examples},
-                                    std::move(*options), client, executor, prompts_dir);
+                                    std::move(*options), client, executor, prompts);
       if (!g) return g.status();
       out.push_back(std::move(*g));
     } else if (o->kind == "recap") {  // recap.h; options under recap.*
+      if (r.find("template")) return load_main_prompt(prompts, r, o->kind).status();
       auto options = load_recap_options(config);
       if (!options) return options.status();
       auto g = make_recap_generator({o->kind, o->label, o->samples, o->temperature, o->role, o->profiles,
                                      o->descriptions, o->examples},
-                                    std::move(*options), client, executor, prompts_dir);
+                                    std::move(*options), client, executor, prompts);
       if (!g) return g.status();
       out.push_back(std::move(*g));
     } else {  // ssev
       bool keep = true;
       NL2SQL_RETURN_IF_ERROR(r.get("keep_presql", keep, "a boolean"));
-      auto t = load_prompt(prompts_dir, "generate_presql");
+      auto t = load_main_prompt(prompts, r, o->kind);
       if (!t) return t.status();
       out.push_back(std::make_unique<SsevGenerator>(std::move(*o), client, std::move(*t), keep));
     }

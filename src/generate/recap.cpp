@@ -470,25 +470,27 @@ Result<RecapOptions> load_recap_options(const core::Config& config) {
 
 Result<std::unique_ptr<Generator>> make_recap_generator(AgenticSpec spec, RecapOptions options, llm::Client* client,
                                                         const db::Executor* executor,
-                                                        const std::filesystem::path& prompts_dir) {
+                                                        const llm::PromptLibrary& prompts) {
   if (client == nullptr) return invalid_input("generator " + spec.label + ": no LLM client");
   std::vector<llm::PromptTemplate> t;
   for (const char* name : {"recap_plan", "recap_plan_critique", "recap_act", "recap_sql_critique", "recap_refine",
                            "recap_validate"}) {
-    auto p = llm::PromptTemplate::load_named(prompts_dir, name);
+    auto p = prompts.load(name);
     if (!p) return p.status().with_context("generate: prompt " + std::string(name));
     t.push_back(std::move(*p));
   }
-  RecapGenerator::Prompts prompts{std::move(t[0]), std::move(t[1]), std::move(t[2]),
-                                  std::move(t[3]), std::move(t[4]), std::move(t[5])};
+  RecapGenerator::Prompts loaded{std::move(t[0]), std::move(t[1]), std::move(t[2]),
+                                 std::move(t[3]), std::move(t[4]), std::move(t[5])};
   std::optional<SyntaxReference> syntax;
   if (options.syntax) {
-    auto ref = SyntaxReference::load(prompts_dir / "sqlite_syntax.md");
+    auto path = prompts.resource("sqlite_syntax.md");
+    if (!path) return path.status().with_context("generator " + spec.label + " (recap.syntax)");
+    auto ref = SyntaxReference::load(*path);
     if (!ref) return ref.status().with_context("generator " + spec.label + " (recap.syntax)");
     syntax = std::move(*ref);
   }
   return std::unique_ptr<Generator>(std::make_unique<RecapGenerator>(std::move(spec), std::move(options), client,
-                                                                     executor, std::move(prompts), std::move(syntax)));
+                                                                     executor, std::move(loaded), std::move(syntax)));
 }
 
 }  // namespace nl2sql::generate

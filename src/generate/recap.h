@@ -63,6 +63,6 @@ Validation parse_validation(const std::string& answer);
 
 Result<std::unique_ptr<Generator>> make_recap_generator(AgenticSpec spec, RecapOptions options, llm::Client* client,
                                                         const db::Executor* executor,
-                                                        const std::filesystem::path& prompts_dir);
+                                                        const llm::PromptLibrary& prompts);
 
 }  // namespace nl2sql::generate

@@ -69,6 +69,12 @@ Result<PromptTemplate> PromptTemplate::load_named(const std::filesystem::path& p
   return load(path);
 }
 
+size_t PromptTemplate::line_of(const std::string& placeholder) const {
+  size_t at = text_.find("{{" + placeholder + "}}");
+  if (at == std::string::npos) return 0;
+  return 1 + static_cast<size_t>(std::count(text_.begin(), text_.begin() + static_cast<long>(at), '\n'));
+}
+
 Result<std::string> PromptTemplate::render(const std::map<std::string, std::string>& values) const {
   std::string missing, unknown;
   for (const auto& p : placeholders_)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <map>
 #include <set>
 
 #include "nl2sql/core/build_info.h"
@@ -28,20 +29,57 @@ std::string utc_now() {
   return buf;
 }
 
+// A manifest's templates by what they stand for ("fix_sql", or "fix_sql as my_fix" when a
+// `template` key chose the file): (hash, source).
+std::map<std::string, std::pair<std::string, std::string>> templates_by_role(const json& manifest) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  for (const auto& e : manifest.value("templates", json::array())) {
+    std::string name = e.value("name", ""), file = e.value("file", name);
+    out[file == name ? name : name + " as " + file] = {e.value("hash", ""), e.value("source", "")};
+  }
+  return out;
+}
+
+std::string source_change(const std::string& was, const std::string& now) {
+  return was == now ? "" : " (was " + was + ", now " + now + ")";
+}
+
+// The changed, added and removed templates, as one list. A manifest written before templates
+// were recorded holds "prompt_hashes" (every bundled template's hash, by file name): each
+// template used now is compared with its file's old hash, and those not used now are ignored.
+std::string template_differences(const json& stored, const json& current) {
+  std::vector<std::string> changed;
+  if (!stored.contains("templates")) {
+    const json old = stored.value("prompt_hashes", json::object());
+    for (const auto& e : current.value("templates", json::array())) {
+      std::string name = e.value("name", ""), file = fs::path(e.value("file", name)).stem().string();
+      std::string label = file == name ? name : name + " as " + file;
+      if (!old.contains(file)) changed.push_back(label + " (new)");
+      else if (old[file] != e.value("hash", "")) changed.push_back(label + source_change("bundled", e.value("source", "")));
+    }
+  } else {
+    const auto was = templates_by_role(stored), now = templates_by_role(current);
+    for (const auto& [k, v] : now) {
+      auto it = was.find(k);
+      if (it == was.end()) changed.push_back(k + " (new)");
+      else if (it->second.first != v.first) changed.push_back(k + source_change(it->second.second, v.second));
+    }
+    for (const auto& [k, v] : was)
+      if (!now.count(k)) changed.push_back(k + " (removed)");
+  }
+  std::string list;
+  for (const auto& c : changed) list += (list.empty() ? "" : ", ") + c;
+  return list.empty() ? "" : list + " (a template differs from the one the run started with)";
+}
+
 }  // namespace
 
-Result<json> prompt_hashes(const fs::path& dir) {
-  json out = json::object();
-  std::error_code ec;
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (entry.path().extension() == ".txt") files.push_back(entry.path());
-  if (ec) return io_error("cannot list prompts folder " + dir.string() + ": " + ec.message());
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) {
-    auto t = llm::PromptTemplate::load(f);
-    if (!t) return t.status();
-    out[f.stem().string()] = t->hash();
+json templates_json(const std::vector<llm::TemplateUse>& used) {
+  json out = json::array();
+  for (const auto& u : used) {
+    json e = {{"name", u.name}, {"source", u.source}, {"hash", u.hash}};
+    if (u.file != u.name) e["file"] = u.file;
+    out.push_back(std::move(e));
   }
   return out;
 }
@@ -64,7 +102,7 @@ json make_manifest(const Shared& s, const data::Dataset& ds, const std::string& 
                    ? json{{"index", s.options->filter.shard->index}, {"count", s.options->filter.shard->count}}
                    : json(nullptr);
   m["config_hash"] = core::sha256_hex(result_relevant_config(s.config.json()).dump());
-  m["prompt_hashes"] = prompts;
+  m["templates"] = prompts;
   if (!s.candidate_pools.empty()) m["candidate_pools"] = s.candidate_pools;
   m["simulated"] = simulated;
   m["seed"] = s.settings.seed;
@@ -95,6 +133,8 @@ json make_manifest(const Shared& s, const data::Dataset& ds, const std::string& 
 json result_relevant_config(const json& config) {
   json c = config;
   c.erase("extends");
+  // Where the templates come from is not a result; their texts are (the manifest's "templates").
+  c.erase("prompts");
   if (c.contains("run") && c["run"].is_object())
     for (const char* k : {"threads", "sql_threads", "max_cost_usd", "fail_under", "progress"})
       c["run"].erase(k);
@@ -125,20 +165,7 @@ std::vector<std::string> manifest_differences(const json& stored, const json& cu
   if (stored.contains("models") && str(stored, "models") != str(current, "models"))
     out.push_back("models: " + str(stored, "models") + " → " + str(current, "models") +
                   " (another model or endpoint: OPENAI_MODEL, OPENAI_BASE_URL or the profiles changed)");
-  const json empty = json::object();
-  const json& sp = stored.contains("prompt_hashes") ? stored["prompt_hashes"] : empty;
-  const json& cp = current.contains("prompt_hashes") ? current["prompt_hashes"] : empty;
-  std::vector<std::string> changed;
-  for (const auto& [k, v] : cp.items())
-    if (!sp.contains(k)) changed.push_back(k + " (new)");
-    else if (sp[k] != v) changed.push_back(k);
-  for (const auto& [k, v] : sp.items())
-    if (!cp.contains(k)) changed.push_back(k + " (removed)");
-  if (!changed.empty()) {
-    std::string list;
-    for (const auto& c : changed) list += (list.empty() ? "" : ", ") + c;
-    out.push_back("prompts: " + list);
-  }
+  if (auto prompts = template_differences(stored, current); !prompts.empty()) out.push_back("prompts: " + prompts);
   // Candidate pools read from files: by label, the file and its content.
   auto pools = [](const json& m) {
     json out = json::object();

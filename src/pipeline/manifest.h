@@ -1,6 +1,6 @@
 // The run's manifest: what makes two runs comparable (dataset fingerprint, result-relevant
-// config hash, prompt hashes, models, questions), written to the run folder and compared on
-// resume. Private to the pipeline layer.
+// config hash, the prompt templates used, models, questions), written to the run folder and
+// compared on resume. Private to the pipeline layer.
 #pragma once
 
 #include <filesystem>
@@ -11,12 +11,14 @@
 
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
+#include "nl2sql/llm/prompt_library.h"
 #include "shared.h"
 
 namespace nl2sql::pipeline {
 
-// Every prompt template's hash, by name (a changed prompt changes results).
-Result<nlohmann::json> prompt_hashes(const std::filesystem::path& dir);
+// The templates a run used, for the manifest's "templates": [{name, file, source, hash}] (a
+// changed prompt changes results). `file` is written only when a `template` key chose it.
+nlohmann::json templates_json(const std::vector<llm::TemplateUse>& used);
 
 nlohmann::json make_manifest(const Shared& s, const data::Dataset& ds, const std::string& fingerprint,
                              const std::vector<size_t>& picked, const nlohmann::json& prompts, bool simulated,

@@ -53,6 +53,16 @@ void log_skipped(const std::vector<data::SkippedQuestion>& all, const std::vecto
   }
 }
 
+// The run's templates: RunOptions::prompts_dir, else config key prompts.dir, else the bundled ones.
+Result<llm::PromptLibrary> open_prompts(const RunOptions& options, const core::Config& config) {
+  auto lib = options.prompts_dir.empty() ? llm::PromptLibrary::from_config(config)
+                                         : llm::PromptLibrary::open(options.prompts_dir);
+  if (!lib) return lib.status();
+  if (!lib->override_dir().empty())
+    spdlog::info("prompt templates: those in {} replace the bundled ones", lib->override_dir().string());
+  return lib;
+}
+
 }  // namespace
 
 Result<RunSummary> run(const RunOptions& options) {
@@ -75,7 +85,9 @@ Result<RunSummary> run(const RunOptions& options) {
   auto settings = load_run_settings(s.config, ds->benchmark);
   if (!settings) return settings.status();
   s.settings = std::move(*settings);
-  s.prompts_dir = options.prompts_dir.empty() ? llm::bundled_prompts_dir() : options.prompts_dir;
+  auto prompts = open_prompts(options, s.config);
+  if (!prompts) return prompts.status();
+  s.prompts = std::make_unique<llm::PromptLibrary>(std::move(*prompts));
 
   PreflightGate preflight;
   auto services = set_up(s, *ds, *picked, preflight);

@@ -33,6 +33,12 @@ int64_t requests_after(const std::string& stage) {
   return 3;
 }
 
+bool used_template_file(const llm::PromptLibrary& prompts, const std::string& name) {
+  for (const auto& use : prompts.used())
+    if (use.file == name) return true;
+  return false;
+}
+
 // How each candidate pool read from a file meets the dataset: ids it has that the dataset does
 // not, and questions of this run it has nothing for — counted, listed and logged, never dropped.
 json describe_pools(const std::vector<std::unique_ptr<generate::Generator>>& generators, const data::Dataset& ds,
@@ -152,16 +158,16 @@ Result<Services> set_up(Shared& s, const data::Dataset& ds, const std::vector<si
   }
 
   auto ctx = context::ContextBuilder::create(s.config, s.client.get(), *s.executor, options.index_dir,
-                                             s.prompts_dir);
+                                             s.prompts.get());
   if (!ctx) return ctx.status();
   s.context = std::move(*ctx);
-  auto gens = generate::make_generators(s.config, s.client.get(), s.executor.get(), s.prompts_dir, &options.dataset);
+  auto gens = generate::make_generators(s.config, s.client.get(), s.executor.get(), *s.prompts, &options.dataset);
   if (!gens) return gens.status();
   s.generators = std::move(*gens);
   if (s.generators.empty()) return invalid_input("config key generate.generators: no generator configured");
   for (const auto& g : s.generators) s.generator_names.push_back(g->name());
   s.candidate_pools = describe_pools(s.generators, ds, picked);
-  auto fixer = fix::Fixer::create(s.config, s.client.get(), s.prompts_dir);
+  auto fixer = fix::Fixer::create(s.config, s.client.get(), *s.prompts);
   if (!fixer) return fixer.status();
   s.fixer.emplace(std::move(*fixer));
 
@@ -182,7 +188,7 @@ Result<Services> set_up(Shared& s, const data::Dataset& ds, const std::vector<si
   select::SelectorServices services;
   services.client = s.client.get();
   services.executor = s.executor.get();
-  services.prompts_dir = s.prompts_dir;
+  services.prompts = s.prompts.get();
   services.weights = s.weights;
   for (const auto& name : s.settings.selectors) {
     auto sel = select::make_selector_named(name, s.config, services);
@@ -207,9 +213,12 @@ Result<OpenedStore> open_store(Shared& s, const data::Dataset& ds, const std::ve
   const RunOptions& options = *s.options;
   auto fingerprint = ds.fingerprint();
   if (!fingerprint) return fingerprint.status();
-  auto prompts = prompt_hashes(s.prompts_dir);
-  if (!prompts) return prompts.status();
-  json manifest = make_manifest(s, ds, *fingerprint, picked, *prompts, services.simulated, services.used_profiles);
+  for (const auto& name : s.prompts->unmatched_overrides())
+    if (!used_template_file(*s.prompts, name))
+      spdlog::warn("prompts folder {}: {}.txt is no bundled template's name and no `template` key names it: unused",
+                   s.prompts->override_dir().string(), name);
+  json manifest = make_manifest(s, ds, *fingerprint, picked, templates_json(s.prompts->used()), services.simulated,
+                                services.used_profiles);
   auto store = run::RunStore::open(options.out_dir, true);
   if (!store) return store.status();
   s.store = store->get();

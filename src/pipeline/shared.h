@@ -23,6 +23,7 @@
 #include "nl2sql/fix/fixer.h"
 #include "nl2sql/generate/generator.h"
 #include "nl2sql/llm/client.h"
+#include "nl2sql/llm/prompt_library.h"
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/run/run_store.h"
 #include "nl2sql/select/selector.h"
@@ -62,7 +63,7 @@ struct Shared {
   RunSettings settings;
   const data::Dataset* ds = nullptr;
   core::Config config;
-  std::filesystem::path prompts_dir;
+  std::unique_ptr<llm::PromptLibrary> prompts;  // bundled templates, or prompts.dir's overrides
   std::unique_ptr<llm::Client> client;
   std::unique_ptr<db::Executor> executor;
   std::unique_ptr<db::ResultCache> exec_cache;

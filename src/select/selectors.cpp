@@ -1,6 +1,8 @@
 // The selectors' factory: reads a method's config keys and builds it (each selector lives in its
 // own file: self_consistency.cpp, tournament.cpp, ranker.cpp, separating_duels.cpp,
 // expert_vote.cpp), plus the gold check of separating-instance duels.
+#include <map>
+#include <optional>
 #include <set>
 
 #include "nl2sql/llm/prompt_template.h"
@@ -15,9 +17,24 @@ namespace {
 using json = nlohmann::json;
 using namespace detail;
 
-Result<llm::PromptTemplate> load_prompt(const SelectorServices& services, const std::string& name) {
-  auto dir = services.prompts_dir.empty() ? llm::bundled_prompts_dir() : services.prompts_dir;
-  return llm::PromptTemplate::load_named(dir, name);
+const std::map<std::string, std::string>& template_roles() {
+  static const std::map<std::string, std::string> m = {
+      {"tournament", "select_pairwise"}, {"ranker", "select_rank"}, {"separating_instances", "evaluate_on_instance"},
+      {"alphasql_naive", "select_naive"}, {"deepeye_selection", "select_deepeye_pair"}};
+  return m;
+}
+
+// The method's template, or the file its `select.<method>.template` key names instead.
+Result<llm::PromptTemplate> load_prompt(const SelectorServices& services, const core::Config& config,
+                                        const std::string& method) {
+  std::optional<llm::PromptLibrary> bundled;
+  const llm::PromptLibrary* prompts = services.prompts ? services.prompts : &bundled.emplace(llm::PromptLibrary::bundled());
+  const std::string key = "select." + method + ".template";
+  auto file = config.get_string(key, "");
+  if (!file.is_ok()) return file.status();
+  auto t = prompts->load_as(template_roles().at(method), *file);
+  if (!t.is_ok() && !file->empty()) return t.status().with_context("config key \"" + key + "\"");
+  return t;
 }
 
 }  // namespace
@@ -48,6 +65,12 @@ const std::vector<MethodRow>& method_rows() {
 }
 
 }  // namespace
+
+std::optional<std::string> selector_template_role(const std::string& method) {
+  auto it = template_roles().find(method);
+  if (it == template_roles().end()) return std::nullopt;
+  return it->second;
+}
 
 const std::vector<std::string>& selector_methods() {
   static const std::vector<std::string> m = [] {
@@ -138,7 +161,7 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     o.representatives_only = *reps;
     o.max_pairs = *cap;
     o.both_orders = *both;
-    auto tpl = load_prompt(services, "select_pairwise");
+    auto tpl = load_prompt(services, config, method);
     if (!tpl.is_ok()) return tpl.status();
     return make_tournament(o, services.client, std::move(*tpl));
   }
@@ -146,7 +169,7 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     NL2SQL_RETURN_IF_ERROR(need_client());
     auto reps = config.get_bool(prefix + "representatives_only");
     if (!reps.is_ok()) return reps.status();
-    auto tpl = load_prompt(services, "select_rank");
+    auto tpl = load_prompt(services, config, method);
     if (!tpl.is_ok()) return tpl.status();
     return make_ranker(*reps, services.client, std::move(*tpl));
   }
@@ -180,7 +203,7 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     o.instance.query_timeout_s = *timeout;
     o.instance.lineage_group_budget = *budget;
     o.instance.max_rows = static_cast<size_t>(*max_rows);
-    auto tpl = load_prompt(services, "evaluate_on_instance");
+    auto tpl = load_prompt(services, config, method);
     if (!tpl.is_ok()) return tpl.status();
     return make_separating_instances(o, services.client, services.executor, std::move(*tpl));
   }
@@ -202,7 +225,7 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     if (!t.is_ok()) return t.status();
     o.asks = *asks;
     o.temperature = *t;
-    auto tpl = load_prompt(services, "select_naive");
+    auto tpl = load_prompt(services, config, method);
     if (!tpl.is_ok()) return tpl.status();
     return make_alphasql_naive(o, services.client, std::move(*tpl));
   }
@@ -224,7 +247,7 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     o.votes = *votes;
     o.threshold = *threshold;
     o.temperature = *t;
-    auto tpl = load_prompt(services, "select_deepeye_pair");
+    auto tpl = load_prompt(services, config, method);
     if (!tpl.is_ok()) return tpl.status();
     return make_deepeye_selection(o, services.client, std::move(*tpl));
   }

@@ -9,16 +9,15 @@
 
 #include "nl2sql/core/files.h"
 #include "nl2sql/core/hash.h"
-#include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/llm/prompt_library.h"
 #include "prompt_parts.h"
 
 namespace nl2sql::select {
 
 Result<std::vector<TrainingExample>> build_selector_training_data(
     const std::vector<TrainingQuestion>& questions, const TrainingOptions& options,
-    const std::filesystem::path& prompts_dir) {
-  auto tpl = llm::PromptTemplate::load_named(
-      prompts_dir.empty() ? llm::bundled_prompts_dir() : prompts_dir, "select_pairwise");
+    const llm::PromptLibrary* prompts) {
+  auto tpl = prompts ? prompts->load("select_pairwise") : llm::PromptLibrary::bundled().load("select_pairwise");
   if (!tpl.is_ok()) return tpl.status();
   std::vector<TrainingExample> out;
   for (const auto& q : questions) {

@@ -54,10 +54,11 @@ TEST(Install, AMovedInstallRunsTheQuickstartWithItsOwnPromptsAndSchema) {
   ASSERT_EQ(run.exit_code, 0) << run.out;
   EXPECT_TRUE(fs::exists(out / "report.html"));
   const auto manifest = testing::read_json_file(out / "manifest.json");
-  size_t installed_prompts = 0;
-  for (const auto& e : fs::directory_iterator(moved / "share/nl2sql/prompts")) installed_prompts += e.path().extension() == ".txt";
-  EXPECT_GT(installed_prompts, 0u);
-  EXPECT_EQ(manifest["prompt_hashes"].size(), installed_prompts);  // hashed from the installed folder
+  ASSERT_FALSE(manifest["templates"].empty());  // the templates the run used, from the installed folder
+  for (const auto& t : manifest["templates"]) {
+    EXPECT_EQ(t["source"], "bundled") << t.dump();
+    EXPECT_TRUE(fs::exists(moved / "share/nl2sql/prompts" / (t["name"].get<std::string>() + ".txt"))) << t.dump();
+  }
   const std::string commit = manifest.value("tool_commit", "");
   EXPECT_FALSE(commit.empty());
   EXPECT_NE(version.out.find(commit), std::string::npos) << version.out << " vs " << commit;

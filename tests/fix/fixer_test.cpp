@@ -55,7 +55,7 @@ class FixerTest : public ::testing::Test {
   }
   Fixer fixer(llm::Client* client, const std::string& overrides = "{}") {
     core::Config config(nlohmann::json::parse(overrides));
-    auto f = Fixer::create(config, client, llm::bundled_prompts_dir());
+    auto f = Fixer::create(config, client, llm::PromptLibrary::bundled());
     EXPECT_TRUE(f.is_ok()) << f.status().message();
     return std::move(*f);
   }
@@ -238,7 +238,7 @@ TEST_F(FixerTest, DisabledFixerOnlyExecutesAndMarks) {
 
 TEST_F(FixerTest, UnknownConfigKeyIsNamed) {
   core::Config config(nlohmann::json::parse(R"({"fix": {"max_round": 2}})"));
-  auto f = Fixer::create(config, nullptr, llm::bundled_prompts_dir());
+  auto f = Fixer::create(config, nullptr, llm::PromptLibrary::bundled());
   ASSERT_FALSE(f.is_ok());
   EXPECT_NE(f.status().message().find("fix.max_round"), std::string::npos);
 }

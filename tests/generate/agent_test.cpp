@@ -222,7 +222,7 @@ TEST_F(Agent, ConfigErrorsNameTheKey) {
   ASSERT_TRUE(client.is_ok());
   auto err = [&](json agent) {
     core::Config config(json{{"agent", agent}, {"generate", {{"generators", json::parse(R"([{"name": "agent"}])")}}}});
-    auto g = make_generators(config, client->get(), ex_, llm::bundled_prompts_dir());
+    auto g = make_generators(config, client->get(), ex_, llm::PromptLibrary::bundled());
     return g.is_ok() ? std::string() : g.status().message();
   };
   EXPECT_NE(err(json{{"max_attempts", 0}}).find("agent.max_attempts"), std::string::npos);

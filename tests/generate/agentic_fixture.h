@@ -73,7 +73,7 @@ class AgenticFixture : public ::testing::Test {
     EXPECT_TRUE(c.is_ok()) << c.status().message();
     if (!c) return r;
     r.client = std::move(*c);
-    auto g = make_generators(config, r.client.get(), ex_, llm::bundled_prompts_dir());
+    auto g = make_generators(config, r.client.get(), ex_, llm::PromptLibrary::bundled());
     EXPECT_TRUE(g.is_ok()) << g.status().message();
     if (g) r.generators = std::move(*g);
     return r;

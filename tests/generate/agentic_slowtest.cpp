@@ -39,7 +39,7 @@ TEST(AgenticSlow, SimOnBirdSuperhero) {
   auto client = sim::make_client(config, &*ds);
   ASSERT_TRUE(client.is_ok()) << client.status().message();
   db::Executor ex;
-  auto gens = make_generators(config, client->get(), &ex, llm::bundled_prompts_dir());
+  auto gens = make_generators(config, client->get(), &ex, llm::PromptLibrary::bundled());
   ASSERT_TRUE(gens.is_ok()) << gens.status().message();
   std::map<std::string, Tally> t;
   size_t questions = 0;

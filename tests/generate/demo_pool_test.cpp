@@ -193,7 +193,7 @@ TEST_F(DemoPoolTest, DcAndQpPromptsCarryThePerQuestionChoice) {
   auto client = sim::make_client(config, &*ds);
   ASSERT_TRUE(client.is_ok()) << client.status().message();
   db::Executor ex;
-  auto g = make_generators(config, client->get(), &ex, llm::bundled_prompts_dir(), &spec);
+  auto g = make_generators(config, client->get(), &ex, llm::PromptLibrary::bundled(), &spec);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   ASSERT_EQ(g->size(), 2u);
   GenerationInput in;
@@ -232,7 +232,7 @@ TEST_F(DemoPoolTest, BirdRunFallsBackToTheHandWrittenDemonstrations) {
   auto client = sim::make_client(config, &*ds);
   ASSERT_TRUE(client.is_ok());
   db::Executor ex;
-  auto g = make_generators(config, client->get(), &ex, llm::bundled_prompts_dir(), &spec);
+  auto g = make_generators(config, client->get(), &ex, llm::PromptLibrary::bundled(), &spec);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   auto hand = llm::PromptTemplate::load_named(llm::bundled_prompts_dir(), "generate_query_plan_demos");
   ASSERT_TRUE(hand.is_ok());

@@ -36,8 +36,8 @@ Tally run_stage(const data::Dataset& ds, const std::string& only_db, size_t max_
   EXPECT_TRUE(client.is_ok()) << client.status().message();
   if (!client) return t;
   db::Executor ex;
-  auto gens = make_generators(config, client->get(), &ex, llm::bundled_prompts_dir());
-  auto fixer = fix::Fixer::create(config, client->get(), llm::bundled_prompts_dir());
+  auto gens = make_generators(config, client->get(), &ex, llm::PromptLibrary::bundled());
+  auto fixer = fix::Fixer::create(config, client->get(), llm::PromptLibrary::bundled());
   EXPECT_TRUE(gens.is_ok() && fixer.is_ok());
   if (!gens || !fixer) return t;
   const bool spider = ds.benchmark == data::Benchmark::kSpider;

@@ -80,7 +80,7 @@ class Generators : public ::testing::Test {
     auto c = sim::make_client(config, ds_);
     EXPECT_TRUE(c.is_ok()) << c.status().message();
     r.client = std::move(*c);
-    auto g = make_generators(config, r.client.get(), ex_, llm::bundled_prompts_dir());
+    auto g = make_generators(config, r.client.get(), ex_, llm::PromptLibrary::bundled());
     EXPECT_TRUE(g.is_ok()) << g.status().message();
     if (g) r.generators = std::move(*g);
     return r;
@@ -172,7 +172,7 @@ TEST_F(Generators, SsevPostSqlSharesPreSqlWhenLinkingChangesNothing) {
     core::Config config(json{{"llm", llm}, {"generate", {{"generators", json::parse(R"([{"name": "ssev", "profiles": ["a", "b", "c"]}])")}}}});
     auto c = sim::make_client(config, ds_);
     EXPECT_TRUE(c.is_ok()) << c.status().message();
-    auto g = make_generators(config, c->get(), ex_, llm::bundled_prompts_dir());
+    auto g = make_generators(config, c->get(), ex_, llm::PromptLibrary::bundled());
     EXPECT_TRUE(g.is_ok()) << g.status().message();
     auto cands = g->front()->generate(inputs->in);
     EXPECT_TRUE(cands.is_ok()) << cands.status().message();
@@ -233,7 +233,7 @@ TEST_F(Generators, MetadataStatisticsAreTheFirstCutOfThePromptBudget) {
     core::Config config(json{{"llm", llm}, {"generate", {{"generators", json::parse(R"([{"name": "dc"}])")}}}});
     auto c = sim::make_client(config, ds_);
     EXPECT_TRUE(c.is_ok()) << c.status().message();
-    auto g = make_generators(config, c->get(), ex_, llm::bundled_prompts_dir());
+    auto g = make_generators(config, c->get(), ex_, llm::PromptLibrary::bundled());
     EXPECT_TRUE(g.is_ok()) << g.status().message();
     auto cands = g->front()->generate(inputs->in);
     EXPECT_TRUE(cands.is_ok() && !cands->empty());
@@ -313,7 +313,7 @@ TEST_F(Generators, ConfigErrorsNameTheKey) {
   ASSERT_TRUE(client.is_ok());
   auto err = [&](const char* gens) {
     core::Config config(json{{"generate", {{"generators", json::parse(gens)}}}});
-    auto g = make_generators(config, client->get(), ex_, llm::bundled_prompts_dir());
+    auto g = make_generators(config, client->get(), ex_, llm::PromptLibrary::bundled());
     EXPECT_FALSE(g.is_ok());
     return g.is_ok() ? std::string() : g.status().message();
   };
@@ -375,7 +375,7 @@ TEST_F(Generators, QueryPlanDemosBuiltFromJsonl) {
 TEST_F(Generators, SimEndToEndOnTheMiniSet) {
   auto run = make(all_generators());
   core::Config fix_config;
-  auto fixer = fix::Fixer::create(fix_config, run.client.get(), llm::bundled_prompts_dir());
+  auto fixer = fix::Fixer::create(fix_config, run.client.get(), llm::PromptLibrary::bundled());
   ASSERT_TRUE(fixer.is_ok()) << fixer.status().message();
   size_t total = 0, exec_before = 0, exec_after = 0, matches = 0, questions_with_match = 0;
   for (const auto& q : ds_->questions) {
@@ -420,6 +420,39 @@ TEST_F(Generators, SimEndToEndOnTheMiniSet) {
   EXPECT_GT(matches, 0u);
   // With p_correct 0.6 and 9 candidates, nearly every question has a gold-equal candidate.
   EXPECT_GE(questions_with_match, ds_->questions.size() - 2);
+}
+
+// A generator's `template` key replaces its main template with another file (checked against
+// the one it replaces); agent and recap, which have several, refuse it naming the key.
+TEST_F(Generators, TemplateKeyPicksAnotherFileForTheMainTemplate) {
+  const auto folder = dir_->path() / "template_key";
+  std::filesystem::create_directories(folder);
+  auto bundled = llm::PromptTemplate::load_named(llm::bundled_prompts_dir(), "generate_divide_conquer");
+  ASSERT_TRUE(bundled.is_ok());
+  std::ofstream(folder / "my_dc.txt") << "MY-DC\n" << bundled->text();
+  std::ofstream(folder / "bad_dc.txt") << "{{question}}\n";
+  auto lib = llm::PromptLibrary::open(folder);
+  ASSERT_TRUE(lib.is_ok()) << lib.status().message();
+  auto build = [&](const json& item) {
+    core::Config config(json{{"llm", sim_llm()}, {"generate", {{"generators", json::array({item})}}}});
+    auto c = sim::make_client(config, ds_);
+    EXPECT_TRUE(c.is_ok());
+    return make_generators(config, c->get(), ex_, *lib).status();
+  };
+  EXPECT_TRUE(build({{"name", "dc"}, {"template", "my_dc"}}).is_ok());
+  auto used = lib->used();
+  ASSERT_EQ(used.size(), 1u);
+  EXPECT_EQ(used[0].name, "generate_divide_conquer");
+  EXPECT_EQ(used[0].file, "my_dc");
+  EXPECT_EQ(used[0].source, (folder / "my_dc.txt").string());
+
+  Status bad = build({{"name", "dc"}, {"template", "bad_dc"}});
+  EXPECT_NE(bad.message().find("config key \"generate.generators[0].template\""), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("missing placeholder {{schema}}"), std::string::npos) << bad.message();
+  Status agent = build({{"name", "agent"}, {"template", "my_dc"}});
+  EXPECT_EQ(agent.code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(agent.message().find("generate.generators[0].template"), std::string::npos) << agent.message();
+  EXPECT_NE(agent.message().find("several templates"), std::string::npos) << agent.message();
 }
 
 }  // namespace

@@ -214,7 +214,7 @@ TEST_F(Recap, ConfigErrorsNameTheKey) {
   ASSERT_TRUE(client.is_ok());
   auto err = [&](json recap) {
     core::Config config(json{{"recap", recap}, {"generate", {{"generators", json::parse(R"([{"name": "recap"}])")}}}});
-    auto g = make_generators(config, client->get(), ex_, llm::bundled_prompts_dir());
+    auto g = make_generators(config, client->get(), ex_, llm::PromptLibrary::bundled());
     return g.is_ok() ? std::string() : g.status().message();
   };
   EXPECT_NE(err(json{{"max_steps", 2}}).find("recap.max_steps"), std::string::npos);

@@ -355,9 +355,9 @@ TEST_F(HostileSql, GeneratorsAndFixerNeverExecuteAHostileAnswer) {
   core::Config config(json{{"generate",
                             {{"generators", json::parse(R"([{"name": "baseline"},
                                 {"name": "os", "general_examples": 1, "filtered_examples": 1}])")}}}});
-  auto gens = generate::make_generators(config, client.get(), &ex, llm::bundled_prompts_dir());
+  auto gens = generate::make_generators(config, client.get(), &ex, llm::PromptLibrary::bundled());
   ASSERT_TRUE(gens.is_ok()) << gens.status().message();
-  auto fixer = fix::Fixer::create(core::Config(json::object()), client.get(), llm::bundled_prompts_dir());
+  auto fixer = fix::Fixer::create(core::Config(json::object()), client.get(), llm::PromptLibrary::bundled());
   ASSERT_TRUE(fixer.is_ok()) << fixer.status().message();
   const auto& q = question();
   generate::GenerationInput in;
@@ -417,7 +417,7 @@ TEST_F(HostileSql, SelectorsNeverChooseAHostileCandidate) {
   ASSERT_TRUE(client.is_ok()) << client.status().message();
   const std::string other = "SELECT COUNT(*) FROM album";
   for (const char* method : {"self_consistency", "tournament", "separating_instances"}) {
-    auto sel = select::make_selector_named(method, config, {client->get(), &ex, llm::bundled_prompts_dir(), nullptr});
+    auto sel = select::make_selector_named(method, config, {client->get(), &ex, nullptr, nullptr});
     ASSERT_TRUE(sel.is_ok()) << method << ": " << sel.status().message();
     for (const auto& s : corpus()) {
       SCOPED_TRACE(std::string(method) + " " + s.name);

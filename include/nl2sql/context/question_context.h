@@ -38,7 +38,7 @@
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/llm/trace.h"
-#include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/llm/prompt_library.h"
 
 namespace nl2sql::db {
 class Executor;
@@ -88,14 +88,14 @@ nlohmann::json call_to_json(const llm::LlmCallTrace& call);
 class ContextBuilder {
  public:
   // `client` may be null when no model feature is enabled. `index_dir` empty: context.index_dir
-  // or the default index dir. `prompts_dir` empty: the bundled prompts.
+  // or the default index dir. `prompts` null: the bundled prompts.
   static Result<std::unique_ptr<ContextBuilder>> create(const core::Config& config, llm::Client* client,
                                                         const db::Executor& executor,
                                                         std::filesystem::path index_dir = {},
-                                                        std::filesystem::path prompts_dir = {});
+                                                        const llm::PromptLibrary* prompts = nullptr);
   static Result<std::unique_ptr<ContextBuilder>> create(ContextSettings settings, llm::Client* client,
                                                         const db::Executor& executor,
-                                                        std::filesystem::path prompts_dir = {});
+                                                        const llm::PromptLibrary* prompts = nullptr);
 
   Result<QuestionContext> build(const data::Task& question, const data::Schema& schema,
                                 const std::filesystem::path& db_path, uint64_t seed) const;

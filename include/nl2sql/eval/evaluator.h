@@ -25,6 +25,7 @@
 #include "nl2sql/db/result_cache.h"
 #include "nl2sql/eval/efficiency.h"
 #include "nl2sql/eval/judge.h"
+#include "nl2sql/llm/prompt_library.h"
 
 namespace nl2sql::eval {
 
@@ -90,10 +91,10 @@ struct EvalOptions {
   int ves_repeats = 100;
   // "judge" in eval.metrics: every question judged by the model of role `judge` through
   // `judge_client` (set by the caller; required then), with prompts/judge_semantic.txt from
-  // `prompts_dir` (empty: the bundled prompts).
+  // `prompts` (null: the bundled prompts).
   bool judge = false;
   llm::Client* judge_client = nullptr;
-  std::filesystem::path prompts_dir;
+  const llm::PromptLibrary* prompts = nullptr;
   uint64_t bootstrap_seed = 20240101;
   int bootstrap_samples = 1000;
 };

@@ -31,7 +31,7 @@
 #include "nl2sql/db/executor.h"
 #include "nl2sql/fix/execution_memo.h"
 #include "nl2sql/generate/candidate.h"
-#include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/llm/prompt_library.h"
 
 namespace nl2sql::llm {
 class Client;
@@ -91,8 +91,9 @@ void prefetch_execution(const generate::Candidate& candidate, ExecutionMemo& mem
 
 class Fixer {
  public:
+  // The prompt is `prompts`' fix_sql, or the file config key fix.template names instead.
   static Result<Fixer> create(const core::Config& config, llm::Client* client,
-                              const std::filesystem::path& prompts_dir);
+                              const llm::PromptLibrary& prompts);
   Fixer(FixOptions options, llm::Client* client, llm::PromptTemplate prompt);
 
   // Executes the candidate and runs the fix loop. Non-OK only when the client is cancelled or

@@ -25,6 +25,7 @@
 #include "nl2sql/db/executor.h"
 #include "nl2sql/generate/candidate.h"
 #include "nl2sql/generate/pool_file.h"
+#include "nl2sql/llm/prompt_library.h"
 
 namespace nl2sql::llm {
 class Client;
@@ -73,8 +74,14 @@ class Generator {
 // own options (samples, temperature, shuffle, profile/role …). dc and qp choose their
 // demonstrations per question from the train split of `run_dataset` (the dataset being run)
 // unless their `demos` key names a source; without either they use the fixed demonstrations.
+// Templates come from `prompts` (bundled, or a prompts folder's overrides); an item's `template`
+// key names another file standing in for the generator's main template (generator_template_role).
 Result<std::vector<std::unique_ptr<Generator>>> make_generators(
     const core::Config& config, llm::Client* client, const db::Executor* executor,
-    const std::filesystem::path& prompts_dir, const data::DatasetSpec* run_dataset = nullptr);
+    const llm::PromptLibrary& prompts, const data::DatasetSpec* run_dataset = nullptr);
+
+// The template a generator item's `template` key replaces ("generate_baseline" for baseline …);
+// an error for agent and recap, which have several.
+Result<std::string> generator_template_role(const std::string& kind);
 
 }  // namespace nl2sql::generate

@@ -30,6 +30,8 @@ class PromptTemplate {
   const std::string& text() const { return text_; }
   const std::string& hash() const { return hash_; }
   const std::set<std::string>& placeholders() const { return placeholders_; }
+  // The 1-based line of the first {{placeholder}}; 0 when the template has none of that name.
+  size_t line_of(const std::string& placeholder) const;
 
  private:
   struct Piece {

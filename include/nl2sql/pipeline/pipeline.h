@@ -63,7 +63,7 @@ struct RunOptions {
   QuestionFilter filter;
   std::filesystem::path out_dir;
   bool force_new = false;
-  std::filesystem::path prompts_dir;   // empty: the bundled prompts
+  std::filesystem::path prompts_dir;   // empty: config key prompts.dir, else the bundled prompts
   std::filesystem::path index_dir;     // empty: context.index_dir or the default
   ProgressMode progress = ProgressMode::kAuto;
   double progress_interval_s = 10;     // plain mode: seconds between lines

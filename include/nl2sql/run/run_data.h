@@ -8,7 +8,8 @@
 //    "select", "final"); a `meta` table with "manifest" and "config".
 //  - `manifest.json` (= meta "manifest"): {"tool_version", "created_at", "benchmark", "split",
 //    "dataset_fingerprint", "question_ids": [...], "shard": {"index", "count"} | null,
-//    "config_hash", "prompt_hashes": {name: hash}, "simulated": bool, "seed",
+//    "config_hash", "templates": [{"name", "file"?, "source", "hash"}] (the prompt templates
+//    used; runs before them hold "prompt_hashes": {name: hash}), "simulated": bool, "seed",
 //    "primary_selector", "selectors": [...], "generators": [...], "record_version"}; optional "primary_metric"
 //    (an eval metric name, default spider_ts for Spider, else bird) and "merged_from".
 //  - `config.resolved.json`: the resolved config.

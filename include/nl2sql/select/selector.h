@@ -33,6 +33,7 @@
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/generate/candidate.h"
+#include "nl2sql/llm/prompt_library.h"
 #include "nl2sql/select/separating_instance.h"
 
 namespace nl2sql::llm {
@@ -167,9 +168,13 @@ void check_duels_against_gold(Selection& selection, const std::filesystem::path&
 struct SelectorServices {
   llm::Client* client = nullptr;
   const db::Executor* executor = nullptr;
-  std::filesystem::path prompts_dir;
+  const llm::PromptLibrary* prompts = nullptr;  // null: the bundled prompts
   std::shared_ptr<WeightStore> weights;
 };
+
+// The template a method's `select.<method>.template` key replaces ("select_pairwise" for
+// tournament …); nullopt for a method that calls no model.
+std::optional<std::string> selector_template_role(const std::string& method);
 
 // The selector methods make_selector_named() knows, in documentation order.
 const std::vector<std::string>& selector_methods();

@@ -21,6 +21,7 @@
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/value.h"
+#include "nl2sql/llm/prompt_library.h"
 #include "nl2sql/sql/analysis.h"
 
 namespace nl2sql::select {
@@ -56,7 +57,7 @@ struct TrainingExample {
 
 Result<std::vector<TrainingExample>> build_selector_training_data(
     const std::vector<TrainingQuestion>& questions, const TrainingOptions& options,
-    const std::filesystem::path& prompts_dir);
+    const llm::PromptLibrary* prompts = nullptr);  // null: the bundled prompts
 
 // Writes the examples' lines to `out` (one per line).
 Status write_training_jsonl(const std::vector<TrainingExample>& examples,
