@@ -362,9 +362,17 @@ Result<RunSummary> run(const RunOptions& options) {
     if (const auto by_stage = s.client->accounting().by_stage(); by_stage.count("preflight")) {
       const llm::UsageTotals& t = by_stage.at("preflight");
       if (t.calls > 0) {
-        if (auto st = run::add_run_usage(*s.store, "preflight", t.calls, t.prompt_tokens, t.completion_tokens,
-                                         t.cost_usd, t.latency_s);
-            !st.is_ok())
+        run::StageUsage u;
+        u.calls = t.calls;
+        u.prompt_tokens = t.prompt_tokens;
+        u.completion_tokens = t.completion_tokens;
+        u.cached_tokens = t.cached_tokens;
+        u.calls_reporting_cached = t.calls_reporting_cached;
+        u.reasoning_tokens = t.reasoning_tokens;
+        u.calls_reporting_reasoning = t.calls_reporting_reasoning;
+        u.cost_usd = t.cost_usd;
+        u.latency_s = t.latency_s;
+        if (auto st = run::add_run_usage(*s.store, "preflight", run::run_usage_delta(u)); !st.is_ok())
           spdlog::warn("run store: the preflight's usage was not recorded: {}", st.message());
       }
     }
@@ -406,18 +414,17 @@ Result<RunSummary> run(const RunOptions& options) {
   // (kProvisionalUsageKey): when the question finishes in a later run, its record counts them
   // again, and the provisional amount leaves the run usage.
   std::mutex carry_mu;
-  auto add_usage = [&](const std::string& question_id, const std::string& stage, const json& u, double sign) {
-    if (auto st = run::add_run_usage(*s.store, stage, static_cast<int64_t>(sign) * u.value("calls", int64_t{0}),
-                                     static_cast<int64_t>(sign) * u.value("prompt_tokens", int64_t{0}),
-                                     static_cast<int64_t>(sign) * u.value("completion_tokens", int64_t{0}),
-                                     sign * u.value("cost_usd", 0.0), sign * u.value("latency_s", 0.0));
-        !st)
+  // `u` holds run-usage counts by name (run::run_usage_delta); a negative sign takes them back.
+  auto add_usage = [&](const std::string& question_id, const std::string& stage, const json& u, int sign) {
+    json delta = json::object();
+    for (const auto& [k, v] : u.items()) {
+      if (v.is_number_integer()) delta[k] = sign * v.get<int64_t>();
+      else if (v.is_number()) delta[k] = sign * v.get<double>();
+    }
+    if (auto st = run::add_run_usage(*s.store, stage, delta); !st)
       spdlog::warn("run store: question {}'s spent usage was not recorded: {}", question_id, st.message());
   };
-  auto usage_json = [](const run::StageUsage& u) {
-    return json{{"calls", u.calls}, {"prompt_tokens", u.prompt_tokens}, {"completion_tokens", u.completion_tokens},
-                {"cost_usd", u.cost_usd}, {"latency_s", u.latency_s}};
-  };
+  auto usage_json = [](const run::StageUsage& u) { return run::run_usage_delta(u); };
   auto carry_usage = [&](const run::QuestionRecord& r, const std::function<bool(const std::string&)>& counted,
                          const std::function<bool(const std::string&)>& provisional) {
     std::lock_guard lock(carry_mu);
@@ -426,7 +433,7 @@ Result<RunSummary> run(const RunOptions& options) {
       const std::string pipeline_stage = stage == "curves" ? "select" : stage;
       if (counted(pipeline_stage)) continue;
       if (u.calls == 0 && u.prompt_tokens == 0 && u.completion_tokens == 0) continue;
-      add_usage(r.question_id, stage, usage_json(u), 1.0);
+      add_usage(r.question_id, stage, usage_json(u), 1);
       if (provisional(pipeline_stage)) pending[stage] = usage_json(u);
     }
     if (pending.empty()) return;
@@ -435,9 +442,10 @@ Result<RunSummary> run(const RunOptions& options) {
     for (auto& [stage, u] : pending.items()) {
       json& m = marks[r.question_id][stage];
       if (!m.is_object()) m = json::object();
-      for (const char* f : {"calls", "prompt_tokens", "completion_tokens"})
-        m[f] = m.value(f, int64_t{0}) + u.value(f, int64_t{0});
-      for (const char* f : {"cost_usd", "latency_s"}) m[f] = m.value(f, 0.0) + u.value(f, 0.0);
+      for (const auto& [f, v] : u.items()) {
+        if (v.is_number_integer()) m[f] = m.value(f, int64_t{0}) + v.get<int64_t>();
+        else if (v.is_number()) m[f] = m.value(f, 0.0) + v.get<double>();
+      }
     }
     if (auto st = s.store->set_meta(run::kProvisionalUsageKey, marks); !st)
       spdlog::warn("run store: question {}'s provisional usage was not recorded: {}", r.question_id, st.message());
@@ -449,7 +457,7 @@ Result<RunSummary> run(const RunOptions& options) {
     auto all = s.store->get_meta(run::kProvisionalUsageKey);
     if (!all || !*all || !(**all).is_object() || !(**all).contains(question_id)) return;
     json marks = **all;
-    for (const auto& [stage, u] : marks[question_id].items()) add_usage(question_id, stage, u, -1.0);
+    for (const auto& [stage, u] : marks[question_id].items()) add_usage(question_id, stage, u, -1);
     marks.erase(question_id);
     if (auto st = s.store->set_meta(run::kProvisionalUsageKey, marks); !st)
       spdlog::warn("run store: question {}'s provisional usage was not settled: {}", question_id, st.message());
