@@ -7,7 +7,8 @@
 # reasoning tokens per answer, in the usage shape SHAPE (openai | deepseek). The server bills
 # every answer at the prices below; the run is given the same prices with --set, and the script
 # prints the report's cost (report.json usage.total.cost_usd) beside the server's bill, and what
-# the report would say at list price for every prompt token. Two runs:
+# the report would say at list price for every prompt token, and the report's prefix_share (the
+# most a prefix cache could serve, in characters). Two runs:
 #   spider_dev      Spider dev questions QUESTIONS (default the first 100: 0-99);
 #   superhero       BIRD superhero, a seeded sample of SAMPLE questions (default 30, seed 1).
 #   NL2SQL_DATA=… scripts/bench/provider_bill.sh
@@ -71,6 +72,10 @@ print(f"{label}: {len(report.get('questions', []))} questions, {t['calls']:.0f} 
 same = round(cost, 2) == round(billed, 2) and abs(cost - billed) < 0.005
 print(f"  report cost ${cost:.4f}, endpoint bill ${billed:.4f}: difference ${cost - billed:+.6f}, "
       f"{'equal to the cent' if same else 'NOT equal to the cent'}; at list price for every prompt token ${list_price:.4f}")
+ps = report["usage"].get("prefix_share") or {}
+if ps.get("share") is not None:
+    print(f"  prefix share {100 * ps['share']:.1f}% ({ps['prefix_chars']} of {ps['prompt_chars']} prompt characters of "
+          f"{ps['requests']} requests repeat an earlier request's prefix, blocks of {ps['block_chars']})")
 PY
 }
 

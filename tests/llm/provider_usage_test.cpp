@@ -233,7 +233,9 @@ TEST(ProviderUsage, ClientCostEqualsTheBillOfAServerWithAPrefixCache) {
   s.profiles["main"] = p;
   s.default_profile = "main";
   s.cache.mode = CacheMode::kOff;
-  Client client(s, ClientOptions{});
+  auto created = Client::create(s);
+  ASSERT_TRUE(created.is_ok()) << created.status().message();
+  Client& client = **created;
   const std::string schema(3000, 'x');
   double total = 0;
   for (int i = 0; i < 6; ++i) {
@@ -246,7 +248,9 @@ TEST(ProviderUsage, ClientCostEqualsTheBillOfAServerWithAPrefixCache) {
     ASSERT_TRUE(answer.is_ok()) << answer.status().message();
     ASSERT_TRUE(answer->usage.cached_tokens.has_value());
     EXPECT_EQ(answer->usage.reasoning_tokens, 5);
-    if (i > 0) EXPECT_GT(*answer->usage.cached_tokens, 700);  // the shared system prompt
+    if (i > 0) {
+      EXPECT_GT(*answer->usage.cached_tokens, 700);  // the shared system prompt
+    }
     total += answer->cost_usd;
   }
   ASSERT_GT(billed.cached_tokens, 0);
