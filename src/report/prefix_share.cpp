@@ -60,8 +60,10 @@ PrefixShare prefix_share(const run::RunData& run, size_t block_chars) {
   for (const auto& r : run.records)
     for (const auto& call : run::recorded_calls(r)) {
       const nlohmann::json& t = *call.trace;
-      // Sent and answered by a server (as duplicate_requests counts them).
-      if (t.value("request_hash", std::string()).empty() || !t.value("shared_from", std::string()).empty()) continue;
+      // Every prompt the run asked for, answered by a server or by the response cache (a warm
+      // rerun or a resumed run has the figure of a cold one); another question's answer shared
+      // by a memo was asked for there.
+      if (!t.value("shared_from", std::string()).empty()) continue;
       const std::string text = t.value("system", std::string()) + '\x1e' + t.value("prompt", std::string());
       const auto prefix = static_cast<int64_t>(index.add(text));
       for (PrefixShareCounts* c : {&out.total, &out.by_stage[call.stage]}) {

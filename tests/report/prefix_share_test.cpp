@@ -1,6 +1,7 @@
 // The prefix share (issue 39): the longest earlier prefix of each request, in whole blocks,
-// found by PrefixIndex without keeping the texts; a run's share summed per stage from the calls
-// a server answered (cache hits and memo-shared answers sent nothing), and shown in the reports.
+// found by PrefixIndex without keeping the texts; a run's share summed per stage over every
+// prompt it asked for (response-cache hits included, memo-shared answers counted where they were
+// asked), and shown in the reports.
 #include "nl2sql/report/prefix_share.h"
 
 #include <fmt/format.h>
@@ -42,16 +43,18 @@ TEST(PrefixIndex, KeepsOneHashPerDistinctBlockNotTheTexts) {
   EXPECT_EQ(index.distinct_blocks(), 64u + 3000u * 32u);
 }
 
+// A call trace; an empty `hash` marks a response-cache hit.
 json call(const std::string& system, const std::string& prompt, const std::string& hash,
           const std::string& shared_from = "") {
   json c = {{"stage", "keywords"}, {"system", system}, {"prompt", prompt}, {"prompt_tokens", 10},
-            {"completion_tokens", 1}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
+            {"completion_tokens", 1}, {"cost_usd", 0.0}, {"latency_s", 0.0}, {"provider", "openai"},
+            {"from_cache", hash.empty()}};
   if (!hash.empty()) c["request_hash"] = hash;
   if (!shared_from.empty()) c["shared_from"] = shared_from;
   return c;
 }
 
-TEST(PrefixShareOfARun, CountsSentCallsInRecordOrderPerStage) {
+TEST(PrefixShareOfARun, CountsAskedPromptsInRecordOrderPerStage) {
   const std::string sys(128, 's');
   run::RunData run;
   run.manifest = testing::fixture_manifest();
@@ -66,26 +69,33 @@ TEST(PrefixShareOfARun, CountsSentCallsInRecordOrderPerStage) {
                                                      call(sys, std::string(64, 'y'), ""),      // a cache hit
                                                      call(sys, std::string(64, 'y'), "h3", "q1")})));  // shared
   const PrefixShare ps = prefix_share(run);
-  // q1: nothing earlier; q2: the 128-character system prompt (two blocks) repeats q1's.
-  EXPECT_EQ(ps.total.requests, 2);
+  // q1: nothing earlier; q2: the 128-character system prompt (two blocks) repeats q1's, and the
+  // cache hit repeats q2's whole first prompt (three blocks); the shared answer is q1's.
+  EXPECT_EQ(ps.total.requests, 3);
   const int64_t chars = 128 + 1 + 64;
-  EXPECT_EQ(ps.total.prompt_chars, 2 * chars);
-  EXPECT_EQ(ps.total.prefix_chars, 128);
-  EXPECT_EQ(ps.by_stage.at("context").prefix_chars, 128);
+  EXPECT_EQ(ps.total.prompt_chars, 3 * chars);
+  EXPECT_EQ(ps.total.prefix_chars, 128 + 192);
+  EXPECT_EQ(ps.by_stage.at("context").prefix_chars, 128 + 192);
+  const double share = 320.0 / (3 * chars);
   const json rep = build_report(run, ReportOptions{});
-  EXPECT_NEAR(rep["usage"]["total"]["prefix_share"].get<double>(), 128.0 / (2 * chars), 1e-12);
-  EXPECT_NEAR(rep["usage"]["stages"]["context"]["prefix_share"].get<double>(), 128.0 / (2 * chars), 1e-12);
-  EXPECT_EQ(rep["usage"]["prefix_share"]["prefix_chars"], 128);
+  EXPECT_NEAR(rep["usage"]["total"]["prefix_share"].get<double>(), share, 1e-12);
+  EXPECT_NEAR(rep["usage"]["stages"]["context"]["prefix_share"].get<double>(), share, 1e-12);
+  EXPECT_EQ(rep["usage"]["prefix_share"]["prefix_chars"], 320);
   const std::string md = render_markdown(rep);
-  EXPECT_NE(md.find(fmt::format("Prefix share: {:.1f}% of the prompt characters", 12800.0 / (2 * chars))),
-            std::string::npos)
+  EXPECT_NE(md.find(fmt::format("Prefix share: {:.1f}% of the prompt characters", 100 * share)), std::string::npos)
       << md;
 }
 
-TEST(PrefixShareOfARun, NullWhenNothingWasSent) {
+TEST(PrefixShareOfARun, NullWhenNoPromptWasAsked) {
   run::RunData run;
   run.manifest = testing::fixture_manifest();
-  run.records = testing::typed(testing::fixture_records());  // simulated: no request hashes
+  run.records = testing::typed(testing::fixture_records());
+  for (auto& r : run.records) {  // the same questions without their model calls
+    r.context = json::object();
+    r.candidates.clear();
+    r.selections.clear();
+    r.curve_calls = json::array();
+  }
   const json rep = build_report(run, ReportOptions{});
   EXPECT_TRUE(rep["usage"]["total"]["prefix_share"].is_null());
   EXPECT_EQ(render_markdown(rep).find("Prefix share:"), std::string::npos);

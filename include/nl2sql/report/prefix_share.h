@@ -2,8 +2,10 @@
 // longest prefix of an earlier request of the run — the most a provider's prefix cache (vLLM's
 // automatic prefix caching, OpenAI's and DeepSeek's prompt caches) could serve, whatever the
 // cache's size. Requests are taken in record order (question by question, each question's calls
-// in the order they were made), so the figure is the same on every reading of a run; only calls
-// a server answered count (no response-cache hit, no answer shared by a memo). Measured in
+// in the order they were made), so the figure is the same on every reading of a run. Every
+// prompt the run asked for counts, whether a server or nl2sql's response cache answered it (a
+// warm rerun or a resumed run gets the figure of a cold one: it describes the prompts' layout);
+// an answer a memo shared from another question counts there. Measured in
 // characters of the messages (system, then user), in whole blocks of `block_chars` (64 by
 // default: about vLLM's 16-token block), as a prefix cache serves whole blocks.
 //
