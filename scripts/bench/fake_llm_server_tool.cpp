@@ -18,6 +18,9 @@
 //   fake_llm_server_tool [LATENCY_MS [PORT]] [--latency-ms N] [--port P] [--gold FILE]… [--timeline FILE]
 //                        [--fault-rate R] [--fault-seed S] [--fail-401-after N]
 //                        [--fault-at SEQ:KIND[,SEQ:KIND…]] [--slow-body-ms N]
+//                        [--prefix-cache BLOCK_TOKENS] [--usage-shape openai|deepseek|none]
+//                        [--reasoning-tokens N] [--price-in X] [--price-cached X] [--price-out X]
+//                        [--bill FILE]
 // Fault mode: --fault-rate is the probability per request of a random fault (429, 429 with
 // Retry-After, 500, 503, reset, slow body, truncated JSON, non-JSON, empty choices,
 // finish_reason length; drawn from --fault-seed and the request's sequence number);
@@ -26,9 +29,20 @@
 // --timeline FILE writes, at exit, each request's arrival time (ms since the server started), one
 // per line: how many requests were in flight over a run (the client's idle slots) can be read
 // from it.
+// Usage as a provider with a prefix cache reports it (--prefix-cache BLOCK_TOKENS): each
+// request's prompt is counted in the server's own tokens (one per 4 bytes of the chat messages,
+// tests/support/prefix_cache_meter.h), and the longest prefix, in whole blocks of BLOCK_TOKENS,
+// that an earlier request already sent is reported as cached — as vLLM's automatic prefix
+// caching serves it — in OpenAI's shape (prompt_tokens_details.cached_tokens,
+// completion_tokens_details.reasoning_tokens), DeepSeek's (prompt_cache_hit_tokens /
+// prompt_cache_miss_tokens) or none (details null: the client cannot know) by --usage-shape;
+// --reasoning-tokens N adds N reasoning tokens to every answer's completion tokens. The server
+// bills every answer at --price-in / --price-cached / --price-out (USD per million tokens),
+// prints the bill on stderr at exit ("bill: … cost_usd=…") and writes it as JSON to --bill FILE.
 // Prints its base URL on stdout, serves until SIGTERM or SIGINT, then prints the request count
 // and the faults injected on stderr ("fake_llm_server_tool: N requests", "faults: kind=n …"),
 // and with --gold how many requests named a known question ("known questions: N requests").
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <csignal>
@@ -47,6 +61,7 @@
 
 #include "nl2sql/core/hash.h"
 #include "support/fake_openai_server.h"
+#include "support/prefix_cache_meter.h"
 
 namespace fake = nl2sql::llm::testing;
 
@@ -56,7 +71,8 @@ namespace {
   std::cerr << "fake_llm_server_tool: " << why
             << "\nusage: fake_llm_server_tool [LATENCY_MS [PORT]] [--latency-ms N] [--port P] [--gold FILE] "
                "[--fault-rate R] [--fault-seed S] [--fail-401-after N] [--fault-at SEQ:KIND,...] "
-               "[--slow-body-ms N]\n";
+               "[--slow-body-ms N] [--prefix-cache BLOCK_TOKENS] [--usage-shape openai|deepseek|none] "
+               "[--reasoning-tokens N] [--price-in X] [--price-cached X] [--price-out X] [--bill FILE]\n";
   std::exit(2);
 }
 
@@ -192,6 +208,44 @@ std::string prompt_of(const std::string& body) {
   return out;
 }
 
+// The server's own bill (--prefix-cache): what it reported, priced at the --price-* flags.
+struct Bill {
+  std::mutex mu;
+  int64_t requests = 0;             // guarded by mu
+  fake::FakeCharge tokens;          // guarded by mu: summed over requests
+  double cost_usd = 0;              // guarded by mu
+  double price_in = 0, price_cached = 0, price_out = 0;
+
+  void charge(const fake::FakeCharge& c) {
+    std::lock_guard lock(mu);
+    ++requests;
+    tokens.prompt_tokens += c.prompt_tokens;
+    tokens.cached_tokens += c.cached_tokens;
+    tokens.completion_tokens += c.completion_tokens;
+    tokens.reasoning_tokens += c.reasoning_tokens;
+    cost_usd += c.cost_usd(price_in, price_cached, price_out);
+  }
+  nlohmann::json to_json() {
+    std::lock_guard lock(mu);
+    return {{"requests", requests},
+            {"prompt_tokens", tokens.prompt_tokens},
+            {"cached_tokens", tokens.cached_tokens},
+            {"completion_tokens", tokens.completion_tokens},
+            {"reasoning_tokens", tokens.reasoning_tokens},
+            {"price_in_per_mtok", price_in},
+            {"price_cached_in_per_mtok", price_cached},
+            {"price_out_per_mtok", price_out},
+            {"cost_usd", cost_usd}};
+  }
+};
+
+fake::UsageShape usage_shape(const std::string& name) {
+  if (name == "openai") return fake::UsageShape::kOpenAi;
+  if (name == "deepseek") return fake::UsageShape::kDeepSeek;
+  if (name == "none") return fake::UsageShape::kNone;
+  usage("--usage-shape must be openai, deepseek or none, not '" + name + "'");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,6 +256,11 @@ int main(int argc, char** argv) {
   std::string timeline_file;  // --timeline FILE: each request's arrival, ms since start, one per line
   int positional = 0;
   GoldMap gold;
+  int64_t prefix_block = 0;  // --prefix-cache: 0 = off (the fixed usage of completion_body)
+  fake::UsageShape shape = fake::UsageShape::kOpenAi;
+  int64_t reasoning_tokens = 0;
+  std::string bill_file;
+  Bill bill;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -217,6 +276,13 @@ int main(int argc, char** argv) {
       else if (a == "--fault-seed") faults.seed = std::stoull(value());
       else if (a == "--fail-401-after") faults.fail_401_from = std::stoll(value());
       else if (a == "--slow-body-ms") faults.slow_body_delay = std::chrono::milliseconds(std::stoi(value()));
+      else if (a == "--prefix-cache") prefix_block = std::stoll(value());
+      else if (a == "--usage-shape") shape = usage_shape(value());
+      else if (a == "--reasoning-tokens") reasoning_tokens = std::stoll(value());
+      else if (a == "--price-in") bill.price_in = std::stod(value());
+      else if (a == "--price-cached") bill.price_cached = std::stod(value());
+      else if (a == "--price-out") bill.price_out = std::stod(value());
+      else if (a == "--bill") bill_file = value();
       else if (a == "--fault-at") {
         std::string list = value();
         size_t start = 0;
@@ -245,6 +311,10 @@ int main(int argc, char** argv) {
   }
   if (fault_rate < 0 || fault_rate > 1) usage("--fault-rate must be within [0, 1]");
   if (fault_rate > 0) faults.rates = fake::FaultPlan::uniform(fault_rate, faults.seed).rates;
+  if (prefix_block < 0 || reasoning_tokens < 0) usage("--prefix-cache and --reasoning-tokens must be >= 0");
+  if (prefix_block == 0 && (!bill_file.empty() || reasoning_tokens > 0))
+    usage("--bill and --reasoning-tokens need --prefix-cache BLOCK_TOKENS");
+  fake::PrefixCacheMeter meter(std::max<int64_t>(1, prefix_block));
 
   // Blocked before the server's threads start, so only sigwait() below receives them.
   sigset_t stop;
@@ -265,7 +335,8 @@ int main(int argc, char** argv) {
   std::mutex timeline_mu;
   std::vector<double> arrivals;  // ms since start, one per request (--timeline)
   fake::FakeOpenAiServer server(
-      [latency, &gold, &known, &t0, &timeline_mu, &arrivals](const httplib::Request& req, int64_t) {
+      [latency, &gold, &known, &t0, &timeline_mu, &arrivals, prefix_block, &meter, shape, reasoning_tokens,
+       &bill](const httplib::Request& req, int64_t) {
         {
           std::lock_guard lock(timeline_mu);
           arrivals.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -290,7 +361,14 @@ int main(int argc, char** argv) {
         }
         std::string text = std::string("Reasoning: compared the two candidates.\nAnswer: ") + ((h >> 8) % 2 ? "A" : "B") +
                            "\n```json\n" + terms + "\n```\n```sql\n" + sql + "\n```";
-        return fake::FakeReply(200, fake::completion_body(text), {}, std::chrono::milliseconds(latency));
+        if (prefix_block == 0)
+          return fake::FakeReply(200, fake::completion_body(text), {}, std::chrono::milliseconds(latency));
+        fake::FakeCharge c = meter.admit(fake::fake_prompt_text(req.body));
+        c.reasoning_tokens = reasoning_tokens;
+        c.completion_tokens = fake::fake_tokens(text) + reasoning_tokens;
+        bill.charge(c);
+        return fake::FakeReply(200, fake::completion_body_with_usage(text, fake::usage_json(c, shape)), {},
+                               std::chrono::milliseconds(latency));
       },
       256, port);
   server.set_faults(faults);
@@ -311,5 +389,12 @@ int main(int argc, char** argv) {
     for (double t : arrivals) out << t << "\n";
   }
   if (!gold.empty()) std::cerr << "known questions: " << known.load() << " requests\n";
+  if (prefix_block > 0) {
+    const nlohmann::json b = bill.to_json();
+    std::cerr << "bill: requests=" << b["requests"] << " prompt_tokens=" << b["prompt_tokens"]
+              << " cached_tokens=" << b["cached_tokens"] << " completion_tokens=" << b["completion_tokens"]
+              << " reasoning_tokens=" << b["reasoning_tokens"] << " cost_usd=" << b["cost_usd"] << "\n";
+    if (!bill_file.empty()) std::ofstream(bill_file) << b.dump(1) << "\n";
+  }
   return 0;
 }

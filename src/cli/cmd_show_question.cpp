@@ -69,8 +69,16 @@ void print_text(const run::QuestionRecord& r, const std::vector<run::RecordedCal
                              t.value("model", std::string()), t.value("provider", std::string()),
                              t.contains("temperature") ? fmt::format("{}", t["temperature"].get<double>()) : "-",
                              t.contains("seed") ? std::to_string(t["seed"].get<int64_t>()) : "-");
-    std::cout << fmt::format("    tokens {} in + {} out  cost ${:.6f}  latency {:.3f} s  {}{}\n",
-                             t.value("prompt_tokens", int64_t{0}), t.value("completion_tokens", int64_t{0}),
+    // The server's own breakdown, where it gave one.
+    const std::string cached = t.contains("cached_tokens") && t["cached_tokens"].is_number_integer()
+                                   ? fmt::format(" ({} cached)", t["cached_tokens"].get<int64_t>())
+                                   : "";
+    const std::string reasoning = t.contains("reasoning_tokens") && t["reasoning_tokens"].is_number_integer()
+                                      ? fmt::format(" ({} reasoning)", t["reasoning_tokens"].get<int64_t>())
+                                      : "";
+    std::cout << fmt::format("    tokens {}{} in + {}{} out  cost ${:.6f}  latency {:.3f} s  {}{}\n",
+                             t.value("prompt_tokens", int64_t{0}), cached, t.value("completion_tokens", int64_t{0}),
+                             reasoning,
                              t.value("cost_usd", 0.0), t.value("latency_s", 0.0), how,
                              t.value("prompt_rung", 0) > 0
                                  ? fmt::format("  schema lightened (rung {})", t.value("prompt_rung", 0))

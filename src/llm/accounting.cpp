@@ -2,6 +2,19 @@
 
 namespace nl2sql::llm {
 
+void UsageTotals::add_usage(const Usage& u) {
+  prompt_tokens += u.prompt_tokens;
+  completion_tokens += u.completion_tokens;
+  if (u.cached_tokens) {
+    cached_tokens += *u.cached_tokens;
+    ++calls_reporting_cached;
+  }
+  if (u.reasoning_tokens) {
+    reasoning_tokens += *u.reasoning_tokens;
+    ++calls_reporting_reasoning;
+  }
+}
+
 void UsageTotals::add(const UsageTotals& o) {
   calls += o.calls;
   cache_hits += o.cache_hits;
@@ -14,6 +27,10 @@ void UsageTotals::add(const UsageTotals& o) {
   for (const auto& [k, v] : o.parse_failures_by_stage) parse_failures_by_stage[k] += v;
   prompt_tokens += o.prompt_tokens;
   completion_tokens += o.completion_tokens;
+  cached_tokens += o.cached_tokens;
+  calls_reporting_cached += o.calls_reporting_cached;
+  reasoning_tokens += o.reasoning_tokens;
+  calls_reporting_reasoning += o.calls_reporting_reasoning;
   cost_usd += o.cost_usd;
   latency_s += o.latency_s;
 }
@@ -30,6 +47,10 @@ nlohmann::json UsageTotals::to_json() const {
           {"parse_failures_by_stage", parse_failures_by_stage},
           {"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
+          {"cached_tokens", cached_tokens},
+          {"calls_reporting_cached", calls_reporting_cached},
+          {"reasoning_tokens", reasoning_tokens},
+          {"calls_reporting_reasoning", calls_reporting_reasoning},
           {"cost_usd", cost_usd},
           {"latency_s", latency_s},
           {"mean_latency_s", calls > 0 ? latency_s / static_cast<double>(calls) : 0.0}};

@@ -338,6 +338,36 @@ bool has_complete_answer(const std::string& text) {
   return false;
 }
 
+namespace {
+
+// A non-negative integer field of `j`, or nothing (absent, null, another type).
+std::optional<int64_t> count_at(const json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer() || it->get<int64_t>() < 0) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+}  // namespace
+
+Usage read_usage(const json& u) {
+  Usage out;
+  out.prompt_tokens = count_at(u, "prompt_tokens").value_or(0);
+  out.completion_tokens = count_at(u, "completion_tokens").value_or(0);
+  // OpenAI, Azure, xAI, OpenRouter, vLLM with prompt-token details on; vLLM sends the details
+  // object as null when they are off, which leaves the count unknown.
+  if (auto it = u.find("prompt_tokens_details"); it != u.end())
+    out.cached_tokens = count_at(*it, "cached_tokens");
+  // DeepSeek: prompt_tokens = prompt_cache_hit_tokens + prompt_cache_miss_tokens.
+  if (!out.cached_tokens) out.cached_tokens = count_at(u, "prompt_cache_hit_tokens");
+  if (out.cached_tokens && !count_at(u, "prompt_tokens")) {
+    if (auto miss = count_at(u, "prompt_cache_miss_tokens")) out.prompt_tokens = *out.cached_tokens + *miss;
+  }
+  if (auto it = u.find("completion_tokens_details"); it != u.end())
+    out.reasoning_tokens = count_at(*it, "reasoning_tokens");
+  return out;
+}
+
 Result<ChatResponse> parse_chat_completion(const std::string& body, bool accept_truncated) {
   auto j = json::parse(body, nullptr, false);
   if (j.is_discarded()) {
@@ -399,13 +429,7 @@ Result<ChatResponse> parse_chat_completion(const std::string& body, bool accept_
                          choices[0].is_object() && choices[0].contains("truncated") ? &choices[0]["truncated"] : nullptr};
   for (const json* t : flags)
     if (t && t->is_boolean() && t->get<bool>()) r.window_truncated = true;
-  if (j.contains("usage") && j["usage"].is_object()) {
-    const auto& u = j["usage"];
-    if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer())
-      r.usage.prompt_tokens = u["prompt_tokens"].get<int64_t>();
-    if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer())
-      r.usage.completion_tokens = u["completion_tokens"].get<int64_t>();
-  }
+  if (j.contains("usage") && j["usage"].is_object()) r.usage = read_usage(j["usage"]);
   return r;
 }
 
@@ -470,7 +494,11 @@ Result<ChatResponse> parse_chat_stream(const std::string& body, bool accept_trun
 }
 
 double cost_usd(const ModelProfile& profile, const Usage& usage) {
-  return (static_cast<double>(usage.prompt_tokens) * profile.price_in_per_mtok +
+  // Cached tokens are part of prompt_tokens; a server that reports none bills them all uncached.
+  const int64_t cached = std::clamp<int64_t>(usage.cached_tokens.value_or(0), 0, usage.prompt_tokens);
+  const double cached_price = profile.price_cached_in_per_mtok.value_or(profile.price_in_per_mtok);
+  return (static_cast<double>(usage.prompt_tokens - cached) * profile.price_in_per_mtok +
+          static_cast<double>(cached) * cached_price +
           static_cast<double>(usage.completion_tokens) * profile.price_out_per_mtok) /
          1e6;
 }
@@ -623,8 +651,7 @@ void Client::record(const ChatRequest& request, const Result<ChatResponse>& resu
     t.errors_by_kind[call_error_kind_name(call_error_kind(result.status()))] = 1;
     // A call that failed after the server answered (cut, at the window, unreadable) was still
     // processed and billed.
-    t.prompt_tokens = spent.usage.prompt_tokens;
-    t.completion_tokens = spent.usage.completion_tokens;
+    t.add_usage(spent.usage);
     t.cost_usd = spent.cost_usd;
   } else {
     const auto& r = *result;
@@ -632,8 +659,7 @@ void Client::record(const ChatRequest& request, const Result<ChatResponse>& resu
     t.simulated = r.simulated() ? 1 : 0;
     t.attempts = r.attempts;
     t.retries = std::max(0, r.attempts - 1);
-    t.prompt_tokens = r.usage.prompt_tokens;
-    t.completion_tokens = r.usage.completion_tokens;
+    t.add_usage(r.usage);
     t.cost_usd = r.cost_usd;
     t.latency_s = r.latency_s;
   }
@@ -1226,8 +1252,7 @@ PreflightResult Client::preflight_one(const std::string& name) {
                    : "answer cut at the check's " + std::to_string(*request.max_tokens) + "-token budget";
     else if (parsed->answer_from_reasoning.front())
       r.note = "the content was empty: the answer came from the reasoning field";
-    t.prompt_tokens = parsed->usage.prompt_tokens;
-    t.completion_tokens = parsed->usage.completion_tokens;
+    t.add_usage(parsed->usage);
     t.cost_usd = cost_usd(profile, parsed->usage);
     t.latency_s = r.latency_s;
   }

@@ -13,6 +13,13 @@ int64_t approx_prompt_tokens(const std::string& user, const std::string& system)
   return static_cast<int64_t>((user.size() + system.size() + 8 + 3) / 4);
 }
 
+void set_usage(LlmCallTrace& t, const Usage& u) {
+  t.prompt_tokens = u.prompt_tokens;
+  t.completion_tokens = u.completion_tokens;
+  t.cached_tokens = u.cached_tokens;
+  t.reasoning_tokens = u.reasoning_tokens;
+}
+
 // What the answer adds to a trace (the one place a trace is filled from a response).
 void fill_answer(LlmCallTrace& t, const ChatResponse& r) {
   t.response = r.text();
@@ -21,8 +28,7 @@ void fill_answer(LlmCallTrace& t, const ChatResponse& r) {
   if (!r.profile.empty()) t.profile = r.profile;
   if (!r.model.empty()) t.model = r.model;
   t.provider = r.provider;
-  t.prompt_tokens = r.usage.prompt_tokens;
-  t.completion_tokens = r.usage.completion_tokens;
+  set_usage(t, r.usage);
   t.cost_usd = r.cost_usd;
   t.latency_s = r.latency_s;
   t.from_cache = r.from_cache;
@@ -33,8 +39,7 @@ void fill_answer(LlmCallTrace& t, const ChatResponse& r) {
 
 // What a failed call still cost: the server's work on its answered attempts.
 void fill_spend(LlmCallTrace& t, const CallSpend& spent) {
-  t.prompt_tokens = spent.usage.prompt_tokens;
-  t.completion_tokens = spent.usage.completion_tokens;
+  set_usage(t, spent.usage);
   t.cost_usd = spent.cost_usd;
 }
 
@@ -148,12 +153,20 @@ Result<ModelAnswer> call_model(Client& client, const ModelCall& call) {
     fill_answer(out.trace, *r);
     // A first try stopped at the window (answered, then retried a rung lighter) is part of the
     // call's cost: `spent` then holds more than the answer's own usage.
-    const Usage first{spent.usage.prompt_tokens - more.usage.prompt_tokens,
-                      spent.usage.completion_tokens - more.usage.completion_tokens};
+    Usage first;
+    first.prompt_tokens = spent.usage.prompt_tokens - more.usage.prompt_tokens;
+    first.completion_tokens = spent.usage.completion_tokens - more.usage.completion_tokens;
     if (retried && first.prompt_tokens + first.completion_tokens > 0) {
       out.trace.prompt_tokens += first.prompt_tokens;
       out.trace.completion_tokens += first.completion_tokens;
       out.trace.cost_usd += spent.cost_usd - more.cost_usd;
+      // The first try's share of the breakdown, where its server reported one.
+      auto add_first = [](std::optional<int64_t>& to, const std::optional<int64_t>& all,
+                          const std::optional<int64_t>& second) {
+        if (all && *all > second.value_or(0)) to = to.value_or(0) + *all - second.value_or(0);
+      };
+      add_first(out.trace.cached_tokens, spent.usage.cached_tokens, more.usage.cached_tokens);
+      add_first(out.trace.reasoning_tokens, spent.usage.reasoning_tokens, more.usage.reasoning_tokens);
     }
     return out;
   };

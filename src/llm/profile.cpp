@@ -17,7 +17,7 @@ const std::set<std::string> kProfileKeys = {
     "provider",       "base_url",         "model",      "api_key_env",     "temperature",
     "top_p",          "max_tokens",       "role_max_tokens", "max_tokens_field", "omit",
     "extra_body",     "headers",          "query",      "context_tokens",  "price_in_per_mtok",
-    "price_out_per_mtok", "max_in_flight", "rpm",       "tpm",             "timeout_s",
+    "price_out_per_mtok", "price_cached_in_per_mtok", "max_in_flight", "rpm",       "tpm",             "timeout_s",
     "idle_timeout_s", "stream",           "embedding_model"};
 const std::set<std::string> kLlmKeys = {"models", "roles", "default_profile", "max_in_flight",
                                         "retry",  "cache", "sim", "role_max_tokens",
@@ -151,6 +151,12 @@ Result<ModelProfile> load_profile(const core::Config& config, const std::string&
   NL2SQL_READ_OR(embedding_model, get_string, std::string(""));
 #undef NL2SQL_READ
 #undef NL2SQL_READ_OR
+  if (config.has(base + ".price_cached_in_per_mtok")) {
+    auto r = config.get_number(base + ".price_cached_in_per_mtok");
+    if (!r) return r.status();
+    if (*r < 0) return invalid_input("config key \"" + base + ".price_cached_in_per_mtok\" must be >= 0");
+    p.price_cached_in_per_mtok = *r;
+  }
   if (config.has(base + ".max_tokens")) {
     auto r = config.get_int(base + ".max_tokens");
     if (!r) return r.status();

@@ -73,6 +73,8 @@ json response_to_json(const ChatResponse& r) {
             {"usage", {{"prompt_tokens", r.usage.prompt_tokens},
                        {"completion_tokens", r.usage.completion_tokens}}}};
   // Written only when present, so entries of plain answers keep their old form.
+  if (r.usage.cached_tokens) j["usage"]["cached_tokens"] = *r.usage.cached_tokens;
+  if (r.usage.reasoning_tokens) j["usage"]["reasoning_tokens"] = *r.usage.reasoning_tokens;
   bool any_reasoning = false;
   for (const auto& x : r.reasoning) any_reasoning = any_reasoning || !x.empty();
   if (any_reasoning) j["reasoning"] = r.reasoning;
@@ -102,6 +104,10 @@ Result<ChatResponse> response_from_json(const json& j) {
     };
     r.usage.prompt_tokens = tokens("prompt_tokens");
     r.usage.completion_tokens = tokens("completion_tokens");
+    // Known only where the server reported them (absent in older entries).
+    for (auto [k, field] : {std::pair{"cached_tokens", &r.usage.cached_tokens},
+                            std::pair{"reasoning_tokens", &r.usage.reasoning_tokens}})
+      if (j["usage"].contains(k) && j["usage"][k].is_number_integer()) *field = tokens(k);
   }
   r.reasoning.assign(r.choices.size(), "");
   r.answer_from_reasoning.assign(r.choices.size(), false);

@@ -30,6 +30,8 @@ json to_json(const LlmCallTrace& c) {
   if (!c.reasoning.empty()) j["reasoning"] = c.reasoning;
   if (c.answer_from_reasoning) j["answer_from_reasoning"] = true;
   if (c.prompt_rung > 0) j["prompt_rung"] = c.prompt_rung;
+  if (c.cached_tokens) j["cached_tokens"] = *c.cached_tokens;
+  if (c.reasoning_tokens) j["reasoning_tokens"] = *c.reasoning_tokens;
   if (c.temperature) j["temperature"] = *c.temperature;
   if (c.seed) j["seed"] = *c.seed;
   if (!c.request_hash.empty()) j["request_hash"] = c.request_hash;
@@ -57,6 +59,11 @@ Result<LlmCallTrace> call_trace_from_json(const json& j, const std::string& wher
   NL2SQL_RETURN_IF_ERROR(read_key(j, "error", c.error, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "prompt_tokens", c.prompt_tokens, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "completion_tokens", c.completion_tokens, where));
+  for (auto [k, field] : {std::pair{"cached_tokens", &c.cached_tokens}, std::pair{"reasoning_tokens", &c.reasoning_tokens}})
+    if (auto it = j.find(k); it != j.end() && !it->is_null()) {
+      if (!it->is_number_integer()) return invalid_input(where + ": field \"" + k + "\" must be an integer");
+      *field = it->get<int64_t>();
+    }
   NL2SQL_RETURN_IF_ERROR(read_key(j, "cost_usd", c.cost_usd, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "latency_s", c.latency_s, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "from_cache", c.from_cache, where));

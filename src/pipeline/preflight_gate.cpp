@@ -32,9 +32,17 @@ void PreflightGate::decide(run::RunStore& store) {
   if (const auto by_stage = client_->accounting().by_stage(); by_stage.count("preflight")) {
     const llm::UsageTotals& t = by_stage.at("preflight");
     if (t.calls > 0) {
-      if (auto st = run::add_run_usage(store, "preflight", t.calls, t.prompt_tokens, t.completion_tokens,
-                                       t.cost_usd, t.latency_s);
-          !st.is_ok())
+      run::StageUsage u;
+      u.calls = t.calls;
+      u.prompt_tokens = t.prompt_tokens;
+      u.completion_tokens = t.completion_tokens;
+      u.cached_tokens = t.cached_tokens;
+      u.calls_reporting_cached = t.calls_reporting_cached;
+      u.reasoning_tokens = t.reasoning_tokens;
+      u.calls_reporting_reasoning = t.calls_reporting_reasoning;
+      u.cost_usd = t.cost_usd;
+      u.latency_s = t.latency_s;
+      if (auto st = run::add_run_usage(store, "preflight", run::run_usage_delta(u)); !st.is_ok())
         spdlog::warn("run store: the preflight's usage was not recorded: {}", st.message());
     }
   }

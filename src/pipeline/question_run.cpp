@@ -18,6 +18,18 @@ using nlohmann::json;
 
 namespace {
 
+// A call trace's tokens (JSON, as llm::to_json(LlmCallTrace) writes them).
+llm::Usage usage_of(const json& call) {
+  llm::Usage u;
+  u.prompt_tokens = call.value("prompt_tokens", int64_t{0});
+  u.completion_tokens = call.value("completion_tokens", int64_t{0});
+  if (call.contains("cached_tokens") && call["cached_tokens"].is_number_integer())
+    u.cached_tokens = call["cached_tokens"].get<int64_t>();
+  if (call.contains("reasoning_tokens") && call["reasoning_tokens"].is_number_integer())
+    u.reasoning_tokens = call["reasoning_tokens"].get<int64_t>();
+  return u;
+}
+
 // Sums a list of call traces (JSON) into a stage's usage; answers from the response cache are
 // counted apart, priced at their profile's rates (`prices`) as the money they saved.
 void add_calls(std::map<std::string, run::StageUsage>& usage, const std::string& stage, const json& calls,
@@ -33,15 +45,20 @@ void add_calls(std::map<std::string, run::StageUsage>& usage, const std::string&
       u.cache_prompt_tokens += c.value("prompt_tokens", int64_t{0});
       u.cache_completion_tokens += c.value("completion_tokens", int64_t{0});
       auto p = prices.find(c.value("profile", std::string()));
-      if (p != prices.end())
-        u.saved_usd += (static_cast<double>(c.value("prompt_tokens", int64_t{0})) * p->second.price_in_per_mtok +
-                        static_cast<double>(c.value("completion_tokens", int64_t{0})) * p->second.price_out_per_mtok) /
-                       1e6;
+      if (p != prices.end()) u.saved_usd += llm::cost_usd(p->second, usage_of(c));
       continue;
     }
     u.calls += 1;
     u.prompt_tokens += c.value("prompt_tokens", int64_t{0});
     u.completion_tokens += c.value("completion_tokens", int64_t{0});
+    if (c.contains("cached_tokens") && c["cached_tokens"].is_number_integer()) {
+      u.cached_tokens += c["cached_tokens"].get<int64_t>();
+      u.calls_reporting_cached += 1;
+    }
+    if (c.contains("reasoning_tokens") && c["reasoning_tokens"].is_number_integer()) {
+      u.reasoning_tokens += c["reasoning_tokens"].get<int64_t>();
+      u.calls_reporting_reasoning += 1;
+    }
     u.cost_usd += c.value("cost_usd", 0.0);
     u.latency_s += c.value("latency_s", 0.0);
     // Prompts whose schema was lightened to fit the model's context (the ladder's rung > 0).

@@ -118,7 +118,7 @@ class UsageCarry {
   void settle(const std::string& question_id);
 
  private:
-  void add(const std::string& question_id, const std::string& stage, const nlohmann::json& usage, double sign);
+  void add(const std::string& question_id, const std::string& stage, const nlohmann::json& usage, int sign);
   run::RunStore& store_;
   std::mutex mu_;
 };

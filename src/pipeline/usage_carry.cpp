@@ -10,22 +10,18 @@ namespace {
 
 using nlohmann::json;
 
-json usage_json(const run::StageUsage& u) {
-  return json{{"calls", u.calls},
-              {"prompt_tokens", u.prompt_tokens},
-              {"completion_tokens", u.completion_tokens},
-              {"cost_usd", u.cost_usd},
-              {"latency_s", u.latency_s}};
-}
+json usage_json(const run::StageUsage& u) { return run::run_usage_delta(u); }
 
 }  // namespace
 
-void UsageCarry::add(const std::string& question_id, const std::string& stage, const json& u, double sign) {
-  if (auto st = run::add_run_usage(store_, stage, static_cast<int64_t>(sign) * u.value("calls", int64_t{0}),
-                                   static_cast<int64_t>(sign) * u.value("prompt_tokens", int64_t{0}),
-                                   static_cast<int64_t>(sign) * u.value("completion_tokens", int64_t{0}),
-                                   sign * u.value("cost_usd", 0.0), sign * u.value("latency_s", 0.0));
-      !st)
+// `u` holds run-usage counts by name (run::run_usage_delta); a negative sign takes them back.
+void UsageCarry::add(const std::string& question_id, const std::string& stage, const json& u, int sign) {
+  json delta = json::object();
+  for (const auto& [k, v] : u.items()) {
+    if (v.is_number_integer()) delta[k] = sign * v.get<int64_t>();
+    else if (v.is_number()) delta[k] = sign * v.get<double>();
+  }
+  if (auto st = run::add_run_usage(store_, stage, delta); !st)
     spdlog::warn("run store: question {}'s spent usage was not recorded: {}", question_id, st.message());
 }
 
@@ -36,7 +32,7 @@ void UsageCarry::carry(const run::QuestionRecord& r, const StageTest& counted, c
     const std::string pipeline_stage = stage == "curves" ? "select" : stage;
     if (counted(pipeline_stage)) continue;
     if (u.calls == 0 && u.prompt_tokens == 0 && u.completion_tokens == 0) continue;
-    add(r.question_id, stage, usage_json(u), 1.0);
+    add(r.question_id, stage, usage_json(u), 1);
     if (provisional(pipeline_stage)) pending[stage] = usage_json(u);
   }
   if (pending.empty()) return;
@@ -45,9 +41,10 @@ void UsageCarry::carry(const run::QuestionRecord& r, const StageTest& counted, c
   for (auto& [stage, u] : pending.items()) {
     json& m = marks[r.question_id][stage];
     if (!m.is_object()) m = json::object();
-    for (const char* f : {"calls", "prompt_tokens", "completion_tokens"})
-      m[f] = m.value(f, int64_t{0}) + u.value(f, int64_t{0});
-    for (const char* f : {"cost_usd", "latency_s"}) m[f] = m.value(f, 0.0) + u.value(f, 0.0);
+    for (const auto& [f, v] : u.items()) {
+      if (v.is_number_integer()) m[f] = m.value(f, int64_t{0}) + v.get<int64_t>();
+      else if (v.is_number()) m[f] = m.value(f, 0.0) + v.get<double>();
+    }
   }
   if (auto st = store_.set_meta(run::kProvisionalUsageKey, marks); !st)
     spdlog::warn("run store: question {}'s provisional usage was not recorded: {}", r.question_id, st.message());
@@ -58,7 +55,7 @@ void UsageCarry::settle(const std::string& question_id) {
   auto all = store_.get_meta(run::kProvisionalUsageKey);
   if (!all || !*all || !(**all).is_object() || !(**all).contains(question_id)) return;
   json marks = **all;
-  for (const auto& [stage, u] : marks[question_id].items()) add(question_id, stage, u, -1.0);
+  for (const auto& [stage, u] : marks[question_id].items()) add(question_id, stage, u, -1);
   marks.erase(question_id);
   if (auto st = store_.set_meta(run::kProvisionalUsageKey, marks); !st)
     spdlog::warn("run store: question {}'s provisional usage was not settled: {}", question_id, st.message());

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "nl2sql/core/hash.h"
+#include "nl2sql/report/run_report.h"
 
 namespace nl2sql::report {
 using nlohmann::json;
@@ -64,6 +65,23 @@ eval::Interval paired_bootstrap_diff(const std::vector<int>& a, const std::vecto
   return {at(0.025), at(0.975)};
 }
 
+namespace {
+
+// A run's tokens and cost as its report states them (usage_report), per stage and in total,
+// without the per-question figure (runs of different sizes are compared by their totals).
+json usage_of(const run::RunData& run) {
+  json u = usage_report(run);
+  return {{"stages", u["stages"]}, {"total", u["total"]}};
+}
+
+// One run's usage row in the comparison's tables.
+std::string usage_cells(const json& row) {
+  return fmt::format("{:.0f} | {} | {:.0f} | {} | {:.4f}", row["prompt_tokens"].get<double>(), cached_tokens_cell(row),
+                     row["completion_tokens"].get<double>(), reasoning_tokens_cell(row), row["cost_usd"].get<double>());
+}
+
+}  // namespace
+
 json compare_runs(const std::vector<run::RunData>& runs, const CompareOptions& o) {
   json out;
   out["runs"] = json::array();
@@ -104,7 +122,8 @@ json compare_runs(const std::vector<run::RunData>& runs, const CompareOptions& o
                            {"correct_common", k},
                            {"ex_common", pct(k, common.size())},
                            {"ci95", {ci.low, ci.high}},
-                           {"simulated", run::tri_bool(run::field(runs[r].manifest, "simulated")) == 1}});
+                           {"simulated", run::tri_bool(run::field(runs[r].manifest, "simulated")) == 1},
+                           {"usage", usage_of(runs[r])}});
   }
   for (size_t r = 1; r < runs.size(); ++r) {
     size_t b = 0, c = 0;
@@ -153,6 +172,21 @@ std::string compare_markdown(const json& cmp) {
   }
   md += "\nb: right in the baseline and wrong in the run; c: the reverse. McNemar: exact binomial when b + c < 25, "
         "else chi-square with continuity correction.\n";
+  md += "\n## Tokens and cost\n\nCached: prompt tokens the provider's prompt cache served (not nl2sql's response "
+        "cache); reasoning: completion tokens spent reasoning, as each server reported them.\n\n"
+        "| stage | run | prompt tokens | of which cached | completion tokens | of which reasoning | cost USD |\n"
+        "|---|---|---:|---:|---:|---:|---:|\n";
+  std::set<std::string> stages;
+  for (const auto& r : cmp["runs"])
+    if (r.contains("usage"))
+      for (const auto& [k, _] : r["usage"]["stages"].items()) stages.insert(k);
+  for (const auto& stage : stages)
+    for (const auto& r : cmp["runs"])
+      if (r.contains("usage") && r["usage"]["stages"].contains(stage))
+        md += fmt::format("| {} | {} | {} |\n", stage, r["name"].get<std::string>(), usage_cells(r["usage"]["stages"][stage]));
+  for (const auto& r : cmp["runs"])
+    if (r.contains("usage"))
+      md += fmt::format("| **total** | {} | {} |\n", r["name"].get<std::string>(), usage_cells(r["usage"]["total"]));
   for (const auto& c : cmp["comparisons"]) {
     if (c["flipped"].empty()) continue;
     md += fmt::format("\n## Flipped: {} vs {}\n\n| question | db | baseline | run |\n|---|---|---|---|\n", c["baseline"].get<std::string>(),

@@ -132,9 +132,7 @@ Result<MergeSummary> merge_runs(const std::vector<fs::path>& inputs, const fs::p
     if (!*u || !(*u)->is_object()) continue;
     for (const auto& [stage, v] : (*u)->items())
       if (v.is_object())
-        NL2SQL_RETURN_IF_ERROR(run::add_run_usage(**out, stage, v.value("calls", int64_t{0}), v.value("prompt_tokens", int64_t{0}),
-                                                  v.value("completion_tokens", int64_t{0}), v.value("cost_usd", 0.0),
-                                                  v.value("latency_s", 0.0)));
+        NL2SQL_RETURN_IF_ERROR(run::add_run_usage(**out, stage, v));
   }
   auto cfg = stores[0]->get_meta("config");
   if (!cfg) return cfg.status();

@@ -542,16 +542,24 @@ string render_html(const json& rep, const run::RunData& run, const ReportOptions
   }
   h += bar_chart("selection-errors", "Selection error analysis", err_bars);
 
-  h += "<h2>Tokens, cost and latency</h2>\n<table><tr><th>stage</th><th>calls</th><th>prompt tokens</th><th>completion tokens</th><th>cost USD</th><th>duplicate requests</th></tr>";
-  for (const auto& [k, v] : rep["usage"]["stages"].items())
-    h += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>", esc(k),
-                     num(v["calls"].get<double>(), 0), num(v["prompt_tokens"].get<double>(), 0),
-                     num(v["completion_tokens"].get<double>(), 0), num(v["cost_usd"].get<double>(), 4),
-                     v.value("duplicate_requests", int64_t{0}));
+  h += "<h2>Tokens, cost and latency</h2>\n<table><tr><th>stage</th><th>calls</th><th>prompt tokens</th>"
+       "<th>of which cached by the provider</th><th>completion tokens</th><th>of which reasoning</th>"
+       "<th>cost USD</th><th>duplicate requests</th></tr>";
+  auto usage_row = [&](const std::string& cell, const std::string& label, const json& v) {
+    return fmt::format("<tr><{0}>{1}</{0}><{0} class=\"n\">{2}</{0}><{0} class=\"n\">{3}</{0}><{0} class=\"n\">{4}</{0}>"
+                       "<{0} class=\"n\">{5}</{0}><{0} class=\"n\">{6}</{0}><{0} class=\"n\">{7}</{0}><{0} class=\"n\">{8}</{0}></tr>",
+                       cell, label, num(v["calls"].get<double>(), 0), num(v["prompt_tokens"].get<double>(), 0),
+                       esc(cached_tokens_cell(v)), num(v["completion_tokens"].get<double>(), 0),
+                       esc(reasoning_tokens_cell(v)), num(v["cost_usd"].get<double>(), 4),
+                       v.value("duplicate_requests", int64_t{0}));
+  };
+  for (const auto& [k, v] : rep["usage"]["stages"].items()) h += usage_row("td", esc(k), v);
   const json& t = rep["usage"]["total"];
-  h += fmt::format("<tr><th>total</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th><th class=\"n\">{}</th></tr></table>",
-                   num(t["calls"].get<double>(), 0), num(t["prompt_tokens"].get<double>(), 0), num(t["completion_tokens"].get<double>(), 0),
-                   num(t["cost_usd"].get<double>(), 4), t.value("duplicate_requests", int64_t{0}));
+  h += usage_row("th", "total", t) + "</table>";
+  if (t.contains("prefix_share") && t["prefix_share"].is_number())
+    h += fmt::format("<p>Prefix share: {}% of the prompt characters sent repeat the longest prefix of an earlier "
+                     "request of the run — the most a provider's prefix cache could serve.</p>",
+                     num(100 * t["prefix_share"].get<double>(), 1));
   if (t.value("duplicate_requests", int64_t{0}) > 0)
     h += fmt::format("<p><strong>Warning:</strong> {} request(s) repeated a request body this run had already sent, "
                      "byte for byte (duplicate requests; the target is 0).</p>",

@@ -1,4 +1,5 @@
 #include "nl2sql/report/run_report.h"
+#include "nl2sql/report/prefix_share.h"
 #include "nl2sql/run/run_data.h"
 
 #include <algorithm>
@@ -45,6 +46,17 @@ json grouped(const std::map<std::string, std::vector<int>>& groups, const Report
 
 std::string fmt_num(double v, int digits = 2) { return fmt::format("{:.{}f}", v, digits); }
 
+// The provider's own breakdown of a usage row (add_provider_shares): "12345 (61.5%)", or "not
+// reported" when no call's server reported it; "(k of n calls)" when only some did.
+std::string reported_cell(const json& v, const char* part, const char* reporting, const char* pct) {
+  const double calls_reporting = v.value(reporting, 0.0);
+  if (calls_reporting <= 0) return "not reported";
+  std::string out = fmt_num(v.value(part, 0.0), 0);
+  if (v.contains(pct) && v[pct].is_number()) out += " (" + fmt_num(v[pct].get<double>(), 1) + "%)";
+  if (calls_reporting < v.value("calls", 0.0))
+    out += " (" + fmt_num(calls_reporting, 0) + " of " + fmt_num(v.value("calls", 0.0), 0) + " calls)";
+  return out;
+}
 
 std::string ci_text(const json& g) {
   return fmt::format("{:.2f} [{:.2f}, {:.2f}]", g["ex"].get<double>(), g["ci95"][0].get<double>(),
@@ -440,20 +452,46 @@ void add_selection_errors(json& rep, ReportContext& ctx) {
   rep["selection_errors"] = se;
 }
 
+// A stage's usage before any call: every count the report sums (doubles, as JSON numbers).
+json zero_usage() {
+  return {{"calls", 0.0},          {"prompt_tokens", 0.0},          {"completion_tokens", 0.0},
+          {"cached_tokens", 0.0},  {"calls_reporting_cached", 0.0}, {"reasoning_tokens", 0.0},
+          {"calls_reporting_reasoning", 0.0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
+}
+
+// The provider's cache share of the prompt tokens (cached_pct) and reasoning share of the
+// completion tokens (reasoning_pct), null when no call reported the count: unknown, not 0%.
+void add_provider_shares(json& u) {
+  auto share = [&](const char* part, const char* reporting, const char* whole) -> json {
+    if (u.value(reporting, 0.0) <= 0) return nullptr;
+    const double w = u.value(whole, 0.0);
+    return w > 0 ? 100.0 * u.value(part, 0.0) / w : 0.0;
+  };
+  u["cached_pct"] = share("cached_tokens", "calls_reporting_cached", "prompt_tokens");
+  u["reasoning_pct"] = share("reasoning_tokens", "calls_reporting_reasoning", "completion_tokens");
+}
+
 // Tokens, cost, latency.
-void add_usage(json& rep, ReportContext& ctx) {
-  const run::RunData& run = ctx.run;
-  const size_t n = ctx.run.records.size();
+void add_usage(json& rep, ReportContext& ctx) { rep["usage"] = usage_report(ctx.run); }
+
+}  // namespace
+
+json usage_report(const run::RunData& run) {
+  const size_t n = run.records.size();
   std::map<std::string, json> usage;
-  json total = {{"calls", 0.0}, {"prompt_tokens", 0.0}, {"completion_tokens", 0.0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
+  json total = zero_usage();
   for (const auto& r : run.records) {
     for (const auto& [stage, v] : r.usage) {
       json& acc = usage[stage];
-      if (acc.is_null()) acc = {{"calls", 0.0}, {"prompt_tokens", 0.0}, {"completion_tokens", 0.0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
+      if (acc.is_null()) acc = zero_usage();
       const std::pair<const char*, double> fields[] = {
           {"calls", static_cast<double>(v.calls)},
           {"prompt_tokens", static_cast<double>(v.prompt_tokens)},
           {"completion_tokens", static_cast<double>(v.completion_tokens)},
+          {"cached_tokens", static_cast<double>(v.cached_tokens)},
+          {"calls_reporting_cached", static_cast<double>(v.calls_reporting_cached)},
+          {"reasoning_tokens", static_cast<double>(v.reasoning_tokens)},
+          {"calls_reporting_reasoning", static_cast<double>(v.calls_reporting_reasoning)},
           {"cost_usd", v.cost_usd},
           {"latency_s", v.latency_s}};
       for (const auto& [f, x] : fields) {
@@ -485,8 +523,9 @@ void add_usage(json& rep, ReportContext& ctx) {
                              v.value("completion_tokens", 0.0) == 0))
         continue;
       json& acc = usage[stage];
-      if (acc.is_null()) acc = {{"calls", 0.0}, {"prompt_tokens", 0.0}, {"completion_tokens", 0.0}, {"cost_usd", 0.0}, {"latency_s", 0.0}};
-      for (const char* f : {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s"}) {
+      if (acc.is_null()) acc = zero_usage();
+      const json fields = zero_usage();
+      for (const auto& [f, _] : fields.items()) {
         const double x = v.value(f, 0.0);
         acc[f] = acc[f].get<double>() + x;
         total[f] = total[f].get<double>() + x;
@@ -501,10 +540,38 @@ void add_usage(json& rep, ReportContext& ctx) {
     duplicates_total += d;
   }
   total["duplicate_requests"] = duplicates_total;
+  // The most a provider's prefix cache could serve (prefix_share.h): null where nothing was sent.
+  const PrefixShare ps = prefix_share(run);
+  auto share_of = [](const PrefixShareCounts& c) -> json { return c.requests > 0 ? json(c.share()) : json(nullptr); };
+  total["prefix_share"] = share_of(ps.total);
+  for (auto& [stage, acc] : usage) {
+    const auto it = ps.by_stage.find(stage);
+    acc["prefix_share"] = it == ps.by_stage.end() ? json(nullptr) : share_of(it->second);
+  }
+  for (json* j : {&total}) add_provider_shares(*j);
+  for (auto& [_, acc] : usage) add_provider_shares(acc);
   json uj = json::object();
   for (auto& [k, v] : usage) uj[k] = v;
-  rep["usage"] = {{"stages", uj}, {"total", total}, {"cost_per_question_usd", n ? total["cost_usd"].get<double>() / static_cast<double>(n) : 0.0}};
+  return {{"stages", uj},
+          {"total", total},
+          {"cost_per_question_usd", n ? total["cost_usd"].get<double>() / static_cast<double>(n) : 0.0},
+          {"prefix_share",
+           {{"share", share_of(ps.total)},
+            {"requests", ps.total.requests},
+            {"prompt_chars", ps.total.prompt_chars},
+            {"prefix_chars", ps.total.prefix_chars},
+            {"block_chars", kPrefixBlockChars}}}};
 }
+
+std::string cached_tokens_cell(const json& row) {
+  return reported_cell(row, "cached_tokens", "calls_reporting_cached", "cached_pct");
+}
+
+std::string reasoning_tokens_cell(const json& row) {
+  return reported_cell(row, "reasoning_tokens", "calls_reporting_reasoning", "reasoning_pct");
+}
+
+namespace {
 
 // Model calls that failed after their retries, and the retries, summed from the records'
 // llm_faults (per stage, stored with the stage they belong to, so a resumed run keeps them).
@@ -806,15 +873,21 @@ std::string render_markdown(const json& rep) {
     const json& v = rep["selection_errors"][k];
     md += fmt::format("| {} | {} | {} |\n", k, v["count"].get<size_t>(), fmt_num(v["pct"].get<double>()));
   }
-  md += "\n## Tokens, cost and latency\n\n| stage | calls | prompt tokens | completion tokens | cost USD | duplicate requests |\n|---|---:|---:|---:|---:|---:|\n";
-  for (const auto& [k, v] : rep["usage"]["stages"].items())
-    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", core::markdown_cell(k), fmt_num(v["calls"].get<double>(), 0),
-                      fmt_num(v["prompt_tokens"].get<double>(), 0), fmt_num(v["completion_tokens"].get<double>(), 0),
-                      fmt_num(v["cost_usd"].get<double>(), 4), v.value("duplicate_requests", int64_t{0}));
+  md += "\n## Tokens, cost and latency\n\n| stage | calls | prompt tokens | of which cached by the provider | "
+        "completion tokens | of which reasoning | cost USD | duplicate requests |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  auto usage_row = [](const std::string& label, const json& v) {
+    return fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", label, fmt_num(v["calls"].get<double>(), 0),
+                       fmt_num(v["prompt_tokens"].get<double>(), 0), cached_tokens_cell(v),
+                       fmt_num(v["completion_tokens"].get<double>(), 0), reasoning_tokens_cell(v),
+                       fmt_num(v["cost_usd"].get<double>(), 4), v.value("duplicate_requests", int64_t{0}));
+  };
+  for (const auto& [k, v] : rep["usage"]["stages"].items()) md += usage_row(core::markdown_cell(k), v);
   const json& t = rep["usage"]["total"];
-  md += fmt::format("| **total** | {} | {} | {} | {} | {} |\n\n", fmt_num(t["calls"].get<double>(), 0),
-                    fmt_num(t["prompt_tokens"].get<double>(), 0), fmt_num(t["completion_tokens"].get<double>(), 0),
-                    fmt_num(t["cost_usd"].get<double>(), 4), t.value("duplicate_requests", int64_t{0}));
+  md += usage_row("**total**", t) + "\n";
+  if (t.contains("prefix_share") && t["prefix_share"].is_number())
+    md += fmt::format("Prefix share: {}% of the prompt characters sent repeat the longest prefix of an earlier request "
+                      "of the run — the most a provider's prefix cache could serve.\n\n",
+                      fmt_num(100 * t["prefix_share"].get<double>(), 1));
   if (t.value("duplicate_requests", int64_t{0}) > 0)
     md += fmt::format("**Warning:** {} request(s) repeated a request body this run had already sent, byte for byte "
                       "(duplicate requests; the target is 0).\n\n",

@@ -42,6 +42,15 @@ json usage_json(const StageUsage& u) {
   json out = {{"calls", u.calls},         {"prompt_tokens", u.prompt_tokens},
               {"completion_tokens", u.completion_tokens}, {"cost_usd", u.cost_usd},
               {"latency_s", u.latency_s}};
+  // Written only when some call reported them, so records of servers that do not keep their form.
+  if (u.calls_reporting_cached > 0) {
+    out["cached_tokens"] = u.cached_tokens;
+    out["calls_reporting_cached"] = u.calls_reporting_cached;
+  }
+  if (u.calls_reporting_reasoning > 0) {
+    out["reasoning_tokens"] = u.reasoning_tokens;
+    out["calls_reporting_reasoning"] = u.calls_reporting_reasoning;
+  }
   if (u.degraded_prompts > 0) out["degraded_prompts"] = u.degraded_prompts;
   if (u.cache_hits > 0) {
     out["cache_hits"] = u.cache_hits;
@@ -60,6 +69,10 @@ Result<StageUsage> usage_from_json(const json& j, const std::string& where) {
   NL2SQL_RETURN_IF_ERROR(read_key(j, "completion_tokens", u.completion_tokens, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "cost_usd", u.cost_usd, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "latency_s", u.latency_s, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "cached_tokens", u.cached_tokens, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "calls_reporting_cached", u.calls_reporting_cached, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "reasoning_tokens", u.reasoning_tokens, where));
+  NL2SQL_RETURN_IF_ERROR(read_key(j, "calls_reporting_reasoning", u.calls_reporting_reasoning, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "degraded_prompts", u.degraded_prompts, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "cache_hits", u.cache_hits, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "cache_prompt_tokens", u.cache_prompt_tokens, where));

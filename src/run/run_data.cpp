@@ -58,19 +58,30 @@ Result<std::vector<QuestionRecord>> read_final_records(const RunStore& store, co
 }
 
 
-Status add_run_usage(RunStore& store, const std::string& stage, int64_t calls, int64_t prompt_tokens,
-                     int64_t completion_tokens, double cost_usd, double latency_s) {
+Status add_run_usage(RunStore& store, const std::string& stage, const json& delta) {
   auto current = store.get_meta(kRunUsageKey);
   if (!current) return current.status();
   json usage = *current && (*current)->is_object() ? **current : json::object();
   json& acc = usage[stage];
   if (!acc.is_object()) acc = json::object();
-  acc["calls"] = acc.value("calls", int64_t{0}) + calls;
-  acc["prompt_tokens"] = acc.value("prompt_tokens", int64_t{0}) + prompt_tokens;
-  acc["completion_tokens"] = acc.value("completion_tokens", int64_t{0}) + completion_tokens;
-  acc["cost_usd"] = acc.value("cost_usd", 0.0) + cost_usd;
-  acc["latency_s"] = acc.value("latency_s", 0.0) + latency_s;
+  for (const auto& [k, v] : delta.items()) {
+    if (v.is_number_integer()) acc[k] = acc.value(k, int64_t{0}) + v.get<int64_t>();
+    else if (v.is_number()) acc[k] = acc.value(k, 0.0) + v.get<double>();
+  }
   return store.set_meta(kRunUsageKey, usage);
+}
+
+json run_usage_delta(const StageUsage& u, int sign) {
+  const int64_t s = sign;
+  return {{"calls", s * u.calls},
+          {"prompt_tokens", s * u.prompt_tokens},
+          {"completion_tokens", s * u.completion_tokens},
+          {"cached_tokens", s * u.cached_tokens},
+          {"calls_reporting_cached", s * u.calls_reporting_cached},
+          {"reasoning_tokens", s * u.reasoning_tokens},
+          {"calls_reporting_reasoning", s * u.calls_reporting_reasoning},
+          {"cost_usd", static_cast<double>(sign) * u.cost_usd},
+          {"latency_s", static_cast<double>(sign) * u.latency_s}};
 }
 
 Status add_endpoint_load(RunStore& store, const std::string& profile, int64_t overloads, int64_t max_in_flight,

@@ -12,7 +12,8 @@ inline llm::ChatResponse canned_response(const std::string& text) {
   llm::ChatResponse r;
   r.choices = {text};
   r.finish_reasons = {"stop"};
-  r.usage = {3, 4};
+  r.usage.prompt_tokens = 3;
+  r.usage.completion_tokens = 4;
   return r;
 }
 

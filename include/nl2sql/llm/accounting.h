@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nl2sql/llm/types.h"
+
 namespace nl2sql::llm {
 
 struct UsageTotals {
@@ -28,8 +30,17 @@ struct UsageTotals {
   std::map<std::string, int64_t> parse_failures_by_stage;  // by the stage that read the answer
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  // Of the prompt tokens, those the provider's prefix cache served; of the completion tokens,
+  // those spent reasoning — summed over the calls whose server reported them (calls_reporting_*):
+  // 0 with no call reporting means "not reported", not "none".
+  int64_t cached_tokens = 0;
+  int64_t calls_reporting_cached = 0;
+  int64_t reasoning_tokens = 0;
+  int64_t calls_reporting_reasoning = 0;
   double cost_usd = 0.0;
   double latency_s = 0.0;  // summed over calls
+  // Adds one call's usage as the server reported it (cached and reasoning counted when known).
+  void add_usage(const Usage& usage);
   void add(const UsageTotals& other);
   nlohmann::json to_json() const;
 };

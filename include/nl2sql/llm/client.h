@@ -185,8 +185,15 @@ class Client {
   std::shared_future<Status> gate_;  // written before the first call, then only read
 };
 
-// What `usage` costs at the profile's prices (the one cost formula).
+// What `usage` costs at the profile's prices (the one cost formula): uncached prompt tokens at
+// price_in_per_mtok, cached ones at price_cached_in_per_mtok, completion tokens (reasoning
+// included) at price_out_per_mtok.
 double cost_usd(const ModelProfile& profile, const Usage& usage);
+// Reads a response's "usage" object in every shape servers send: prompt and completion tokens,
+// cached prompt tokens (prompt_tokens_details.cached_tokens, or DeepSeek's
+// prompt_cache_hit_tokens) and reasoning tokens (completion_tokens_details.reasoning_tokens).
+// Absent or null fields leave the count unknown.
+Usage read_usage(const nlohmann::json& usage);
 // Parses an OpenAI Chat Completions response body (exposed for tests).
 Result<ChatResponse> parse_chat_completion(const std::string& body, bool accept_truncated);
 // Parses an OpenAI embeddings response body with `inputs` vectors (exposed for tests).

@@ -49,6 +49,8 @@ struct ModelProfile {
   int64_t context_tokens = 0;       // the server's context window; 0 = unknown (no budget)
   double price_in_per_mtok = 0.0;   // USD per million prompt tokens
   double price_out_per_mtok = 0.0;  // USD per million completion tokens
+  // USD per million prompt tokens the provider's prefix cache served; unset: the input price.
+  std::optional<double> price_cached_in_per_mtok;
   int64_t max_in_flight = 16;
   double rpm = 0;                   // requests per minute, 0 = unlimited
   double tpm = 0;                   // tokens per minute, 0 = unlimited

@@ -32,6 +32,8 @@ struct LlmCallTrace {
   int prompt_rung = 0;
   std::string error;                     // non-empty when the call failed
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  // The server's own breakdown (llm::Usage): unknown when it did not report it.
+  std::optional<int64_t> cached_tokens, reasoning_tokens;
   double cost_usd = 0, latency_s = 0;
   bool from_cache = false;
   // The sampling sent (profile defaults filled in; absent when not known, e.g. older runs).

@@ -43,12 +43,20 @@ struct ChatRequest {
   CallTag tag;
 };
 
+// Tokens as the server reported them. cached_tokens (the part of the prompt the provider's own
+// prefix cache served, billed at the cached price) and reasoning_tokens (the part of the
+// completion spent thinking, already inside completion_tokens) are unknown, not zero, when the
+// server did not say: a sum is known when any of its parts was.
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  std::optional<int64_t> cached_tokens;
+  std::optional<int64_t> reasoning_tokens;
   Usage& operator+=(const Usage& o) {
     prompt_tokens += o.prompt_tokens;
     completion_tokens += o.completion_tokens;
+    if (o.cached_tokens) cached_tokens = cached_tokens.value_or(0) + *o.cached_tokens;
+    if (o.reasoning_tokens) reasoning_tokens = reasoning_tokens.value_or(0) + *o.reasoning_tokens;
     return *this;
   }
 };

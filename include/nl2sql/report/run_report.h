@@ -65,6 +65,17 @@ Status write_run_reports(const std::filesystem::path& dir,
 // answers were not sent and never count. Stages without a repeat are absent.
 std::map<std::string, int64_t> duplicate_requests(const run::RunData& run);
 
+// report.json's "usage": {"stages": {stage: row}, "total": row, "cost_per_question_usd"}, each
+// row with calls, prompt_tokens, completion_tokens, cost_usd, latency_s, duplicate_requests and
+// the provider's own breakdown — cached_tokens / calls_reporting_cached / cached_pct (share of
+// the prompt tokens) and reasoning_tokens / calls_reporting_reasoning / reasoning_pct (share of
+// the completion tokens); a pct is null when no call reported its count (unknown, not 0%).
+nlohmann::json usage_report(const run::RunData& run);
+// A usage row's provider breakdown as a table cell: "12345 (61.5%)", "… (3 of 7 calls)" when only
+// some calls reported it, "not reported" when none did.
+std::string cached_tokens_cell(const nlohmann::json& row);
+std::string reasoning_tokens_cell(const nlohmann::json& row);
+
 // Text and attribute escaping for HTML (& < > " ').
 std::string html_escape(std::string_view text);
 

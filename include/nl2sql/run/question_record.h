@@ -57,6 +57,10 @@ inline constexpr int kRecordVersion = 1;
 // at the profile's prices.
 struct StageUsage {
   int64_t calls = 0, prompt_tokens = 0, completion_tokens = 0;
+  // The provider's own accounting, summed over the calls that reported it (see
+  // llm::UsageTotals): prompt tokens its prefix cache served, completion tokens spent reasoning.
+  int64_t cached_tokens = 0, calls_reporting_cached = 0;
+  int64_t reasoning_tokens = 0, calls_reporting_reasoning = 0;
   double cost_usd = 0, latency_s = 0;
   int64_t degraded_prompts = 0;  // prompts lightened to fit the model's context
   int64_t cache_hits = 0, cache_prompt_tokens = 0, cache_completion_tokens = 0;

@@ -50,10 +50,14 @@ struct RunData {
 
 // The store's meta key of RunData::run_usage.
 inline constexpr const char* kRunUsageKey = "run_usage";
-// Adds one invocation's calls of `stage` to the stored run usage (read, add, write).
+// Adds one invocation's calls of `stage` to the stored run usage (read, add, write): `delta`
+// holds counts by name (calls, prompt_tokens, completion_tokens, cached_tokens,
+// calls_reporting_cached, reasoning_tokens, calls_reporting_reasoning, cost_usd, latency_s, as
+// StageUsage names them); each number is added to the stored one, integers staying integers.
 class RunStore;
-Status add_run_usage(RunStore& store, const std::string& stage, int64_t calls, int64_t prompt_tokens,
-                     int64_t completion_tokens, double cost_usd, double latency_s);
+Status add_run_usage(RunStore& store, const std::string& stage, const nlohmann::json& delta);
+// The run-usage fields of `usage`, times `sign` (+1 to add, -1 to take back).
+nlohmann::json run_usage_delta(const StageUsage& usage, int sign = 1);
 
 // The store's meta key of the usage counted in run_usage for stages of questions that a stopped
 // run left unfinished ({"<question_id>": {"<stage>": usage}}): it leaves run_usage when the
