@@ -687,6 +687,18 @@ Result<llm::PromptTemplate> load_main_prompt(const llm::PromptLibrary& prompts, 
   return t;
 }
 
+// generate.generators[i] of name "file": its `path` read (a `template` key is refused).
+Result<std::unique_ptr<Generator>> file_generator(const ItemReader& r, const std::string& label) {
+  std::string path;
+  NL2SQL_RETURN_IF_ERROR(r.get("path", path, "a string"));
+  if (path.empty()) return invalid_input("config key \"" + r.key() + ".path\" is required for a file generator");
+  if (r.find("template"))
+    return invalid_input("config key \"" + r.key() + ".template\": a file generator sends no prompt");
+  auto g = make_file_generator(label, path);
+  if (!g) return g.status().with_context("config key " + r.key() + ".path");
+  return g;
+}
+
 }  // namespace
 
 Result<std::string> generator_template_role(const std::string& kind) {
@@ -723,13 +735,8 @@ Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Conf
       return invalid_input("config key \"" + key + ".label\": two generators are labelled \"" + o->label +
                            "\" (set distinct labels)");
     if (o->kind == "file") {
-      std::string path;
-      NL2SQL_RETURN_IF_ERROR(r.get("path", path, "a string"));
-      if (path.empty()) return invalid_input("config key \"" + key + ".path\" is required for a file generator");
-      if (r.find("template"))
-        return invalid_input("config key \"" + key + ".template\": a file generator sends no prompt");
-      auto g = make_file_generator(o->label, path);
-      if (!g) return g.status().with_context("config key " + key + ".path");
+      auto g = file_generator(r, o->label);
+      if (!g) return g.status();
       out.push_back(std::move(*g));
     } else if (o->kind == "baseline") {
       auto t = load_main_prompt(prompts, r, o->kind);

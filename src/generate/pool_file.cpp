@@ -44,11 +44,6 @@ Result<CandidatePoolFile> CandidatePoolFile::read(const std::filesystem::path& p
   const std::string where = path.string();
   const std::string body = core::trim(*text);
   if (body.empty()) return invalid_input(where + ": the candidate pool file is empty");
-  auto add = [&](const std::string& key, PooledSql p) {
-    auto [it, fresh] = f.by_id_.try_emplace(key);
-    if (fresh) f.keys_.push_back(key);
-    it->second.push_back(std::move(p));
-  };
   if (body.front() != '{') {
     if (body.front() == '[')
       return invalid_input(where + ": a JSON list is not a candidate pool layout (expected {question_id: [sql, …]}, "
@@ -61,40 +56,15 @@ Result<CandidatePoolFile> CandidatePoolFile::read(const std::filesystem::path& p
     for (size_t i = 0; i < lines.size(); ++i) {
       std::string sql = lines[i].substr(0, lines[i].find('\t'));
       if (core::trim(sql).empty()) continue;
-      add(std::to_string(i), {core::trim(sql), "", "", static_cast<int64_t>(i + 1)});
+      f.add(std::to_string(i), {core::trim(sql), "", "", static_cast<int64_t>(i + 1)});
     }
     return f;
   }
   const json whole = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   const bool one_object = !whole.is_discarded() && whole.is_object();
   if (!one_object || (whole.contains("question_id") && whole.contains("sql"))) {
-    // JSON lines, one candidate each.
     f.layout_ = "jsonl";
-    const auto lines = lines_of(*text);
-    for (size_t i = 0; i < lines.size(); ++i) {
-      if (core::trim(lines[i]).empty()) continue;
-      const std::string label = where + ":" + std::to_string(i + 1);
-      auto line = core::parse_json(lines[i], label);  // names line and column of a syntax error
-      if (!line) return line.status();
-      if (!line->is_object()) return invalid_input(label + ": expected an object {\"question_id\", \"sql\"}");
-      if (!line->contains("question_id")) return invalid_input(label + ": key \"question_id\" is missing");
-      const auto& id = (*line)["question_id"];
-      if (!id.is_string() && !id.is_number_integer())
-        return invalid_input(label + ": key \"question_id\" must be a string or an integer (got " + id.type_name() + ")");
-      if (!line->contains("sql")) return invalid_input(label + ": key \"sql\" is missing");
-      if (!(*line)["sql"].is_string())
-        return invalid_input(label + ": key \"sql\" must be a string (got " + std::string((*line)["sql"].type_name()) + ")");
-      PooledSql p;
-      p.sql = core::trim((*line)["sql"].get<std::string>());
-      p.position = static_cast<int64_t>(i + 1);
-      for (const char* k : {"generator", "reasoning"}) {
-        if (!line->contains(k) || (*line)[k].is_null()) continue;
-        if (!(*line)[k].is_string())
-          return invalid_input(label + ": key \"" + k + "\" must be a string (got " + (*line)[k].type_name() + ")");
-        (std::string(k) == "generator" ? p.generator : p.reasoning) = (*line)[k].get<std::string>();
-      }
-      add(id.is_string() ? id.get<std::string>() : id.dump(), std::move(p));
-    }
+    NL2SQL_RETURN_IF_ERROR(f.read_jsonl(*text));
     return f;
   }
   // One JSON object: lists make a pool, strings a BIRD predictions file.
@@ -126,7 +96,7 @@ Result<CandidatePoolFile> CandidatePoolFile::read(const std::filesystem::path& p
         return invalid_input(where + ": key \"" + key + "\" is not a question position (BIRD predictions are keyed \"0\", \"1\", …)");
       std::string sql = v.get<std::string>();
       sql = sql.substr(0, sql.find(kBirdSeparator));
-      add(std::to_string(pos), {core::trim(sql), "", "", entry});
+      f.add(std::to_string(pos), {core::trim(sql), "", "", entry});
     }
     return f;
   }
@@ -137,9 +107,46 @@ Result<CandidatePoolFile> CandidatePoolFile::read(const std::filesystem::path& p
       if (!v[i].is_string())
         return invalid_input(where + ": key \"" + key + "\", item " + std::to_string(i + 1) + ": expected a SQL string, got " +
                              type_name(v[i]));
-    for (size_t i = 0; i < v.size(); ++i) add(key, {core::trim(v[i].get<std::string>()), "", "", static_cast<int64_t>(i + 1)});
+    for (size_t i = 0; i < v.size(); ++i) f.add(key, {core::trim(v[i].get<std::string>()), "", "", static_cast<int64_t>(i + 1)});
   }
   return f;
+}
+
+// JSON lines, one candidate each; errors name the line.
+Status CandidatePoolFile::read_jsonl(const std::string& text) {
+  const std::string where = path_.string();
+  const auto lines = lines_of(text);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (core::trim(lines[i]).empty()) continue;
+    const std::string label = where + ":" + std::to_string(i + 1);
+    auto line = core::parse_json(lines[i], label);  // names line and column of a syntax error
+    if (!line) return line.status();
+    if (!line->is_object()) return invalid_input(label + ": expected an object {\"question_id\", \"sql\"}");
+    if (!line->contains("question_id")) return invalid_input(label + ": key \"question_id\" is missing");
+    const auto& id = (*line)["question_id"];
+    if (!id.is_string() && !id.is_number_integer())
+      return invalid_input(label + ": key \"question_id\" must be a string or an integer (got " + id.type_name() + ")");
+    if (!line->contains("sql")) return invalid_input(label + ": key \"sql\" is missing");
+    if (!(*line)["sql"].is_string())
+      return invalid_input(label + ": key \"sql\" must be a string (got " + std::string((*line)["sql"].type_name()) + ")");
+    PooledSql p;
+    p.sql = core::trim((*line)["sql"].get<std::string>());
+    p.position = static_cast<int64_t>(i + 1);
+    for (const char* k : {"generator", "reasoning"}) {
+      if (!line->contains(k) || (*line)[k].is_null()) continue;
+      if (!(*line)[k].is_string())
+        return invalid_input(label + ": key \"" + k + "\" must be a string (got " + (*line)[k].type_name() + ")");
+      (std::string(k) == "generator" ? p.generator : p.reasoning) = (*line)[k].get<std::string>();
+    }
+    add(id.is_string() ? id.get<std::string>() : id.dump(), std::move(p));
+  }
+  return Status::ok();
+}
+
+void CandidatePoolFile::add(const std::string& key, PooledSql p) {
+  auto [it, fresh] = by_id_.try_emplace(key);
+  if (fresh) keys_.push_back(key);
+  it->second.push_back(std::move(p));
 }
 
 const std::vector<PooledSql>& CandidatePoolFile::candidates_for(const data::Task& question) const {

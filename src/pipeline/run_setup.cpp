@@ -81,6 +81,51 @@ json describe_pools(const std::vector<std::unique_ptr<generate::Generator>>& gen
   return out;
 }
 
+// The stages' objects: context builder, generators (with the coverage of pools read from
+// files), fixer, the voting selectors' weight store, the selectors.
+Status build_stages(Shared& s, const data::Dataset& ds, const std::vector<size_t>& picked) {
+  const RunOptions& options = *s.options;
+  auto ctx = context::ContextBuilder::create(s.config, s.client.get(), *s.executor, options.index_dir,
+                                             s.prompts.get());
+  if (!ctx) return ctx.status();
+  s.context = std::move(*ctx);
+  auto gens = generate::make_generators(s.config, s.client.get(), s.executor.get(), *s.prompts, &options.dataset);
+  if (!gens) return gens.status();
+  s.generators = std::move(*gens);
+  if (s.generators.empty()) return invalid_input("config key generate.generators: no generator configured");
+  for (const auto& g : s.generators) s.generator_names.push_back(g->name());
+  s.candidate_pools = describe_pools(s.generators, ds, picked);
+  auto fixer = fix::Fixer::create(s.config, s.client.get(), *s.prompts);
+  if (!fixer) return fixer.status();
+  s.fixer.emplace(std::move(*fixer));
+
+  bool voting = false;
+  for (const auto& name : s.settings.selectors) {
+    auto traits = select::method_traits(name);
+    if (!traits) return invalid_input("config key run.selectors: " + traits.status().message());
+    voting = voting || traits->uses_expert_weights;
+  }
+  if (voting) {
+    auto eps = select::configured_epsilon(s.config);
+    if (!eps) return eps.status();
+    auto kind = select::configured_experts(s.config);
+    if (!kind) return kind.status();
+    s.weights = std::make_shared<select::WeightStore>(*eps);
+    s.expert_kind = *kind;
+  }
+  select::SelectorServices services;
+  services.client = s.client.get();
+  services.executor = s.executor.get();
+  services.prompts = s.prompts.get();
+  services.weights = s.weights;
+  for (const auto& name : s.settings.selectors) {
+    auto sel = select::make_selector_named(name, s.config, services);
+    if (!sel) return sel.status();
+    s.selectors[name] = std::move(*sel);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<Services> set_up(Shared& s, const data::Dataset& ds, const std::vector<size_t>& picked,
@@ -157,45 +202,7 @@ Result<Services> set_up(Shared& s, const data::Dataset& ds, const std::vector<si
     });
   }
 
-  auto ctx = context::ContextBuilder::create(s.config, s.client.get(), *s.executor, options.index_dir,
-                                             s.prompts.get());
-  if (!ctx) return ctx.status();
-  s.context = std::move(*ctx);
-  auto gens = generate::make_generators(s.config, s.client.get(), s.executor.get(), *s.prompts, &options.dataset);
-  if (!gens) return gens.status();
-  s.generators = std::move(*gens);
-  if (s.generators.empty()) return invalid_input("config key generate.generators: no generator configured");
-  for (const auto& g : s.generators) s.generator_names.push_back(g->name());
-  s.candidate_pools = describe_pools(s.generators, ds, picked);
-  auto fixer = fix::Fixer::create(s.config, s.client.get(), *s.prompts);
-  if (!fixer) return fixer.status();
-  s.fixer.emplace(std::move(*fixer));
-
-  bool voting = false;
-  for (const auto& name : s.settings.selectors) {
-    auto traits = select::method_traits(name);
-    if (!traits) return invalid_input("config key run.selectors: " + traits.status().message());
-    voting = voting || traits->uses_expert_weights;
-  }
-  if (voting) {
-    auto eps = select::configured_epsilon(s.config);
-    if (!eps) return eps.status();
-    auto kind = select::configured_experts(s.config);
-    if (!kind) return kind.status();
-    s.weights = std::make_shared<select::WeightStore>(*eps);
-    s.expert_kind = *kind;
-  }
-  select::SelectorServices services;
-  services.client = s.client.get();
-  services.executor = s.executor.get();
-  services.prompts = s.prompts.get();
-  services.weights = s.weights;
-  for (const auto& name : s.settings.selectors) {
-    auto sel = select::make_selector_named(name, s.config, services);
-    if (!sel) return sel.status();
-    s.selectors[name] = std::move(*sel);
-  }
-
+  NL2SQL_RETURN_IF_ERROR(build_stages(s, ds, picked));
   for (const auto& [db_id, path] : ds.db_paths) {
     auto f = db::database_fingerprint(path);
     if (!f) return f.status();

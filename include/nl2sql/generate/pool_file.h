@@ -51,6 +51,8 @@ class CandidatePoolFile {
   PoolCoverage coverage(const std::vector<data::Task>& questions) const;
 
  private:
+  Status read_jsonl(const std::string& text);
+  void add(const std::string& key, PooledSql p);  // in file order
   std::filesystem::path path_;
   std::string layout_;
   std::string hash_;
