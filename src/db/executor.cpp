@@ -511,7 +511,7 @@ class Executor::Pool {
 Executor::Executor(ExecutorOptions options) : options_(options) {}
 Executor::~Executor() = default;
 
-void Executor::set_fault_injector(std::function<Status(uint64_t)> injector) {
+void Executor::set_fault_injector(FaultInjector injector) {
   fault_injector_ = std::move(injector);
 }
 
@@ -568,7 +568,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
 
   uint64_t call = calls_.fetch_add(1) + 1;
   if (fault_injector_) {
-    Status injected = fault_injector_(call);
+    Status injected = fault_injector_(call, sql);
     if (!injected) return finish(ExecStatus::kError, "injected fault: " + injected.message());
   }
 

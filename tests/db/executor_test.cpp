@@ -207,14 +207,17 @@ TEST_F(ExecutorTest, MissingDatabaseIsAnError) {
 
 TEST_F(ExecutorTest, FaultInjectorFailsChosenCalls) {
   Executor ex;
-  ex.set_fault_injector([](uint64_t n) {
+  std::vector<std::string> seen;
+  ex.set_fault_injector([&](uint64_t n, std::string_view sql) {
+    seen.emplace_back(sql);
     return n == 2 ? Status(ErrorCode::kIo, "disk on fire") : Status::ok();
   });
   EXPECT_TRUE(ex.run(db_, "SELECT 1").ok());
-  auto r = ex.run(db_, "SELECT 1");
+  auto r = ex.run(db_, "SELECT 2");
   EXPECT_EQ(r.status, ExecStatus::kError);
   EXPECT_NE(r.error.find("disk on fire"), std::string::npos);
-  EXPECT_TRUE(ex.run(db_, "SELECT 1").ok());
+  EXPECT_TRUE(ex.run(db_, "SELECT 3").ok());
+  EXPECT_EQ(seen, (std::vector<std::string>{"SELECT 1", "SELECT 2", "SELECT 3"})) << "the injector sees each call's SQL";
 }
 
 TEST_F(ExecutorTest, ParallelRunsShareThePoolSafely) {

@@ -19,6 +19,7 @@
 #include "support/fake_openai_server.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/hash.h"
+#include "nl2sql/core/text.h"
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/run/run_data.h"
 #include "support/records.h"
@@ -59,14 +60,16 @@ core::Config make_config(const std::string& base_url, int max_attempts) {
 // questions get the same answers whatever the thread interleaving: a verdict line for the
 // tournament, a JSON list for keywords, and one of a few SQL blocks (one of them broken, so the
 // fixer has work).
+// The SQL the content script's model writes.
+const char* const kContentSql[] = {"SELECT count(*) FROM school", "SELECT name FROM district",
+                                   "SELECT nope FROM school"};
+
 FakeOpenAiServer::Script content_script() {
   return [](const httplib::Request& req, int64_t) {
-    static const char* kSql[] = {"SELECT count(*) FROM school", "SELECT name FROM district",
-                                 "SELECT nope FROM school"};
     uint64_t h = core::xxh64(req.body);
     return FakeReply(200, llm::testing::completion_body(std::string("Answer: ") + ((h >> 7) % 2 ? "A" : "B") +
                                                         "\n```json\n[\"school\"]\n```\n```sql\n" +
-                                                        kSql[h % 3] + "\n```"));
+                                                        kContentSql[h % 3] + "\n```"));
   };
 }
 
@@ -340,14 +343,20 @@ TEST_F(HardeningLlmFaults, InjectedSqlErrorsAtChosenCallsAreSurvivedAndRecorded)
   auto config = make_config(server.base_url(), 1);
   config.set("run.threads", 1);
   auto o = options(config, dir_ / "run");
-  // One run at a time; the chosen call numbers land early (question 1's candidate executions and
-  // fixer) and later in the run.
+  // One question at a time; the chosen numbers count the executions of the SQL the fake model
+  // writes (no gold of the mini set is one of them), so they land on candidates' executions
+  // early in the run (question 1's candidates and fixer) and later. A question's gold runs on
+  // its own thread beside its candidates: counting every call would make the chosen ones a race.
+  const std::set<std::string> model_sql = {kContentSql[0], kContentSql[1], kContentSql[2]};
   std::set<uint64_t> chosen = {1, 2, 3, 9, 25};
   std::mutex mu;
+  uint64_t model_calls = 0;
   std::set<uint64_t> hit;
-  o.db_fault_injector = [&](uint64_t n) {
-    if (!chosen.count(n)) return Status::ok();
+  o.db_fault_injector = [&](uint64_t, std::string_view sql) {
     std::lock_guard lock(mu);
+    if (!model_sql.count(std::string(core::trim(sql)))) return Status::ok();
+    const uint64_t n = ++model_calls;
+    if (!chosen.count(n)) return Status::ok();
     hit.insert(n);
     return Status(ErrorCode::kIo, "injected SQL fault at call " + std::to_string(n));
   };

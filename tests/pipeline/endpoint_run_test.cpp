@@ -214,7 +214,7 @@ TEST_F(EndpointRun, QuestionsDoTheirLocalWorkWhileThePreflightIsAnsweredButSendN
   });
   RunOptions o = options(config(server.base_url()), dir_ / "run");
   bool executed_before_answer = false;
-  o.db_fault_injector = [&](uint64_t) {
+  o.db_fault_injector = [&](uint64_t, std::string_view) {
     std::lock_guard lock(mu);
     if (!preflight_answered) executed_before_answer = true;
     executed = true;

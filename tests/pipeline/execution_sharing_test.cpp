@@ -73,7 +73,7 @@ class ExecutionSharing : public ::testing::Test {
   // The same, counting the run's own executions (the executor's fault hook) into `executed`.
   RunOptions counting(const core::Config& config, const fs::path& out, std::atomic<int>& executed) {
     RunOptions o = options(config, out);
-    o.db_fault_injector = [&executed](uint64_t) {
+    o.db_fault_injector = [&executed](uint64_t, std::string_view) {
       ++executed;
       return Status::ok();
     };
@@ -132,7 +132,7 @@ TEST_F(ExecutionSharing, EachDistinctQueryRunsOncePerQuestionAndEveryStageSeesIt
   EXPECT_EQ(fix_requests.load(), 4);
   std::atomic<uint64_t> executions{0};
   auto o = options(sharing_config(server.base_url()), dir_ / "run");
-  o.db_fault_injector = [&](uint64_t) {
+  o.db_fault_injector = [&](uint64_t, std::string_view) {
     ++executions;
     return Status::ok();
   };

@@ -188,9 +188,12 @@ class Executor {
     return peak_active_;
   }
 
-  // Fault injection for tests: when set, called with the 1-based number of each run() call;
-  // a non-OK status returned makes that call fail with it (kError) without executing.
-  void set_fault_injector(std::function<Status(uint64_t call_number)> injector);
+  // Fault injection for tests: when set, called with the 1-based number of each run() call and
+  // the SQL it was given; a non-OK status returned makes that call fail with it (kError)
+  // without executing. Calls may come from several threads at once (a question's gold runs
+  // beside its candidates), so a test that picks calls should pick them by their SQL.
+  using FaultInjector = std::function<Status(uint64_t call_number, std::string_view sql)>;
+  void set_fault_injector(FaultInjector injector);
 
  private:
   struct Connection;
@@ -206,7 +209,7 @@ class Executor {
   mutable std::condition_variable slots_cv_;
   mutable size_t active_ = 0;  // guarded by slots_mu_
   mutable size_t peak_active_ = 0;  // guarded by slots_mu_
-  std::function<Status(uint64_t)> fault_injector_;
+  FaultInjector fault_injector_;
 };
 
 // What a read-only connection to `path` opens, so that every committed row is seen and nothing

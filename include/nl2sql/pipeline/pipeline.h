@@ -38,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -70,8 +71,8 @@ struct RunOptions {
   const std::atomic<bool>* cancel = nullptr;
   std::shared_ptr<llm::Transport> transport;  // tests: a fake server's transport
   // Tests: switched onto the run's db::Executor (Executor::set_fault_injector) to fail chosen
-  // SQL calls deterministically.
-  std::function<Status(uint64_t call_number)> db_fault_injector;
+  // SQL calls deterministically (by their SQL: see Executor::set_fault_injector).
+  std::function<Status(uint64_t call_number, std::string_view sql)> db_fault_injector;
 };
 
 struct RunSummary {
