@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on the bundled mini set: set-up (only what building and running need), a Release
-# build of the `nl2sql` binary alone (no tests) in build-release/, then the whole pipeline
+# unity build of the `nl2sql` binary alone (no tests) in build-release/, then the whole pipeline
 # (`nl2sql run --config configs/quickstart.json`) with the offline `sim` provider, and where the
 # report is; each step's time is printed. Rerunning resumes (nothing is redone); FORCE_NEW=1
 # starts over. The test build (`scripts/test.sh`) is separate, in build/.
@@ -22,7 +22,7 @@ step() {  # step NAME COMMAND…: runs it, prints and records how long it took
 
 step setup scripts/setup.sh runtime
 step build env BUILD_DIR="$BUILD_DIR" BUILD_TYPE=Release TARGET=nl2sql \
-  CMAKE_ARGS="-DNL2SQL_BUILD_TESTS=OFF ${CMAKE_ARGS:-}" scripts/build.sh
+  CMAKE_ARGS="-DNL2SQL_BUILD_TESTS=OFF -DNL2SQL_UNITY=ON ${CMAKE_ARGS:-}" scripts/build.sh
 mkdir -p "$OUT"
 DATA=$(scripts/build_mini_dataset.sh "$OUT/mini_bird")
 step run "$BUILD_DIR/nl2sql" run --config configs/quickstart.json --benchmark bird --data "$DATA" \

@@ -7,6 +7,10 @@
 #                               -fsanitize=address,undefined (-O1, no recovery from UB, leak
 #                               checks on) in ${SANITIZE_BUILD_DIR:-build-asan}; CI sets this.
 #   SANITIZE=only               the sanitizer stage alone.
+# The sanitizer stage builds the layers and the CLI as a unity build (-DNL2SQL_UNITY=ON, as the
+# quickstart does), so a name two sources of one layer both define at file scope fails here
+# rather than in a user's first build; the normal build keeps one translation unit per file,
+# which checks that each source includes what it uses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh all
@@ -30,7 +34,7 @@ if [ "$SANITIZE" = 1 ] || [ "$SANITIZE" = only ]; then
   # Line tables (-g1) are enough for ASan's stack traces and build much faster than -g;
   # benchmarks are left out of this build.
   BUILD_DIR="$SAN_DIR" BUILD_TYPE=Debug \
-    CMAKE_ARGS="-DNL2SQL_SANITIZE=ON -DNL2SQL_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_DEBUG=-g1 ${CMAKE_ARGS:-}" \
+    CMAKE_ARGS="-DNL2SQL_SANITIZE=ON -DNL2SQL_UNITY=ON -DNL2SQL_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_DEBUG=-g1 ${CMAKE_ARGS:-}" \
     scripts/build.sh
   built=$(date +%s)
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1:detect_stack_use_after_return=0}

@@ -110,7 +110,7 @@ int run(const std::string& action, const CacheArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& parent) {
+RunFn setup_cache(CLI::App& parent) {
   auto args = std::make_shared<CacheArgs>();
   auto* cmd = parent.add_subcommand("cache", "Inspect, ship and prune the LLM response cache");
   cmd->require_subcommand(1);
@@ -138,6 +138,6 @@ RunFn setup(CLI::App& parent) {
 
 }  // namespace
 
-NL2SQL_REGISTER_COMMAND("cache", setup);
+NL2SQL_REGISTER_COMMAND("cache", setup_cache);
 
 }  // namespace nl2sql::cli

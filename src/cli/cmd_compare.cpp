@@ -57,7 +57,7 @@ int run_compare(const CompareArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_compare(CLI::App& app) {
   auto a = std::make_shared<CompareArgs>();
   auto* cmd = app.add_subcommand("compare", "Compare runs: EX side by side, paired bootstrap CI, McNemar, flipped questions");
   cmd->add_option("runs", a->runs, "Run folders; the first is the baseline")->required();
@@ -69,7 +69,7 @@ RunFn setup(CLI::App& app) {
   return [a] { return run_compare(*a); };
 }
 
-NL2SQL_REGISTER_COMMAND("compare", setup);
+NL2SQL_REGISTER_COMMAND("compare", setup_compare);
 
 }  // namespace
 }  // namespace nl2sql::cli

@@ -156,7 +156,7 @@ int run_show(const ConfigArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_config(CLI::App& app) {
   auto* cmd = app.add_subcommand("config", "Config keys, validation and the resolved config");
   cmd->require_subcommand(1);
   auto keys_args = std::make_shared<ConfigArgs>();
@@ -186,7 +186,7 @@ RunFn setup(CLI::App& app) {
   };
 }
 
-NL2SQL_REGISTER_COMMAND("config", setup);
+NL2SQL_REGISTER_COMMAND("config", setup_config);
 
 }  // namespace
 }  // namespace nl2sql::cli

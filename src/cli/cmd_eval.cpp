@@ -157,7 +157,7 @@ int run_eval(const EvalArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_eval(CLI::App& app) {
   auto args = std::make_shared<EvalArgs>();
   auto* cmd = app.add_subcommand("eval", "Score predictions by execution (BIRD, Spider test-suite, relaxed)");
   args->dataset.add_to(*cmd);
@@ -179,7 +179,7 @@ RunFn setup(CLI::App& app) {
   return [args] { return run_eval(*args); };
 }
 
-NL2SQL_REGISTER_COMMAND("eval", setup);
+NL2SQL_REGISTER_COMMAND("eval", setup_eval);
 
 }  // namespace
 }  // namespace nl2sql::cli

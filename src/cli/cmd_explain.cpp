@@ -31,7 +31,7 @@ int run_explain(const ExplainArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_explain(CLI::App& app) {
   auto args = std::make_shared<ExplainArgs>();
   auto* cmd = app.add_subcommand("explain", "Show a query's plan (EXPLAIN QUERY PLAN) as a tree and as readable steps");
   cmd->add_option("--db", args->db, "SQLite database file")->required();
@@ -39,7 +39,7 @@ RunFn setup(CLI::App& app) {
   return [args] { return run_explain(*args); };
 }
 
-NL2SQL_REGISTER_COMMAND("explain", setup);
+NL2SQL_REGISTER_COMMAND("explain", setup_explain);
 
 }  // namespace
 }  // namespace nl2sql::cli

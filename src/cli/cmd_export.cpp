@@ -44,7 +44,7 @@ int run_export(const ExportArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_export(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
   auto* cmd = app.add_subcommand("export", "Write a run's predictions as BIRD predict_dev.json, Spider text or JSONL");
   cmd->add_option("--run", a->run, "Run folder")->required();
@@ -53,7 +53,7 @@ RunFn setup(CLI::App& app) {
   return [a] { return run_export(*a); };
 }
 
-NL2SQL_REGISTER_COMMAND("export", setup);
+NL2SQL_REGISTER_COMMAND("export", setup_export);
 
 }  // namespace
 }  // namespace nl2sql::cli

@@ -227,7 +227,7 @@ int run_generate(const GenerateArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_generate(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate (and fix) the candidates of one question and show each one");
   args->dataset.add_to(*cmd);
@@ -241,7 +241,7 @@ RunFn setup(CLI::App& app) {
   return [args] { return run_generate(*args); };
 }
 
-NL2SQL_REGISTER_COMMAND("generate", setup);
+NL2SQL_REGISTER_COMMAND("generate", setup_generate);
 
 }  // namespace
 }  // namespace nl2sql::cli

@@ -1,13 +1,13 @@
 // nl2sql index: builds (or checks) the value index of every database of a benchmark.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 
 #include <chrono>
 #include <iostream>
 #include <map>
 
 #include "cli/command.h"
+#include "cli/process_stats.h"
 #include "cli/config_options.h"
 #include "cli/dataset_options.h"
 #include "nl2sql/context/question_context.h"
@@ -26,12 +26,6 @@ struct IndexArgs {
   bool force = false;
   bool show_skipped = false;
 };
-
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux: kilobytes
-}
 
 int run_index(IndexArgs& a) {
   auto config = a.config.load();
@@ -109,7 +103,7 @@ int run_index(IndexArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_index(CLI::App& app) {
   auto args = std::make_shared<IndexArgs>();
   auto* cmd = app.add_subcommand("index", "Build the MinHash-LSH value index of each database (stale ones are rebuilt)");
   args->config.add_to(*cmd, /*required=*/false);
@@ -136,7 +130,7 @@ RunFn setup(CLI::App& app) {
   return [args] { return run_index(*args); };
 }
 
-NL2SQL_REGISTER_COMMAND("index", setup);
+NL2SQL_REGISTER_COMMAND("index", setup_index);
 
 }  // namespace
 }  // namespace nl2sql::cli

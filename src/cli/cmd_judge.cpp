@@ -15,14 +15,14 @@
 namespace nl2sql::cli {
 namespace {
 
-struct ExportArgs {
+struct JudgeExportArgs {
   std::string eval;
   std::string out;
   size_t sample = 50;
   uint64_t seed = 1;
 };
 
-int run_export(const ExportArgs& a) {
+int run_judge_export(const JudgeExportArgs& a) {
   std::filesystem::path file = a.eval;
   if (std::filesystem::is_directory(file)) file /= "eval.json";
   auto text = core::read_file(file);
@@ -92,17 +92,17 @@ int run_import(const ImportArgs& a) {
   return kExitOk;
 }
 
-RunFn setup_export(CLI::App& app) {
-  auto args = std::make_shared<ExportArgs>();
+RunFn setup_judge_export(CLI::App& app) {
+  auto args = std::make_shared<JudgeExportArgs>();
   auto* cmd = app.add_subcommand("judge-export", "Write a code-stratified sample of judged questions as CSV for human labels");
   cmd->add_option("--eval", args->eval, "eval.json (or its folder) of `nl2sql eval --metric judge --out DIR`")->required();
   cmd->add_option("--out", args->out, "CSV file to write (question, both tables, both SQL, an empty label column)")->required();
   cmd->add_option("--sample", args->sample, "Questions in the sample (all when more than judged)")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the sample")->capture_default_str();
-  return [args] { return run_export(*args); };
+  return [args] { return run_judge_export(*args); };
 }
 
-RunFn setup_import(CLI::App& app) {
+RunFn setup_judge_import(CLI::App& app) {
   auto args = std::make_shared<ImportArgs>();
   auto* cmd = app.add_subcommand("judge-import", "Accuracy, precision, recall and F1 of the judge against a labelled judge-export CSV");
   cmd->add_option("--labels", args->labels, "The CSV of judge-export with its label column filled")->required();
@@ -110,8 +110,8 @@ RunFn setup_import(CLI::App& app) {
   return [args] { return run_import(*args); };
 }
 
-NL2SQL_REGISTER_COMMAND("judge-export", setup_export);
-NL2SQL_REGISTER_COMMAND("judge-import", setup_import);
+NL2SQL_REGISTER_COMMAND("judge-export", setup_judge_export);
+NL2SQL_REGISTER_COMMAND("judge-import", setup_judge_import);
 
 }  // namespace
 }  // namespace nl2sql::cli

@@ -61,7 +61,7 @@ int run_merge(const MergeArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_merge(CLI::App& app) {
   auto a = std::make_shared<MergeArgs>();
   auto* cmd = app.add_subcommand("merge", "Merge run stores (shards of one run) into one run folder with its report");
   cmd->add_option("runs", a->runs, "Run folders to merge")->required()->expected(2, -1);
@@ -70,7 +70,7 @@ RunFn setup(CLI::App& app) {
   return [a] { return run_merge(*a); };
 }
 
-NL2SQL_REGISTER_COMMAND("merge", setup);
+NL2SQL_REGISTER_COMMAND("merge", setup_merge);
 
 }  // namespace
 }  // namespace nl2sql::cli

@@ -109,7 +109,7 @@ int run_metadata(const MetadataArgs& a) {
   return rc;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_metadata(CLI::App& app) {
   auto args = std::make_shared<MetadataArgs>();
   auto* cmd = app.add_subcommand("metadata", "Build and print database metadata: column statistics, keys, inferred foreign keys with evidence");
   args->dataset.add_to(*cmd);
@@ -123,7 +123,7 @@ RunFn setup(CLI::App& app) {
   return [args] { return run_metadata(*args); };
 }
 
-NL2SQL_REGISTER_COMMAND("metadata", setup);
+NL2SQL_REGISTER_COMMAND("metadata", setup_metadata);
 
 }  // namespace
 }  // namespace nl2sql::cli

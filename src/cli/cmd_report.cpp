@@ -57,7 +57,7 @@ int run_report(const ReportArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_report(CLI::App& app) {
   auto a = std::make_shared<ReportArgs>();
   auto* cmd = app.add_subcommand("report", "Regenerate a run folder's reports from its run store");
   cmd->add_option("dir", a->dir, "Run folder (holding run.sqlite)")->required();
@@ -69,7 +69,7 @@ RunFn setup(CLI::App& app) {
   return [a] { return run_report(*a); };
 }
 
-NL2SQL_REGISTER_COMMAND("report", setup);
+NL2SQL_REGISTER_COMMAND("report", setup_report);
 
 }  // namespace
 }  // namespace nl2sql::cli

@@ -198,7 +198,7 @@ int run_retrieve(const RetrieveArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_retrieve(CLI::App& app) {
   auto args = std::make_shared<RetrieveArgs>();
   auto* cmd = app.add_subcommand("retrieve", "Show the keywords, matched values and matched columns of one question");
   args->dataset.add_to(*cmd);
@@ -224,7 +224,7 @@ RunFn setup(CLI::App& app) {
   return [args] { return run_retrieve(*args); };
 }
 
-NL2SQL_REGISTER_COMMAND("retrieve", setup);
+NL2SQL_REGISTER_COMMAND("retrieve", setup_retrieve);
 
 }  // namespace
 }  // namespace nl2sql::cli

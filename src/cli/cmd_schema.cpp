@@ -133,7 +133,7 @@ int run_schema(const SchemaArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_schema(CLI::App& app) {
   auto args = std::make_shared<SchemaArgs>();
   auto* cmd = app.add_subcommand("schema", "Print a database's schema as the generators' prompts render it");
   args->dataset.add_to(*cmd);
@@ -150,7 +150,7 @@ RunFn setup(CLI::App& app) {
   return [args] { return run_schema(*args); };
 }
 
-NL2SQL_REGISTER_COMMAND("schema", setup);
+NL2SQL_REGISTER_COMMAND("schema", setup_schema);
 
 }  // namespace
 }  // namespace nl2sql::cli

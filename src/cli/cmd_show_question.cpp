@@ -160,7 +160,7 @@ int run_show_question(const ShowQuestionArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& app) {
+RunFn setup_show_question(CLI::App& app) {
   auto args = std::make_shared<ShowQuestionArgs>();
   auto* cmd = app.add_subcommand(
       "show-question",
@@ -173,7 +173,7 @@ RunFn setup(CLI::App& app) {
   return [args] { return run_show_question(*args); };
 }
 
-NL2SQL_REGISTER_COMMAND("show-question", setup);
+NL2SQL_REGISTER_COMMAND("show-question", setup_show_question);
 
 }  // namespace
 }  // namespace nl2sql::cli

@@ -206,7 +206,7 @@ int run_neighbours(const SqlArgs& a) {
   return kExitOk;
 }
 
-RunFn setup(CLI::App& parent) {
+RunFn setup_sql(CLI::App& parent) {
   auto args = std::make_shared<SqlArgs>();
   auto* cmd = parent.add_subcommand("sql", "Parse, format and analyze SQL (SQLite dialect)");
   cmd->require_subcommand(1);
@@ -251,4 +251,4 @@ RunFn setup(CLI::App& parent) {
 }  // namespace
 }  // namespace nl2sql::cli
 
-NL2SQL_REGISTER_COMMAND("sql", nl2sql::cli::setup);
+NL2SQL_REGISTER_COMMAND("sql", nl2sql::cli::setup_sql);

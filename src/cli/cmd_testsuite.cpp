@@ -1,7 +1,6 @@
 // nl2sql testsuite build: distilled test suites for a benchmark's databases (eval/testsuite.h).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +9,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/process_stats.h"
 #include "cli/dataset_options.h"
 #include "nl2sql/eval/testsuite.h"
 
@@ -22,12 +22,6 @@ struct TestSuiteArgs {
   std::string out;
   std::string progress = "auto";
 };
-
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;
-}
 
 int run_build(TestSuiteArgs& a) {
   if (a.progress != "auto" && a.progress != "tty" && a.progress != "plain" && a.progress != "off") {
@@ -112,7 +106,7 @@ int run_build(TestSuiteArgs& a) {
   return failed ? kExitFailure : kExitOk;
 }
 
-RunFn setup(CLI::App& parent) {
+RunFn setup_testsuite(CLI::App& parent) {
   auto args = std::make_shared<TestSuiteArgs>();
   auto* cmd = parent.add_subcommand("testsuite", "Distilled test suites (Zhong, Yu & Klein 2020)");
   cmd->require_subcommand(1);
@@ -154,7 +148,7 @@ RunFn setup(CLI::App& parent) {
   };
 }
 
-NL2SQL_REGISTER_COMMAND("testsuite", setup);
+NL2SQL_REGISTER_COMMAND("testsuite", setup_testsuite);
 
 }  // namespace
 }  // namespace nl2sql::cli

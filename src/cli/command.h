@@ -42,4 +42,4 @@ struct CommandRegistrar {
 #define NL2SQL_CMD_CONCAT_(a, b) a##b
 #define NL2SQL_CMD_CONCAT(a, b) NL2SQL_CMD_CONCAT_(a, b)
 #define NL2SQL_REGISTER_COMMAND(name, setup) \
-  static ::nl2sql::cli::CommandRegistrar NL2SQL_CMD_CONCAT(nl2sql_cmd_, __LINE__)(name, setup)
+  static ::nl2sql::cli::CommandRegistrar NL2SQL_CMD_CONCAT(nl2sql_cmd_, __COUNTER__)(name, setup)

@@ -8,13 +8,10 @@
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
+#include "prompt_text.h"
 
 namespace nl2sql::generate {
 namespace {
-
-std::string cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "…"; }
-
-std::string evidence_text(const data::Task& q) { return q.evidence.empty() ? "(none)" : q.evidence; }
 
 class AgentGenerator : public Generator {
  public:

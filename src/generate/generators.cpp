@@ -15,6 +15,7 @@
 #include "nl2sql/llm/model_call.h"
 #include "demo_pool.h"
 #include "file_generator.h"
+#include "prompt_text.h"
 #include "qp_demos.h"
 #include "recap.h"
 #include "schema_linking.h"
@@ -54,8 +55,6 @@ uint64_t derive_seed(uint64_t seed, const std::string& label, const std::string&
   h.add("nl2sql.generate.v1").add(static_cast<int64_t>(seed)).add(label).add(what).add(index);
   return h.seed();
 }
-
-std::string evidence_text(const data::Task& q) { return q.evidence.empty() ? "(none)" : q.evidence; }
 
 Status check_input(const GenerationInput& in, const std::string& who) {
   if (in.question == nullptr || in.schema == nullptr)

@@ -12,11 +12,12 @@
 namespace nl2sql::generate {
 namespace {
 
-using json = nlohmann::ordered_json;
+// Ordered: a pool keeps its questions in file order.
+using ordered_json = nlohmann::ordered_json;
 
 const std::string kBirdSeparator = "\t----- bird -----\t";
 
-std::string type_name(const json& v) { return v.type_name(); }
+std::string type_name(const ordered_json& v) { return v.type_name(); }
 
 // Lines of `text` without their line ends (a last line without '\n' included).
 std::vector<std::string> lines_of(const std::string& text) {
@@ -60,7 +61,7 @@ Result<CandidatePoolFile> CandidatePoolFile::read(const std::filesystem::path& p
     }
     return f;
   }
-  const json whole = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  const ordered_json whole = ordered_json::parse(*text, nullptr, /*allow_exceptions=*/false);
   const bool one_object = !whole.is_discarded() && whole.is_object();
   if (!one_object || (whole.contains("question_id") && whole.contains("sql"))) {
     f.layout_ = "jsonl";

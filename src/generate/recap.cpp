@@ -12,12 +12,11 @@
 #include "nl2sql/llm/client.h"
 #include "nl2sql/llm/prompt_template.h"
 #include "nl2sql/core/text.h"
+#include "prompt_text.h"
 #include "recap_retrievers.h"
 
 namespace nl2sql::generate {
 namespace {
-
-std::string evidence_text(const data::Task& q) { return q.evidence.empty() ? "(none)" : q.evidence; }
 
 using core::lower;
 

@@ -6,10 +6,10 @@
 #include <cctype>
 #include <set>
 
+#include "prompt_text.h"
+
 namespace nl2sql::generate {
 namespace {
-
-std::string cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "…"; }
 
 using core::lower;
 

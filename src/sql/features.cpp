@@ -3,17 +3,14 @@
 #include <algorithm>
 #include <cctype>
 
+#include "nl2sql/core/text.h"
+
 namespace nl2sql::sql {
 namespace {
 
-std::string lc(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 bool spider_agg(const Expr& e) {
   if (e.kind != ExprKind::kFunction || e.over || !e.over_name.empty()) return false;
-  std::string n = lc(e.op);
+  std::string n = core::lower(e.op);
   return n == "max" || n == "min" || n == "count" || n == "sum" || n == "avg";
 }
 
@@ -162,7 +159,7 @@ void collect_from(const JoinList& j, int& units, std::vector<const Expr*>& ons) 
 
 bool is_aggregate_call(const Expr& e) {
   if (e.kind != ExprKind::kFunction || e.over || !e.over_name.empty()) return false;
-  std::string n = lc(e.op);
+  std::string n = core::lower(e.op);
   if (n == "min" || n == "max") return e.children.size() == 1;
   return n == "count" || n == "sum" || n == "avg" || n == "total" || n == "group_concat" ||
          n == "string_agg";

@@ -7,6 +7,7 @@
 #include <functional>
 #include <tuple>
 
+#include "nl2sql/core/text.h"
 #include "nl2sql/db/executor.h"
 #include "nl2sql/sql/features.h"
 #include "nl2sql/sql/parser.h"
@@ -14,11 +15,6 @@
 
 namespace nl2sql::sql {
 namespace {
-
-std::string lc(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 ExprPtr column_expr(const std::string& qualifier, char quote, const std::string& column) {
   auto e = std::make_unique<Expr>();
@@ -79,7 +75,7 @@ bool has_window(const Expr& e) {
 
 std::map<std::string, int64_t> lower_keys(const std::map<std::string, int64_t>& in) {
   std::map<std::string, int64_t> out;
-  for (const auto& [k, v] : in) out[lc(k)] = v;
+  for (const auto& [k, v] : in) out[core::lower(k)] = v;
   return out;
 }
 
@@ -137,7 +133,7 @@ class Rewriter {
 
   const VisibleCte* find_cte(const std::string& name) const {
     for (auto it = ctes_.rbegin(); it != ctes_.rend(); ++it)
-      if (lc(it->cte->name.name) == name) return &*it;
+      if (core::lower(it->cte->name.name) == name) return &*it;
     return nullptr;
   }
 
@@ -200,7 +196,7 @@ class Rewriter {
         continue;
       }
       if (t.kind != TableRef::Kind::kTable || !t.schema.empty()) return false;
-      if (find_cte(lc(t.name.name))) return false;
+      if (find_cte(core::lower(t.name.name))) return false;
       const TableInfo* info = schema_.find(t.name.name);
       if (!info || info->is_view || info->without_rowid) return false;
       if (t.on && has_subquery(*t.on)) return false;
@@ -234,9 +230,9 @@ class Rewriter {
     std::vector<Occurrence> outer_occ, sub_occ;
     if (!plain_tables(*outer.from, outer_occ) || !plain_tables(*sc.from, sub_occ)) return false;
     std::set<std::string> names;
-    for (const auto& o : outer_occ) names.insert(lc(o.qualifier));
+    for (const auto& o : outer_occ) names.insert(core::lower(o.qualifier));
     for (const auto& o : sub_occ)
-      if (!names.insert(lc(o.qualifier)).second) return false;  // an alias would be shadowed
+      if (!names.insert(core::lower(o.qualifier)).second) return false;  // an alias would be shadowed
 
     auto w = std::make_unique<Select>();
     SelectCore wc;
@@ -318,7 +314,7 @@ class Rewriter {
           break;
         case TableRef::Kind::kTable: {
           if (t.schema.empty())
-            if (const VisibleCte* v = find_cte(lc(t.name.name))) {
+            if (const VisibleCte* v = find_cte(core::lower(t.name.name))) {
               cte(*v);
               break;
             }
@@ -362,10 +358,10 @@ class Rewriter {
   static bool names_output(const SelectCore& c, const Select* ordered) {
     std::set<std::string> aliases;
     for (const auto& rc : c.columns)
-      if (!rc.alias.name.empty()) aliases.insert(lc(rc.alias.name));
+      if (!rc.alias.name.empty()) aliases.insert(core::lower(rc.alias.name));
     std::function<bool(const Expr&)> names = [&](const Expr& e) {
       if (e.select) return true;
-      if (e.kind == ExprKind::kColumn && e.names.size() == 1 && aliases.count(lc(e.names[0].name))) return true;
+      if (e.kind == ExprKind::kColumn && e.names.size() == 1 && aliases.count(core::lower(e.names[0].name))) return true;
       for (const auto& ch : e.children)
         if (ch && names(*ch)) return true;
       return e.filter && names(*e.filter);
@@ -530,7 +526,7 @@ class Rewriter {
     int64_t largest = 0;
     const Occurrence* big = nullptr;
     for (const auto& o : occ) {
-      auto it = table_rows_.find(lc(o.table->name));
+      auto it = table_rows_.find(core::lower(o.table->name));
       if (it != table_rows_.end() && it->second > largest) largest = it->second, big = &o;
     }
     if (largest <= options_.group_budget || !big) return {};

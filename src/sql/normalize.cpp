@@ -4,17 +4,14 @@
 #include <cctype>
 #include <map>
 
+#include "nl2sql/core/text.h"
 #include "nl2sql/sql/parser.h"
 #include "nl2sql/sql/printer.h"
 
 namespace nl2sql::sql {
 namespace {
 
-std::string lc(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-void lower(Ident& i) { i.name = lc(i.name); }
+void lower(Ident& i) { i.name = core::lower(i.name); }
 
 class Normalizer {
  public:
@@ -70,7 +67,7 @@ class Normalizer {
       for (auto& a : t.args) expr(a);
       lower(t.schema);
       lower(t.name);
-      std::string old = lc(t.alias.empty() ? t.name.name : t.alias.name);
+      std::string old = core::lower(t.alias.empty() ? t.name.name : t.alias.name);
       std::string fresh = "t" + std::to_string(++counter_);
       scope[old] = fresh;
       t.alias = {fresh, 0};
@@ -95,7 +92,7 @@ class Normalizer {
   }
 
   void qualified(std::vector<Ident>& names, size_t qualifier_index) {
-    std::string q = lc(names[qualifier_index].name);
+    std::string q = core::lower(names[qualifier_index].name);
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       auto f = it->find(q);
       if (f != it->end()) {
@@ -157,7 +154,7 @@ class Normalizer {
         for (auto& n : e->names) lower(n);
         break;
       case ExprKind::kFunction:
-        e->op = lc(e->op);
+        e->op = core::lower(e->op);
         if (e->filter) expr(e->filter);
         if (e->over) window(*e->over);
         lower(e->over_name);
