@@ -13,8 +13,11 @@
 //       [--db-path FILE] [--mutants N] [--seed S] [--max-questions N] [--show-failures] [--show-slow MS]
 //       [--group-budget ROWS] [--keep-rows N] [--pairs FILE] [--before]
 //
-// --before switches off what issue 38 added (the growing draws, shrinking and the max_rows
-// ceiling): the search as it was, in the same binary, for a before/after on one machine.
+// --before switches off what issue 38 added (the growing draws, shrinking, the max_rows
+// ceiling and the sample of a large D): the search as it was, in the same binary, for a
+// before/after on one machine. The sample of a large D is made once per database when its
+// builder opens, timed and printed on its own line (not in any pair). --show-slow MS prints,
+// per pair at or over MS with both executions, the time of each part.
 
 // Candidates are executed as the pipeline executes them: results past --keep-rows rows (default
 // 100, fix.keep_rows) keep their first rows and a digest. Times per pair are given without and

@@ -118,10 +118,10 @@ Result<std::unique_ptr<MemoryDatabase>> MemoryDatabase::create(const sql::Schema
   if (sqlite3_open_v2(":memory:", &mem->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
       SQLITE_OK)
     return io_error("cannot open an in-memory database");
-  // Candidates run on D′ get the executor's rights and no more: PRAGMA query_only stops
-  // writes to D′ itself, but ATTACH, VACUUM INTO (which writes a new file) and transactions
-  // are "read-only" to sqlite3_stmt_readonly, so the executor's authorizer guards it too —
-  // lifted only while reload writes the rows.
+  // Candidates run on D′ get the executor's rights and no more: its authorizer refuses every
+  // write, PRAGMA, ATTACH and transaction (VACUUM INTO and ATTACH are "read-only" to
+  // sqlite3_stmt_readonly, so that check alone would not do) — lifted only while reload writes
+  // the rows.
   mem->writes_open_ = true;
   db::lock_down_read_only(mem->db_, &mem->writes_open_);
   NL2SQL_RETURN_IF_ERROR(mem->exec("BEGIN"));
@@ -154,16 +154,16 @@ Status MemoryDatabase::exec(const std::string& sql) {
 }
 
 Status MemoryDatabase::reload(const InstanceTables& rows) {
+  // From the end of reload on, the copy is read-only, like every database a candidate sees: the
+  // authorizer refuses every write, PRAGMA and ATTACH in a statement prepared while the flag is
+  // down, and run() takes only statements sqlite3_stmt_readonly calls read-only. PRAGMA
+  // query_only is not toggled around the refill: setting it expires every prepared statement,
+  // and the search runs the same two queries after every refill.
   writes_open_ = true;
   struct Close {
     MemoryDatabase* m;
-    ~Close() {
-      // From here on the copy is read-only, like every database a candidate sees.
-      (void)m->exec("PRAGMA query_only = 1");
-      m->writes_open_ = false;
-    }
+    ~Close() { m->writes_open_ = false; }
   } close{this};
-  NL2SQL_RETURN_IF_ERROR(exec("PRAGMA query_only = 0"));
   NL2SQL_RETURN_IF_ERROR(exec("BEGIN"));
   // Emptied whole (SQLite's truncation): the next rowids start again at 1, as in a new database.
   // filled_ stays a superset of the tables holding rows until the new rows are committed.

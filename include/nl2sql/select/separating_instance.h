@@ -48,8 +48,8 @@
 //
 // No database is modified: rows are read from D through db::Executor (read-only) and D′ lives
 // in an in-memory SQLite database created from the table definitions (sqlite_master, via
-// sql::load_schema); queries run on it with PRAGMA query_only, a single-statement read-only
-// check and a deadline. All randomness comes from the seed.
+// sql::load_schema); queries run on it under the executor's read-only authorizer, with a
+// single-statement read-only check and a deadline. All randomness comes from the seed.
 //
 // Thread-safety: an InstanceBuilder belongs to one thread (it caches rows); build one per
 // question. The free functions are pure.
@@ -257,7 +257,7 @@ class MemoryDatabase {
   Status exec(const std::string& sql);
   struct sqlite3* db_ = nullptr;
   // Set only around reload's own statements (db/writable_lock_down.h): SQL given to run() is
-  // always prepared and stepped under the read-only authorizer and PRAGMA query_only.
+  // always prepared and stepped under the read-only authorizer.
   bool writes_open_ = false;
   std::set<std::string> filled_;  // tables holding rows
   bool has_sequence_ = false;     // an AUTOINCREMENT table: sqlite_sequence is reset too
