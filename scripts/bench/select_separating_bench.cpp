@@ -13,8 +13,11 @@
 //       [--db-path FILE] [--mutants N] [--seed S] [--max-questions N] [--show-failures] [--show-slow MS]
 //       [--group-budget ROWS] [--keep-rows N] [--pairs FILE] [--before]
 //
-// --before switches off what issue 38 added (the growing draws, shrinking and the max_rows
-// ceiling): the search as it was, in the same binary, for a before/after on one machine.
+// --before switches off what issue 38 added (the growing draws, shrinking, the max_rows
+// ceiling and the sample of a large D): the search as it was, in the same binary, for a
+// before/after on one machine. The sample of a large D is made once per database when its
+// builder opens, timed and printed on its own line (not in any pair). --show-slow MS prints,
+// per pair at or over MS with both executions, the time of each part.
 
 // Candidates are executed as the pipeline executes them: results past --keep-rows rows (default
 // 100, fix.keep_rows) keep their first rows and a digest. Times per pair are given without and
@@ -57,6 +60,7 @@ struct Outcome {
   bool too_large = false;  // separated, but by no instance within max_rows
   bool sampled = false;  // a lineage kept a sample of its groups
   size_t rows = 0;
+  int attempts = 0;
   double ms = 0, lineage_ms = 0, cpu_ms = 0;  // wall; wall of the lineage step; thread CPU
   double exec_ms = 0;  // running the two candidates (gold, then the mutant) before selection
   double exec_cpu_ms = -1;  // the same in thread CPU time (--pairs only)
@@ -152,6 +156,7 @@ void measure(const select::InstanceBuilder& builder, const std::string& a, const
       o.found = s->found;
       o.too_large = s->too_large;
       o.rows = s->instance.rows();
+      o.attempts = s->attempts;
       if (!s->found) o.failure = s->failure;
     }
   }
@@ -166,7 +171,7 @@ void measure(const select::InstanceBuilder& builder, const std::string& a, const
 // BIRD's `bird_db`. Summarized per database and per class.
 int run_pairs(const std::string& file, const std::string& spider, const std::string& bird, const std::string& bird_db,
               const std::string& db_path, size_t keep_rows, uint64_t seed, const select::InstanceOptions& io,
-              bool show_failures) {
+              bool show_failures, double slow_ms) {
   std::ifstream in(file);
   if (!in) { std::fprintf(stderr, "cannot read %s\n", file.c_str()); return 1; }
   db::ExecutorOptions eo;
@@ -197,6 +202,13 @@ int run_pairs(const std::string& file, const std::string& spider, const std::str
       auto b = select::InstanceBuilder::open(path, executor, io);
       if (!b.is_ok()) { std::fprintf(stderr, "%s\n", b.status().to_string().c_str()); return 1; }
       builder = std::make_unique<select::InstanceBuilder>(std::move(*b));
+      // Once per database (shared by every builder of the process): timed on its own.
+      const auto s0 = std::chrono::steady_clock::now();
+      const double sc0 = thread_cpu_ms();
+      auto prepared = builder->prepare_sample();
+      std::printf("%s: sample of D made in %.0f ms (thread CPU %.0f ms)%s\n", label.c_str(),
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count(),
+                  thread_cpu_ms() - sc0, prepared.is_ok() ? "" : (": " + prepared.message()).c_str());
     }
     const std::string a = j.at("a"), b = j.at("b");
     const auto a0 = std::chrono::steady_clock::now();
@@ -215,6 +227,10 @@ int run_pairs(const std::string& file, const std::string& spider, const std::str
     measure(*builder, a, ra.result, b, rb.result, seed * 1000003 + index, counts, o);
     o.exec_ms = exec_ms;
     o.exec_cpu_ms = exec_cpu_ms;
+    if (slow_ms > 0 && o.ms + o.exec_ms >= slow_ms)
+      std::printf("SLOW %s %s %s: %.0f ms with both executions (executions %.0f ms, lineage %.0f ms, search %.0f ms, %d attempts, %zu rows)\n",
+                  label.c_str(), o.question_id.c_str(), cls.c_str(), o.ms + o.exec_ms, o.exec_ms, o.lineage_ms,
+                  o.ms - o.lineage_ms, o.attempts, o.rows);
     if (show_failures && !o.found)
       std::printf("FAIL %s %s %s: %s\n  a: %s\n  b: %s\n", label.c_str(), o.question_id.c_str(), cls.c_str(),
                   o.failure.substr(0, 200).c_str(), a.c_str(), b.c_str());
@@ -267,8 +283,9 @@ int main(int argc, char** argv) {
     io.shrink_budget_s = 0;
     io.max_rows = SIZE_MAX;
     io.search_budget_s = 0;
+    io.sample_rows = 0;
   }
-  if (!pairs_file.empty()) return run_pairs(pairs_file, spider, bird, bird_db, db_path, keep_rows, seed, io, show_failures);
+  if (!pairs_file.empty()) return run_pairs(pairs_file, spider, bird, bird_db, db_path, keep_rows, seed, io, show_failures, slow_ms);
   struct Source { std::string label; data::Dataset ds; };
   std::vector<Source> sources;
   if (!spider.empty()) {
@@ -319,6 +336,12 @@ int main(int argc, char** argv) {
         auto b = select::InstanceBuilder::open(path, executor, io);
         if (!b.is_ok()) { std::fprintf(stderr, "%s\n", b.status().to_string().c_str()); continue; }
         builder = std::make_unique<select::InstanceBuilder>(std::move(*b));
+        const auto s0 = std::chrono::steady_clock::now();
+        auto prepared = builder->prepare_sample();
+        const double sample_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
+        if (sample_ms > 50 || !prepared.is_ok())
+          std::printf("%s: sample of D made in %.0f ms%s\n", q.db_id.c_str(), sample_ms,
+                      prepared.is_ok() ? "" : (": " + prepared.message()).c_str());
       }
       const auto g0 = std::chrono::steady_clock::now();
       auto gold = executor.run(path, q.gold_sql, run_limits);

@@ -1,4 +1,5 @@
 #include "nl2sql/db/executor.h"
+#include "nl2sql/db/writable_lock_down.h"
 
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
@@ -346,6 +347,16 @@ void lock_down_read_only(sqlite3* db) {
   sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
   sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
   sqlite3_set_authorizer(db, authorizer, nullptr);
+}
+
+void lock_down_read_only(sqlite3* db, const bool* writes_open) {
+  lock_down_read_only(db);
+  sqlite3_set_authorizer(
+      db,
+      [](void* flag, int action, const char* a1, const char* a2, const char* a3, const char* a4) {
+        return *static_cast<const bool*>(flag) ? SQLITE_OK : authorizer(nullptr, action, a1, a2, a3, a4);
+      },
+      const_cast<bool*>(writes_open));
 }
 
 namespace {

@@ -9,6 +9,7 @@
 
 #include "nl2sql/core/text.h"
 #include "nl2sql/db/result_compare.h"
+#include "nl2sql/db/writable_lock_down.h"
 #include "nl2sql/llm/answer.h"
 #include "nl2sql/select/separating_instance.h"
 
@@ -97,6 +98,7 @@ json SeparatingInstance::to_json() const {
   if (found) {
     j["rows"] = instance.rows();
     if (rows_before_shrink > instance.rows()) j["rows_before_shrink"] = rows_before_shrink;
+    if (on_sample) j["on_sample"] = true;
     j["instance"] = instance.to_json();
     j["answer_a"] = render_answer_rows(answer_a);
     j["answer_b"] = render_answer_rows(answer_b);
@@ -116,21 +118,58 @@ Result<std::unique_ptr<MemoryDatabase>> MemoryDatabase::create(const sql::Schema
   if (sqlite3_open_v2(":memory:", &mem->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
       SQLITE_OK)
     return io_error("cannot open an in-memory database");
-  sqlite3_db_config(mem->db_, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
-  auto exec = [&](const std::string& sql) -> Status {
-    char* err = nullptr;
-    if (sqlite3_exec(mem->db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg = err ? err : "error";
-      sqlite3_free(err);
-      return Status(ErrorCode::kSql, "in-memory instance: " + msg + " in: " + sql.substr(0, 160));
-    }
-    return Status::ok();
-  };
-  NL2SQL_RETURN_IF_ERROR(exec("BEGIN"));
+  // Candidates run on D′ get the executor's rights and no more: its authorizer refuses every
+  // write, PRAGMA, ATTACH and transaction (VACUUM INTO and ATTACH are "read-only" to
+  // sqlite3_stmt_readonly, so that check alone would not do) — lifted only while reload writes
+  // the rows.
+  mem->writes_open_ = true;
+  db::lock_down_read_only(mem->db_, &mem->writes_open_);
+  NL2SQL_RETURN_IF_ERROR(mem->exec("BEGIN"));
   for (const auto& t : schema.tables) {
     if (t.is_view || t.create_sql.empty()) continue;
-    NL2SQL_RETURN_IF_ERROR(exec(t.create_sql));
+    NL2SQL_RETURN_IF_ERROR(mem->exec(t.create_sql));
   }
+  for (const auto& t : schema.tables)  // views last: they may read any table
+    if (t.is_view && !t.create_sql.empty()) (void)mem->exec(t.create_sql);
+  NL2SQL_RETURN_IF_ERROR(mem->exec("COMMIT"));
+  mem->has_sequence_ = mem->exec("SELECT 1 FROM sqlite_sequence").is_ok();
+  mem->writes_open_ = false;
+  NL2SQL_RETURN_IF_ERROR(mem->reload(rows));
+  return mem;
+}
+
+MemoryDatabase::~MemoryDatabase() {
+  for (auto& [sql, st] : prepared_) sqlite3_finalize(st);
+  if (db_) sqlite3_close_v2(db_);
+}
+
+Status MemoryDatabase::exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "error";
+    sqlite3_free(err);
+    return Status(ErrorCode::kSql, "in-memory instance: " + msg + " in: " + sql.substr(0, 160));
+  }
+  return Status::ok();
+}
+
+Status MemoryDatabase::reload(const InstanceTables& rows) {
+  // From the end of reload on, the copy is read-only, like every database a candidate sees: the
+  // authorizer refuses every write, PRAGMA and ATTACH in a statement prepared while the flag is
+  // down, and run() takes only statements sqlite3_stmt_readonly calls read-only. PRAGMA
+  // query_only is not toggled around the refill: setting it expires every prepared statement,
+  // and the search runs the same two queries after every refill.
+  writes_open_ = true;
+  struct Close {
+    MemoryDatabase* m;
+    ~Close() { m->writes_open_ = false; }
+  } close{this};
+  NL2SQL_RETURN_IF_ERROR(exec("BEGIN"));
+  // Emptied whole (SQLite's truncation): the next rowids start again at 1, as in a new database.
+  // filled_ stays a superset of the tables holding rows until the new rows are committed.
+  for (const auto& name : filled_) NL2SQL_RETURN_IF_ERROR(exec("DELETE FROM " + core::quote_sql_identifier(name)));
+  std::set<std::string> filled;
+  if (has_sequence_) NL2SQL_RETURN_IF_ERROR(exec("DELETE FROM sqlite_sequence"));
   for (const auto& [name, rs] : rows.tables) {
     if (rs.rows.empty()) continue;
     std::string sql = "INSERT INTO " + core::quote_sql_identifier(name) + " (";
@@ -139,8 +178,13 @@ Result<std::unique_ptr<MemoryDatabase>> MemoryDatabase::create(const sql::Schema
     for (size_t c = 0; c < rs.columns.size(); ++c) sql += c ? ", ?" : "?";
     sql += ")";
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(mem->db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK)
-      return Status(ErrorCode::kSql, std::string("in-memory instance: ") + sqlite3_errmsg(mem->db_));
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+      std::string msg = sqlite3_errmsg(db_);
+      (void)exec("ROLLBACK");
+      return Status(ErrorCode::kSql, "in-memory instance: " + msg);
+    }
+    filled_.insert(name);
+    filled.insert(name);
     for (const auto& row : rs.rows) {
       for (size_t c = 0; c < row.size(); ++c) {
         const auto& v = row[c];
@@ -160,42 +204,42 @@ Result<std::unique_ptr<MemoryDatabase>> MemoryDatabase::create(const sql::Schema
       int rc = sqlite3_step(st);
       sqlite3_reset(st);
       if (rc != SQLITE_DONE) {
-        std::string msg = sqlite3_errmsg(mem->db_);
+        std::string msg = sqlite3_errmsg(db_);
         sqlite3_finalize(st);
+        (void)exec("ROLLBACK");
         return Status(ErrorCode::kSql, "in-memory instance: inserting into " + name + ": " + msg);
       }
     }
     sqlite3_finalize(st);
   }
-  for (const auto& t : schema.tables)  // views last: they may read any table
-    if (t.is_view && !t.create_sql.empty()) (void)exec(t.create_sql);
   NL2SQL_RETURN_IF_ERROR(exec("COMMIT"));
-  // From here on the copy is read-only, like every database a candidate sees.
-  NL2SQL_RETURN_IF_ERROR(exec("PRAGMA query_only = 1"));
-  // Candidates run on D′ get the executor's rights and no more: PRAGMA query_only stops
-  // writes to D′ itself, but ATTACH, VACUUM INTO (which writes a new file) and transactions
-  // are "read-only" to sqlite3_stmt_readonly, so the executor's authorizer guards it too.
-  db::lock_down_read_only(mem->db_);
-  return mem;
-}
-
-MemoryDatabase::~MemoryDatabase() {
-  if (db_) sqlite3_close_v2(db_);
+  filled_ = std::move(filled);
+  return Status::ok();
 }
 
 Result<db::ResultSet> MemoryDatabase::run(const std::string& sql, double timeout_s) const {
+  // The statement prepared for the same text before, if any (the schema never changes, so it
+  // stays valid); reset, it runs as a new one would.
   sqlite3_stmt* st = nullptr;
-  const char* tail = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &st, &tail) != SQLITE_OK) {
-    sqlite3_finalize(st);
-    return Status(ErrorCode::kSql, sqlite3_errmsg(db_));
-  }
-  if (!st) return Status(ErrorCode::kSql, "empty statement");
-  std::string rest = tail ? trim(tail) : "";
-  while (!rest.empty() && rest.front() == ';') rest = trim(rest.substr(1));
-  if (!rest.empty() || !sqlite3_stmt_readonly(st) || sqlite3_column_count(st) == 0) {
-    sqlite3_finalize(st);
-    return Status(ErrorCode::kRejected, "not a single read-only query");
+  for (auto it = prepared_.begin(); it != prepared_.end(); ++it)
+    if (it->first == sql) {
+      st = it->second;
+      prepared_.erase(it);
+      break;
+    }
+  if (!st) {
+    const char* tail = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &st, &tail) != SQLITE_OK) {
+      sqlite3_finalize(st);
+      return Status(ErrorCode::kSql, sqlite3_errmsg(db_));
+    }
+    if (!st) return Status(ErrorCode::kSql, "empty statement");
+    std::string rest = tail ? trim(tail) : "";
+    while (!rest.empty() && rest.front() == ';') rest = trim(rest.substr(1));
+    if (!rest.empty() || !sqlite3_stmt_readonly(st) || sqlite3_column_count(st) == 0) {
+      sqlite3_finalize(st);
+      return Status(ErrorCode::kRejected, "not a single read-only query");
+    }
   }
   Deadline deadline{std::chrono::steady_clock::now() +
                     std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6))};
@@ -226,7 +270,14 @@ Result<db::ResultSet> MemoryDatabase::run(const std::string& sql, double timeout
   }
   sqlite3_progress_handler(db_, 0, nullptr, nullptr);
   std::string err = rc == SQLITE_DONE ? "" : sqlite3_errmsg(db_);
-  sqlite3_finalize(st);
+  sqlite3_reset(st);
+  // Kept for the next run of the same text; the oldest goes past a few (a search runs two).
+  constexpr size_t kKept = 4;
+  prepared_.emplace_back(sql, st);
+  if (prepared_.size() > kKept) {
+    sqlite3_finalize(prepared_.front().second);
+    prepared_.erase(prepared_.begin());
+  }
   if (rc == SQLITE_INTERRUPT) return Status(ErrorCode::kTimeout, "query on the instance timed out");
   if (rc != SQLITE_DONE) return Status(ErrorCode::kSql, err);
   return out;

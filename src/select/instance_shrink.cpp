@@ -12,7 +12,7 @@
 namespace nl2sql::select {
 
 InstanceBuilder::Separation InstanceBuilder::shrink(const std::string& a, const std::string& b,
-                                                    const sql::Schema& tables, Separation found) const {
+                                                    Scratch& scratch, Separation found) const {
   struct Item {
     const std::string* table;
     size_t row;
@@ -33,11 +33,10 @@ InstanceBuilder::Separation InstanceBuilder::shrink(const std::string& a, const 
       if (rs.columns.empty()) rs.columns = source.tables.at(*it.table).columns;
       rs.rows.push_back(source.tables.at(*it.table).rows[it.row]);
     }
-    auto mem = MemoryDatabase::create(tables, t);
-    if (!mem.is_ok()) return false;
-    auto ra = (*mem)->run(a, options_.query_timeout_s);
+    if (!scratch.load(t).is_ok()) return false;
+    auto ra = scratch.db->run(a, options_.query_timeout_s);
     if (!ra.is_ok()) return false;
-    auto rb = (*mem)->run(b, options_.query_timeout_s);
+    auto rb = scratch.db->run(b, options_.query_timeout_s);
     if (!rb.is_ok() || db::relaxed_equal(*ra, *rb)) return false;
     found = Separation{std::move(t), std::move(*ra), std::move(*rb)};
     return true;

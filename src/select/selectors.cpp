@@ -185,10 +185,11 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     auto temperature = config.get_number(prefix + "temperature");
     auto budget = config.get_int(prefix + "lineage_group_budget");
     auto max_rows = config.get_int(prefix + "max_rows");
+    auto sample_rows = config.get_int(prefix + "sample_rows");
     if (!temperature.is_ok()) return temperature.status();
     if (*temperature < 0 || *temperature > 2)
       return invalid_input("config key \"" + prefix + "temperature\": must be in [0, 2]");
-    for (const auto* r : {&reps, &asks, &tries, &budget, &max_rows})
+    for (const auto* r : {&reps, &asks, &tries, &budget, &max_rows, &sample_rows})
       if (!r->is_ok()) return r->status();
     if (!timeout.is_ok()) return timeout.status();
     if (*reps < 2) return invalid_input("config key \"" + prefix + "max_representatives\": must be >= 2");
@@ -196,6 +197,7 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     if (*tries < 1) return invalid_input("config key \"" + prefix + "max_attempts\": must be >= 1");
     if (*budget < 0) return invalid_input("config key \"" + prefix + "lineage_group_budget\": must be >= 0");
     if (*max_rows < 1) return invalid_input("config key \"" + prefix + "max_rows\": must be >= 1");
+    if (*sample_rows < 0) return invalid_input("config key \"" + prefix + "sample_rows\": must be >= 0");
     o.max_representatives = *reps;
     o.asks = *temperature == 0 ? 1 : *asks;
     o.temperature = *temperature;
@@ -203,6 +205,7 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
     o.instance.query_timeout_s = *timeout;
     o.instance.lineage_group_budget = *budget;
     o.instance.max_rows = static_cast<size_t>(*max_rows);
+    o.instance.sample_rows = *sample_rows;
     auto tpl = load_prompt(services, config, method);
     if (!tpl.is_ok()) return tpl.status();
     return make_separating_instances(o, services.client, services.executor, std::move(*tpl));

@@ -225,11 +225,68 @@ Result<InstanceBuilder> InstanceBuilder::open(const std::filesystem::path& db_pa
   b.row_cache_ = std::make_shared<std::map<std::pair<std::string, int64_t>, db::Row>>();
   b.table_rows_ = std::make_shared<std::map<std::string, int64_t>>();
   b.witness_memo_ = std::make_shared<WitnessMemo>();
+  b.sample_ = std::make_shared<SampleSlot>();
   return b;
 }
 
 Result<QueryLineage> InstanceBuilder::lineage(const std::string& sql,
                                               const db::ResultSet* result_on_d) const {
+  auto sample = sample_builder();
+  // No sample (a small D), or none could be made: D itself.
+  if (!sample.is_ok() || !*sample) return lineage_on_d(sql, result_on_d);
+  auto on_sample = (*sample)->lineage_on_d(sql, nullptr);
+  if (!on_sample.is_ok()) return lineage_on_d(sql, result_on_d);
+  QueryLineage out;
+  out.sql = sql;
+  out.fallbacks = on_sample->fallbacks;
+  out.sampled = on_sample->sampled;
+  out.witnesses_run = on_sample->witnesses_run;
+  out.witnesses_shared = on_sample->witnesses_shared;
+  out.witnesses_empty = on_sample->witnesses_empty;
+  if (result_on_d != nullptr) out.result_on_d = std::make_shared<const db::ResultSet>(*result_on_d);
+  out.on_sample = std::make_shared<const QueryLineage>(std::move(*on_sample));
+  return out;
+}
+
+Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, const QueryLineage& b,
+                                                     uint64_t seed) const {
+  int sample_attempts = 0;
+  if (a.on_sample && b.on_sample && !db::relaxed_equal(a.on_sample->result, b.on_sample->result)) {
+    auto sample = sample_builder();
+    if (sample.is_ok() && *sample) {
+      auto s = (*sample)->separate_on_d(*a.on_sample, *b.on_sample, seed);
+      if (s.is_ok() && s->found) {
+        s->on_sample = true;
+        return s;
+      }
+      if (s.is_ok()) sample_attempts = s->attempts;
+    }
+  }
+  // The two do not differ on the sample, or no instance was found there: lineages on D.
+  auto on_d = [&](const QueryLineage& q) -> Result<std::shared_ptr<const QueryLineage>> {
+    if (!q.on_sample) return std::shared_ptr<const QueryLineage>(std::shared_ptr<const QueryLineage>(), &q);  // not owned
+    // A few are kept: a builder that lives across questions (a benchmark's) must not keep all.
+    constexpr size_t kKept = 8;
+    if (sample_->on_d.size() >= kKept && !sample_->on_d.count(q.sql)) sample_->on_d.clear();
+    auto& slot = sample_->on_d[q.sql];
+    if (!slot) {
+      auto l = lineage_on_d(q.sql, q.result_on_d.get());
+      if (!l.is_ok()) return l.status();
+      slot = std::make_shared<const QueryLineage>(std::move(*l));
+    }
+    return slot;
+  };
+  auto a_on_d = on_d(a);
+  if (!a_on_d.is_ok()) return a_on_d.status();
+  auto b_on_d = on_d(b);
+  if (!b_on_d.is_ok()) return b_on_d.status();
+  auto s = separate_on_d(**a_on_d, **b_on_d, seed);
+  if (s.is_ok()) s->attempts += sample_attempts;
+  return s;
+}
+
+Result<QueryLineage> InstanceBuilder::lineage_on_d(const std::string& sql,
+                                                   const db::ResultSet* result_on_d) const {
   QueryLineage out;
   out.sql = sql;
   if (schema_->tables.size() > LineageTerm::kMaxTables)
@@ -471,15 +528,22 @@ Result<db::ResultSet> InstanceBuilder::run_on(const InstanceTables& instance,
   return (*mem)->run(sql, options_.query_timeout_s);
 }
 
+Status InstanceBuilder::Scratch::load(const InstanceTables& rows) {
+  if (db) return db->reload(rows);
+  auto mem = MemoryDatabase::create(*tables, rows);
+  if (!mem.is_ok()) return mem.status();
+  db = std::move(*mem);
+  return Status::ok();
+}
+
 Result<std::optional<InstanceBuilder::Separation>> InstanceBuilder::try_rows(
-    const std::string& a, const std::string& b, const sql::Schema& tables,
+    const std::string& a, const std::string& b, Scratch& scratch,
     const std::map<std::string, std::set<int64_t>>& rows, std::string& last_error) const {
   auto instance = fetch(rows);
   if (!instance.is_ok()) return instance.status();
-  auto mem = MemoryDatabase::create(tables, *instance);
-  if (!mem.is_ok()) return mem.status();
-  auto ra = (*mem)->run(a, options_.query_timeout_s);
-  auto rb = (*mem)->run(b, options_.query_timeout_s);
+  NL2SQL_RETURN_IF_ERROR(scratch.load(*instance));
+  auto ra = scratch.db->run(a, options_.query_timeout_s);
+  auto rb = scratch.db->run(b, options_.query_timeout_s);
   if (!ra.is_ok() || !rb.is_ok()) {
     last_error = (!ra.is_ok() ? ra.status() : rb.status()).message();
     return std::optional<Separation>();
@@ -488,8 +552,8 @@ Result<std::optional<InstanceBuilder::Separation>> InstanceBuilder::try_rows(
   return std::optional<Separation>(Separation{std::move(*instance), std::move(*ra), std::move(*rb)});
 }
 
-Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, const QueryLineage& b,
-                                                     uint64_t seed) const {
+Result<SeparatingInstance> InstanceBuilder::separate_on_d(const QueryLineage& a, const QueryLineage& b,
+                                                          uint64_t seed) const {
   SeparatingInstance out;
   using TermList = std::vector<const LineageTerm*>;
   auto sort_unique = [](TermList& v) {
@@ -658,6 +722,7 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
   for (const auto& t : schema_->tables)
     if (core::mentions_identifier(a.sql, t.name) || core::mentions_identifier(b.sql, t.name)) named.tables.push_back(t);
   if (named.tables.empty() || !options_.grow) named = *schema_;
+  Scratch scratch{&named, nullptr};
   std::string last_error;
   // One attempt: the rows of `picks` (plus support rows); true when an instance was accepted.
   // A term of more rows than `term_rows` (an outer join's whole group, which lineage cannot split
@@ -682,11 +747,11 @@ Result<SeparatingInstance> InstanceBuilder::separate(const QueryLineage& a, cons
     }
     if (rows.empty()) return false;
     if (support) NL2SQL_RETURN_IF_ERROR(add_support(picks, rows));
-    auto found = try_rows(a.sql, b.sql, named, rows, last_error);
+    auto found = try_rows(a.sql, b.sql, scratch, rows, last_error);
     if (!found.is_ok()) return found.status();
     if (!*found) return false;
     const size_t before = (*found)->instance.rows();
-    Separation small = options_.shrink_budget_s > 0 ? shrink(a.sql, b.sql, named, std::move(**found)) : std::move(**found);
+    Separation small = options_.shrink_budget_s > 0 ? shrink(a.sql, b.sql, scratch, std::move(**found)) : std::move(**found);
     const size_t n = small.instance.rows();
     if (n > options_.max_rows) {
       if (!out.too_large || n < out.too_large_rows) out.too_large_rows = n;

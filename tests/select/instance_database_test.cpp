@@ -42,6 +42,61 @@ TEST(MemoryDatabase, HoldsTheRowsAndRefusesEverythingButOneRead) {
   EXPECT_EQ((*mem)->run("SELECT COUNT(*) FROM client")->rows[0][0].i, 2);
 }
 
+// The search refills one D′ for every row set it tries: a refilled database must answer as a
+// new one with the same rows would (rowids and AUTOINCREMENT counters included), a table left
+// out of the new rows is empty, and the read-only guard holds after every refill — also after
+// the same statement ran before the refill (statements are kept prepared).
+TEST(MemoryDatabase, ARefilledDatabaseAnswersAsANewOneAndStaysReadOnly) {
+  nl2sql::testing::TempDir tmp;
+  nl2sql::testing::build_database(tmp / "d.sqlite",
+                                  "CREATE TABLE client (client_id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT);"
+                                  "CREATE TABLE note (body TEXT);"
+                                  "CREATE TABLE loan (loan_id INTEGER PRIMARY KEY, client_id INTEGER, amount INTEGER);");
+  auto schema = db::inspect_schema(tmp / "d.sqlite");
+  ASSERT_TRUE(schema.is_ok()) << schema.status().message();
+  InstanceTables first = two_clients();
+  first.tables["note"].columns = {"body"};
+  first.tables["note"].rows = {{db::Value::text("x")}, {db::Value::text("y")}, {db::Value::text("z")}};
+  first.tables["loan"].columns = {"loan_id", "client_id", "amount"};
+  first.tables["loan"].rows = {{db::Value::integer(1), db::Value::integer(100), db::Value::integer(5)}};
+  InstanceTables second;
+  second.tables["note"].columns = {"body"};
+  second.tables["note"].rows = {{db::Value::text("w")}, {db::Value::text("v")}};
+  second.tables["client"].columns = {"client_id", "name"};
+  second.tables["client"].rows = {{db::Value::integer(7), db::Value::text("Cy")}};
+  const std::vector<std::string> queries = {
+      "SELECT rowid, body FROM note",
+      "SELECT client_id, name FROM client",
+      "SELECT COUNT(*) FROM loan",
+      "SELECT name FROM client JOIN loan USING (client_id)",
+  };
+  auto refilled = MemoryDatabase::create(*schema, first);
+  ASSERT_TRUE(refilled.is_ok()) << refilled.status().message();
+  for (const auto& q : queries) ASSERT_TRUE((*refilled)->run(q).is_ok()) << q;
+  ASSERT_TRUE((*refilled)->reload(second).is_ok());
+  auto fresh = MemoryDatabase::create(*schema, second);
+  ASSERT_TRUE(fresh.is_ok()) << fresh.status().message();
+  for (const auto& q : queries) {
+    auto r1 = (*refilled)->run(q);
+    auto r2 = (*fresh)->run(q);
+    ASSERT_TRUE(r1.is_ok() && r2.is_ok()) << q;
+    EXPECT_EQ(r1->rows, r2->rows) << q;
+  }
+  EXPECT_EQ((*refilled)->run("SELECT COUNT(*) FROM loan")->rows[0][0].i, 0);
+  EXPECT_EQ((*refilled)->run("SELECT rowid FROM note")->rows.front()[0].i, 1);
+  // AUTOINCREMENT's counter starts again too (a new database has none).
+  auto seq = (*refilled)->run("SELECT COUNT(*) FROM sqlite_sequence");
+  auto fresh_seq = (*fresh)->run("SELECT COUNT(*) FROM sqlite_sequence");
+  ASSERT_TRUE(seq.is_ok() && fresh_seq.is_ok());
+  EXPECT_EQ(seq->rows, fresh_seq->rows);
+  // Still read-only after the refill's own writes.
+  EXPECT_FALSE((*refilled)->run("DELETE FROM note").is_ok());
+  EXPECT_FALSE((*refilled)->run("INSERT INTO note VALUES ('q')").is_ok());
+  EXPECT_FALSE((*refilled)->run("PRAGMA query_only = 0").is_ok());
+  EXPECT_FALSE((*refilled)->run("ATTACH ':memory:' AS other").is_ok());
+  EXPECT_EQ((*refilled)->run("SELECT COUNT(*) FROM note")->rows[0][0].i, 2);
+}
+
 TEST(InstanceTables, CountsRowsAndShowsThemToTheModel) {
   InstanceTables t = two_clients();
   EXPECT_EQ(t.rows(), 2u);

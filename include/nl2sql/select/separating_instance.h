@@ -33,10 +33,23 @@
 // `shrink_budget_s`; what remains is the instance. One of more than `max_rows` rows is not
 // accepted (the search goes on; none found: `too_large`).
 //
+// Large databases. Witness queries cost as much as the queries themselves, and at BIRD scale a
+// grouped join's is seconds. When a table of D has more than `sample_rows` rows, the search
+// first works on a sample of D: a temporary SQLite file (deleted when no builder of the process
+// holds it; one per database file and version, shared by the builders of the process) holding
+// every row of the small tables and about `sample_rows` rows of each large one, copied with
+// their rowids and values. A large table keeps the rows whose key hashes into one bucket of m
+// (nl2sql_hash; m from the largest table), the key being the column of its foreign key to
+// another large table, else the column another large table's foreign key refers to, else the
+// rowid — so rows joined along those keys are kept together. Both queries run on the sample;
+// when they differ there, lineage and search run on the sample, and what they find is rows of
+// D verified on both queries as any D′. When they do not differ on the sample, or no instance
+// is found there, the lineages on D are computed and the search runs on D as above.
+//
 // No database is modified: rows are read from D through db::Executor (read-only) and D′ lives
 // in an in-memory SQLite database created from the table definitions (sqlite_master, via
-// sql::load_schema); queries run on it with PRAGMA query_only, a single-statement read-only
-// check and a deadline. All randomness comes from the seed.
+// sql::load_schema); queries run on it under the executor's read-only authorizer, with a
+// single-statement read-only check and a deadline. All randomness comes from the seed.
 //
 // Thread-safety: an InstanceBuilder belongs to one thread (it caches rows); build one per
 // question. The free functions are pure.
@@ -168,6 +181,11 @@ struct QueryLineage {
   int witnesses_run = 0;
   int witnesses_shared = 0;
   int witnesses_empty = 0;
+  // Large databases: the lineage on the sample of D (its result is the query's result on the
+  // sample), with `witnesses` left empty; the result on D the caller gave is kept for the
+  // lineage on D, computed only when the sample does not separate.
+  std::shared_ptr<const QueryLineage> on_sample;
+  std::shared_ptr<const db::ResultSet> result_on_d;
 };
 
 struct InstanceOptions {
@@ -187,6 +205,9 @@ struct InstanceOptions {
   bool grow = true;
   // Wall time after which the search stops between attempts (timed_out); 0: none.
   double search_budget_s = 2.0;
+  // Sample of D (see "Large databases" above): when a table of D has more rows than this, the
+  // search first works on a sample database with about this many rows of each table; 0: never.
+  int64_t sample_rows = 20000;
 };
 
 // D′: tables (only the non-empty ones) with their rows, as columns + rows.
@@ -210,11 +231,14 @@ struct SeparatingInstance {
   size_t too_large_rows = 0;
   size_t rows_before_shrink = 0;     // of the accepted instance, as first found
   bool timed_out = false;            // none found within InstanceOptions::search_budget_s
+  bool on_sample = false;            // found on the sample of D (large databases)
   nlohmann::json to_json() const;
 };
 
 // An in-memory copy of a database's table definitions holding chosen rows; runs read-only
-// queries against it.
+// queries against it. The search tries many row sets on the same tables, so the rows can be
+// replaced (reload) without building a new database, and the statements run are kept prepared
+// (the last few, by text): the schema never changes after create.
 class MemoryDatabase {
  public:
   static Result<std::unique_ptr<MemoryDatabase>> create(const sql::Schema& schema,
@@ -222,12 +246,22 @@ class MemoryDatabase {
   ~MemoryDatabase();
   MemoryDatabase(const MemoryDatabase&) = delete;
   MemoryDatabase& operator=(const MemoryDatabase&) = delete;
+  // Replaces the rows of every table by those of `rows` (a table `rows` does not name is left
+  // empty): the database then holds what create(schema, rows) would, rowids included.
+  Status reload(const InstanceTables& rows);
   // One read-only statement; errors (SQL errors, timeouts, writes) are statuses.
   Result<db::ResultSet> run(const std::string& sql, double timeout_s = 5.0) const;
 
  private:
   MemoryDatabase() = default;
+  Status exec(const std::string& sql);
   struct sqlite3* db_ = nullptr;
+  // Set only around reload's own statements (db/writable_lock_down.h): SQL given to run() is
+  // always prepared and stepped under the read-only authorizer.
+  bool writes_open_ = false;
+  std::set<std::string> filled_;  // tables holding rows
+  bool has_sequence_ = false;     // an AUTOINCREMENT table: sqlite_sequence is reset too
+  mutable std::vector<std::pair<std::string, struct sqlite3_stmt*>> prepared_;  // newest last
 };
 
 class InstanceBuilder {
@@ -243,8 +277,13 @@ class InstanceBuilder {
   // means the whole answer is empty, and the query's own plain witness is then not run.
   // A witness query whose text another lineage of this builder (or of a copy) still holds is
   // not run again: its terms are shared (at BIRD scale each witness is a scan of the data).
+  // On a large database (InstanceOptions::sample_rows) the lineage is taken on the sample of D
+  // (QueryLineage::on_sample) and the one on D only if separate() needs it.
   Result<QueryLineage> lineage(const std::string& sql,
                                const db::ResultSet* result_on_d = nullptr) const;
+  // Builds the sample of D now if D is large and no live builder of this process made it yet
+  // (otherwise the first lineage() does): for a caller that times it on its own.
+  Status prepare_sample() const;
   // Searches for D′ separating `a` and `b` (whose results on D should differ).
   Result<SeparatingInstance> separate(const QueryLineage& a, const QueryLineage& b,
                                       uint64_t seed) const;
@@ -261,12 +300,26 @@ class InstanceBuilder {
     InstanceTables instance;
     db::ResultSet answer_a, answer_b;
   };
-  // `tables`: the definitions the in-memory D′ is created from (those the queries name).
-  Result<std::optional<Separation>> try_rows(const std::string& a, const std::string& b, const sql::Schema& tables,
+  // The in-memory D′ of one search: created from `tables` (those the queries name) for the first
+  // row set tried, refilled for every later one.
+  struct Scratch {
+    const sql::Schema* tables = nullptr;
+    std::unique_ptr<MemoryDatabase> db;
+    Status load(const InstanceTables& rows);
+  };
+  Result<std::optional<Separation>> try_rows(const std::string& a, const std::string& b, Scratch& scratch,
                                              const std::map<std::string, std::set<int64_t>>& rows,
                                              std::string& last_error) const;
   // Drops rows of a separating instance while the queries still differ (instance_shrink.cpp).
-  Separation shrink(const std::string& a, const std::string& b, const sql::Schema& tables, Separation found) const;
+  Separation shrink(const std::string& a, const std::string& b, Scratch& scratch, Separation found) const;
+
+  // The lineage on D itself (lineage() without the sample).
+  Result<QueryLineage> lineage_on_d(const std::string& sql, const db::ResultSet* result_on_d) const;
+  // The search on D itself, with lineages on D.
+  Result<SeparatingInstance> separate_on_d(const QueryLineage& a, const QueryLineage& b, uint64_t seed) const;
+  // The builder over the sample of D; null when D has no table over sample_rows rows
+  // (separating_sample.cpp).
+  Result<std::shared_ptr<const InstanceBuilder>> sample_builder() const;
 
   InstanceBuilder() = default;
   std::filesystem::path db_path_;
@@ -283,6 +336,16 @@ class InstanceBuilder {
     std::map<std::string, std::weak_ptr<const WitnessTerms>> by_sql;
   };
   std::shared_ptr<WitnessMemo> witness_memo_;
+  // The sample's builder once known (sample_builder); shared by copies of this builder.
+  struct SampleSlot {
+    bool known = false;
+    std::shared_ptr<const void> file;  // the sample's file, deleted with its last holder
+    std::shared_ptr<const InstanceBuilder> builder;
+    // Lineages on D taken when the sample did not separate, by SQL text (the last few): a query
+    // meets several others in a selector's round robin.
+    std::map<std::string, std::shared_ptr<const QueryLineage>> on_d;
+  };
+  std::shared_ptr<SampleSlot> sample_;
 };
 
 // The (M, N) sample sizes of the construction for two queries' SQL texts.
