@@ -61,6 +61,7 @@
 
 #include "nl2sql/core/hash.h"
 #include "support/fake_openai_server.h"
+#include "support/gold_answers.h"
 #include "support/prefix_cache_meter.h"
 
 namespace fake = nl2sql::llm::testing;
@@ -77,136 +78,6 @@ namespace {
 }
 
 
-
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t b = 0;
-  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  return s.substr(b);
-}
-
-// Question text → gold SQL, from dataset question files.
-using GoldMap = std::unordered_map<std::string, std::string>;
-
-void load_gold(const std::string& file, GoldMap& out) {
-  std::ifstream in(file);
-  if (!in) usage("--gold: cannot read " + file);
-  auto j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_array()) usage("--gold: " + file + " is not a JSON array of questions");
-  for (const auto& q : j) {
-    if (!q.is_object() || !q.contains("question")) continue;
-    const char* key = q.contains("SQL") ? "SQL" : "query";
-    if (!q.contains(key) || !q[key].is_string() || !q["question"].is_string()) continue;
-    out.emplace(trim(q["question"].get<std::string>()), q[key].get<std::string>());
-  }
-}
-
-// The known question a prompt is about: its "Question: …" line (or the online-synthetic
-// generator's "New question: …"); nullptr when it names none.
-const std::string* find_gold(const GoldMap& gold, const std::string& prompt) {
-  static const char* kMarkers[] = {"New question: ", "Question (restated): ", "Question: "};
-  for (const char* marker : kMarkers) {
-    for (size_t at = prompt.find(marker); at != std::string::npos; at = prompt.find(marker, at + 1)) {
-      const size_t start = at + std::strlen(marker);
-      const size_t end = prompt.find('\n', start);
-      auto it = gold.find(trim(prompt.substr(start, end == std::string::npos ? std::string::npos : end - start)));
-      if (it != gold.end()) return &it->second;
-    }
-  }
-  return nullptr;
-}
-
-// The same query with its blanks laid out differently (outside literals).
-std::string relaid(const std::string& sql) {
-  std::string out;
-  char quote = 0;
-  for (char ch : sql) {
-    if (quote) {
-      out.push_back(ch);
-      if (ch == quote) quote = 0;
-      continue;
-    }
-    if (ch == '\'' || ch == '"' || ch == '`') quote = ch;
-    if (ch == ' ') out += "  ";
-    else out.push_back(ch);
-  }
-  return "  " + out + "\n";
-}
-
-std::string upper(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string toggled_distinct(const std::string& sql) {
-  const std::string u = upper(sql);
-  if (auto at = u.find("SELECT DISTINCT "); at != std::string::npos) return sql.substr(0, at + 7) + sql.substr(at + 16);
-  if (auto at = u.find("SELECT "); at != std::string::npos) return sql.substr(0, at + 7) + "DISTINCT " + sql.substr(at + 7);
-  return sql;
-}
-
-// The first string literal changed so that it matches nothing (usually: no rows); gold when the
-// query has none.
-std::string changed_literal(const std::string& sql) {
-  const size_t open = sql.find('\'');
-  if (open == std::string::npos) return sql;
-  const size_t close = sql.find('\'', open + 1);
-  if (close == std::string::npos) return sql;
-  return sql.substr(0, close) + " (unlisted)" + sql.substr(close);
-}
-
-std::string unknown_column(const std::string& sql) {
-  const std::string u = upper(sql);
-  const size_t at = u.find("SELECT ");
-  if (at == std::string::npos) return sql;
-  size_t after = at + 7;
-  if (u.compare(after, 9, "DISTINCT ") == 0) after += 9;
-  return sql.substr(0, after) + "no_such_column, " + sql.substr(after);
-}
-
-// String literals and identifiers of the gold query: the keywords and column names a model
-// reading the question would name.
-nlohmann::json gold_terms(const std::string& sql) {
-  static const std::set<std::string> kSqlWords = {
-      "SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "AS", "ON", "JOIN", "INNER", "LEFT", "OUTER",
-      "GROUP", "BY", "ORDER", "HAVING", "LIMIT", "DESC", "ASC", "DISTINCT", "COUNT", "SUM", "AVG",
-      "MIN", "MAX", "IN", "LIKE", "BETWEEN", "IS", "NULL", "CASE", "WHEN", "THEN", "ELSE", "END",
-      "CAST", "REAL", "INTEGER", "UNION", "EXCEPT", "INTERSECT", "IIF", "OFFSET", "EXISTS", "T1",
-      "T2", "T3", "T4"};
-  nlohmann::json out = nlohmann::json::array();
-  std::set<std::string> seen;
-  auto add = [&](const std::string& t) {
-    if (!t.empty() && seen.insert(t).second) out.push_back(t);
-  };
-  for (size_t i = 0; i < sql.size();) {
-    const char ch = sql[i];
-    if (ch == '\'' || ch == '"' || ch == '`') {
-      const size_t close = sql.find(ch, i + 1);
-      if (close == std::string::npos) break;
-      add(sql.substr(i + 1, close - i - 1));
-      i = close + 1;
-    } else if (std::isalpha(static_cast<unsigned char>(ch)) || ch == '_') {
-      size_t j = i;
-      while (j < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[j])) || sql[j] == '_')) ++j;
-      const std::string word = sql.substr(i, j - i);
-      if (!kSqlWords.count(upper(word))) add(word);
-      i = j;
-    } else {
-      ++i;
-    }
-  }
-  return out;
-}
-
-// Every message's content of a Chat Completions request, joined.
-std::string prompt_of(const std::string& body) {
-  auto j = nlohmann::json::parse(body, nullptr, false);
-  std::string out;
-  if (!j.is_object() || !j.contains("messages") || !j["messages"].is_array()) return out;
-  for (const auto& m : j["messages"])
-    if (m.is_object() && m.contains("content") && m["content"].is_string()) out += m["content"].get<std::string>() + "\n";
-  return out;
-}
 
 // The server's own bill (--prefix-cache): what it reported, priced at the --price-* flags.
 struct Bill {
@@ -255,7 +126,7 @@ int main(int argc, char** argv) {
   double fault_rate = 0;
   std::string timeline_file;  // --timeline FILE: each request's arrival, ms since start, one per line
   int positional = 0;
-  GoldMap gold;
+  fake::GoldMap gold;
   int64_t prefix_block = 0;  // --prefix-cache: 0 = off (the fixed usage of completion_body)
   fake::UsageShape shape = fake::UsageShape::kOpenAi;
   int64_t reasoning_tokens = 0;
@@ -270,7 +141,10 @@ int main(int argc, char** argv) {
       };
       if (a == "--latency-ms") latency = std::stoi(value());
       else if (a == "--port") port = std::stoi(value());
-      else if (a == "--gold") load_gold(value(), gold);
+      else if (a == "--gold") {
+        const std::string file = value();
+        if (!fake::load_gold(file, gold)) usage("--gold: cannot read " + file + " as a JSON array of questions");
+      }
       else if (a == "--timeline") timeline_file = value();
       else if (a == "--fault-rate") fault_rate = std::stod(value());
       else if (a == "--fault-seed") faults.seed = std::stoull(value());
@@ -322,13 +196,6 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  static const char* kSql[] = {
-      "SELECT 1",
-      "SELECT 2",
-      "SELECT count(*) FROM sqlite_master",
-      "SELECT name FROM sqlite_master ORDER BY name LIMIT 1",
-      "SELECT no_such_column FROM no_such_table",
-  };
   // One thread per connection the pipeline may keep open (threads x in-flight cap stays far below).
   std::atomic<int64_t> known{0};
   const auto t0 = std::chrono::steady_clock::now();
@@ -341,26 +208,9 @@ int main(int argc, char** argv) {
           std::lock_guard lock(timeline_mu);
           arrivals.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         }
-        const uint64_t h = nl2sql::core::xxh64(req.body);
-        std::string sql = kSql[h % 5];
-        std::string terms = "[\"name\", \"count\"]";
-        if (!gold.empty()) {
-          const std::string prompt = prompt_of(req.body);
-          if (const std::string* g = find_gold(gold, prompt)) {
-            ++known;
-            terms = gold_terms(*g).dump();
-            const bool fix = prompt.find("The query that was tried:") != std::string::npos;
-            const uint64_t draw = (h >> 16) % 100;
-            if (fix) sql = draw < 70 ? *g : relaid(*g);
-            else if (draw < 45) sql = *g;
-            else if (draw < 60) sql = relaid(*g);
-            else if (draw < 75) sql = toggled_distinct(*g);
-            else if (draw < 90) sql = changed_literal(*g);
-            else sql = unknown_column(*g);
-          }
-        }
-        std::string text = std::string("Reasoning: compared the two candidates.\nAnswer: ") + ((h >> 8) % 2 ? "A" : "B") +
-                           "\n```json\n" + terms + "\n```\n```sql\n" + sql + "\n```";
+        bool named = false;
+        const std::string text = fake::gold_answer_text(gold, req.body, &named);
+        if (named) ++known;
         if (prefix_block == 0)
           return fake::FakeReply(200, fake::completion_body(text), {}, std::chrono::milliseconds(latency));
         fake::FakeCharge c = meter.admit(fake::fake_prompt_text(req.body));

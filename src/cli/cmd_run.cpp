@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/config_options.h"
 #include "cli/dataset_options.h"
+#include "nl2sql/pipeline/estimate.h"
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/report/run_report.h"
 
@@ -32,6 +33,8 @@ struct RunArgs {
   std::optional<size_t> sample;
   uint64_t seed = 0;
   bool force_new = false;
+  bool estimate = false, json = false;
+  std::string estimate_from;
 };
 
 Result<pipeline::ProgressMode> parse_progress(const std::string& s) {
@@ -42,7 +45,40 @@ Result<pipeline::ProgressMode> parse_progress(const std::string& s) {
   return invalid_input("--progress: expected auto | tty | plain | off, got '" + s + "'");
 }
 
+std::filesystem::path run_folder(const std::string& out, const std::string& config_name, const DatasetOptions& dataset) {
+  return out.empty() ? std::filesystem::path("runs") /
+                           fmt::format("{}-{}-{}", config_name, dataset.benchmark, dataset.split)
+                     : std::filesystem::path(out);
+}
+
+int exit_code_of(const Status& st) {
+  return st.code() == ErrorCode::kInvalidInput || st.code() == ErrorCode::kNotFound ? kExitBadInput : kExitFailure;
+}
+
 }  // namespace
+
+// Shared with `nl2sql sweep`: the estimate of one config before its run (no endpoint called);
+// `out` as run_one takes it (a previous run there of the same config is learnt from).
+Result<pipeline::Estimate> estimate_one(const core::Config& config, const std::string& config_name,
+                                        const DatasetOptions& dataset, const pipeline::QuestionFilter& filter,
+                                        const std::string& out, const std::string& estimate_from,
+                                        const std::string& index_dir) {
+  auto spec = dataset.spec(config);
+  if (!spec) return spec.status();
+  pipeline::EstimateOptions o;
+  o.run.config = config;
+  o.run.dataset = *spec;
+  o.run.filter = filter;
+  o.run.out_dir = run_folder(out, config_name, dataset);
+  o.run.index_dir = index_dir;
+  o.run.progress = pipeline::ProgressMode::kOff;
+  o.run.cancel = &g_cancel;
+  o.previous_run = estimate_from;
+  auto previous = std::signal(SIGINT, on_interrupt);
+  auto e = pipeline::estimate_run(o);
+  std::signal(SIGINT, previous);
+  return e;
+}
 
 // Shared with `nl2sql sweep`: runs one config; returns the exit code.
 int run_one(const core::Config& config, const std::string& config_name, const DatasetOptions& dataset,
@@ -59,9 +95,7 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
   options.config = config;
   options.dataset = *spec;
   options.filter = filter;
-  options.out_dir = out.empty() ? std::filesystem::path("runs") /
-                                      fmt::format("{}-{}-{}", config_name, dataset.benchmark, dataset.split)
-                                : std::filesystem::path(out);
+  options.out_dir = run_folder(out, config_name, dataset);
   options.force_new = force_new;
   options.progress = progress;
   options.index_dir = index_dir;
@@ -71,10 +105,7 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
   std::signal(SIGINT, previous);
   if (!summary) {
     spdlog::error("{}", summary.status().message());
-    return summary.status().code() == ErrorCode::kInvalidInput ||
-                   summary.status().code() == ErrorCode::kNotFound
-               ? kExitBadInput
-               : kExitFailure;
+    return exit_code_of(summary.status());
   }
   // The reports take the records; the summary handed on (sweep) does not carry them.
   std::vector<run::QuestionRecord> records = std::exchange(summary->records, {});
@@ -161,6 +192,14 @@ RunFn setup_run(CLI::App& parent) {
   cmd->add_flag("--force-new", a->force_new, "Delete the run store in --out and start over");
   cmd->add_option("--progress", a->progress, "auto | tty | plain | off")->capture_default_str();
   cmd->add_option("--index-dir", a->index_dir, "Value index folder (default: context.index_dir or the cache dir)");
+  cmd->add_flag("--estimate", a->estimate,
+                "Print what the run would cost (calls, tokens, USD: low / expected / high) without calling any "
+                "endpoint, and stop");
+  cmd->add_flag("--json", a->json, "With --estimate: print the estimate as JSON");
+  cmd->add_option("--estimate-from", a->estimate_from,
+                  "With --estimate: a run folder whose per-question means to use (default: --out when it holds a "
+                  "run of the same config)")
+      ->type_name("DIR");
   return [a]() {
     auto config = a->config.load();
     if (!config) return kExitBadInput;
@@ -190,6 +229,20 @@ RunFn setup_run(CLI::App& parent) {
         return kExitBadInput;
       }
       fail_under = *f;
+    }
+    if (!a->estimate && (a->json || !a->estimate_from.empty())) {
+      spdlog::error("--json and --estimate-from go with --estimate");
+      return kExitBadInput;
+    }
+    if (a->estimate) {
+      auto e = estimate_one(*config, a->config.name(), a->dataset, filter, a->out, a->estimate_from, a->index_dir);
+      if (!e) {
+        spdlog::error("estimate: {}", e.status().message());
+        return exit_code_of(e.status());
+      }
+      if (a->json) std::cout << pipeline::to_json(*e).dump(2) << "\n";
+      else std::cout << pipeline::estimate_text(*e, a->config.name());
+      return kExitOk;
     }
     return run_one(*config, a->config.name(), a->dataset, filter, a->out, a->force_new, fail_under, *progress, a->index_dir, nullptr);
   };

@@ -9,6 +9,7 @@
 #include "cli/config_options.h"
 #include "cli/dataset_options.h"
 #include "nl2sql/core/files.h"
+#include "nl2sql/pipeline/estimate.h"
 #include "nl2sql/pipeline/pipeline.h"
 #include "nl2sql/report/compare.h"
 
@@ -19,6 +20,10 @@ int run_one(const core::Config& config, const std::string& config_name, const Da
             std::optional<double> fail_under,
             pipeline::ProgressMode progress, const std::string& index_dir,
             pipeline::RunSummary* summary_out);
+Result<pipeline::Estimate> estimate_one(const core::Config& config, const std::string& config_name,
+                                        const DatasetOptions& dataset, const pipeline::QuestionFilter& filter,
+                                        const std::string& out, const std::string& estimate_from,
+                                        const std::string& index_dir);
 
 namespace {
 
@@ -30,7 +35,40 @@ struct SweepArgs {
   std::optional<size_t> sample;
   uint64_t seed = 0;
   bool force_new = false;
+  bool estimate = false, json = false;
 };
+
+// --estimate: every config's estimate (each against its run folder in the sweep, when one is
+// there), then the sum; nothing runs.
+int estimate_sweep(const SweepArgs& a, const std::vector<std::pair<std::string, core::Config>>& configs,
+                   const pipeline::QuestionFilter& filter) {
+  namespace fs = std::filesystem;
+  pipeline::StageEstimate total;
+  nlohmann::json per = nlohmann::json::array();
+  for (const auto& [name, config] : configs) {
+    auto e = estimate_one(config, name, a.dataset, filter, (fs::path(a.out) / name).string(), "", a.index_dir);
+    if (!e) {
+      spdlog::error("estimate of {}: {}", name, e.status().message());
+      return e.status().code() == ErrorCode::kInvalidInput ? kExitBadInput : kExitFailure;
+    }
+    total += e->total;
+    if (a.json) per.push_back({{"config", name}, {"estimate", pipeline::to_json(*e)}});
+    else std::cout << pipeline::estimate_text(*e, name) << "\n";
+  }
+  if (a.json) {
+    nlohmann::json j = pipeline::to_json(total);
+    j["configs"] = per;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("sweep of {} configs: calls {:.0f} / {:.0f} / {:.0f}, prompt tokens {:.0f} / {:.0f} / {:.0f}, "
+                             "completion tokens {:.0f} / {:.0f} / {:.0f}, USD {:.4f} / {:.4f} / {:.4f} (low / expected / high)\n",
+                             configs.size(), total.calls.low, total.calls.expected, total.calls.high,
+                             total.prompt_tokens.low, total.prompt_tokens.expected, total.prompt_tokens.high,
+                             total.completion_tokens.low, total.completion_tokens.expected, total.completion_tokens.high,
+                             total.cost_usd.low, total.cost_usd.expected, total.cost_usd.high);
+  }
+  return kExitOk;
+}
 
 int run_sweep(const SweepArgs& a) {
   namespace fs = std::filesystem;
@@ -42,6 +80,7 @@ int run_sweep(const SweepArgs& a) {
   std::vector<std::string> names;
   std::vector<fs::path> dirs;
   int worst = kExitOk;
+  std::vector<std::pair<std::string, core::Config>> loaded;
   for (const auto& path : a.configs) {
     ConfigOptions co;
     co.path = path;
@@ -55,6 +94,11 @@ int run_sweep(const SweepArgs& a) {
     if (std::find(names.begin(), names.end(), name) != names.end())
       name += fmt::format("-{}", names.size());
     fs::path dir = fs::path(a.out) / name;
+    if (a.estimate) {
+      names.push_back(name);
+      loaded.emplace_back(name, std::move(*config));
+      continue;
+    }
     spdlog::info("sweep: {} → {}", path, dir.string());
     int rc = run_one(*config, name, a.dataset, filter, dir.string(), a.force_new, std::nullopt,
                      pipeline::ProgressMode::kAuto, a.index_dir, nullptr);
@@ -63,6 +107,7 @@ int run_sweep(const SweepArgs& a) {
     names.push_back(name);
     dirs.push_back(dir);
   }
+  if (a.estimate) return estimate_sweep(a, loaded, filter);
   std::vector<run::RunData> runs;
   for (const auto& d : dirs) {
     auto r = run::load_run(d);
@@ -103,6 +148,10 @@ RunFn setup_sweep(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--index-dir", a->index_dir, "Value index folder");
   cmd->add_flag("--force-new", a->force_new, "Start every run over");
+  cmd->add_flag("--estimate", a->estimate,
+                "Print what every config's run would cost and their sum (low / expected / high) without calling "
+                "any endpoint, and stop");
+  cmd->add_flag("--json", a->json, "With --estimate: print the estimates as JSON");
   return [a]() { return run_sweep(*a); };
 }
 

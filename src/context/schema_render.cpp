@@ -161,8 +161,6 @@ std::string render_schema(const data::Schema& schema, const RenderOptions& optio
         if (const auto* st = metadata->find(t->name, c->name)) parts.push_back(stats_comment(*st));
       if (auto it = examples.find(key); it != examples.end() && !it->second.empty())
         parts.push_back("examples: " + fmt::format("{}", fmt::join(it->second, ", ")));
-      if (auto it = matched.find(key); it != matched.end())
-        parts.push_back("matches question: " + fmt::format("{}", fmt::join(it->second, ", ")));
       lines.push_back(line);
       comments.push_back(parts.empty() ? "" : fmt::format("{}", fmt::join(parts, "; ")));
     }
@@ -192,6 +190,19 @@ std::string render_schema(const data::Schema& schema, const RenderOptions& optio
     }
     out += ");\n";
   }
+  // The question's own values come after every table, in the schema's declared order (not the
+  // shuffled one): the tables above are the same for every question of the database, so a
+  // provider's prefix cache can serve them.
+  std::string values;
+  for (const auto& t : schema.tables) {
+    if (!options.columns.empty() && !kept_tables.count(lower(t.name))) continue;
+    for (const auto& c : t.columns) {
+      if (!kept(t.name, c.name)) continue;
+      if (auto it = matched.find(lower(t.name + "." + c.name)); it != matched.end())
+        values += fmt::format("--   {}.{} matches question: {}\n", ident(t.name), ident(c.name), fmt::join(it->second, ", "));
+    }
+  }
+  if (!values.empty()) out += "-- Stored values resembling words of the question:\n" + values;
   return out;
 }
 

@@ -1,7 +1,9 @@
 // Schema rendering: a database as `CREATE TABLE` statements for prompts, with each column's type,
 // the primary and foreign keys, and as an inline comment per column its BIRD description and
-// value description, a few example values (from the ValueIndex) and the values retrieval
-// matched for the question.
+// value description and a few example values (from the ValueIndex). The values retrieval matched
+// for the question follow the last table, as a comment block ("-- Stored values resembling words
+// of the question:" then "--   table.column matches question: 'v', …"): the tables are then the
+// same text for every question of a database, a prefix a provider's cache can serve.
 //
 // Options let generators vary the rendering: drop descriptions or examples, shuffle table and
 // column order with a seed (diversity across candidates; same seed, same text), and restrict to

@@ -1,7 +1,7 @@
 CREATE TABLE district (
   district_id INTEGER, -- the unique id of the district
   name TEXT, -- the name of the district; examples: 'Hradec Králové', 'Pardubice'
-  region TEXT, -- the region the district belongs to; values: stored with a lower-case direction word, e.g. "east Bohemia"; examples: 'east Bohemia', 'north Moravia'; matches question: 'east Bohemia', 'west Bohemia'
+  region TEXT, -- the region the district belongs to; values: stored with a lower-case direction word, e.g. "east Bohemia"; examples: 'east Bohemia', 'north Moravia'
   population INTEGER, -- number of inhabitants
   PRIMARY KEY (district_id)
 );
@@ -24,3 +24,5 @@ CREATE TABLE score (
   PRIMARY KEY (school_id, year),
   FOREIGN KEY (school_id) REFERENCES school(school_id)
 );
+-- Stored values resembling words of the question:
+--   district.region matches question: 'east Bohemia', 'west Bohemia'
