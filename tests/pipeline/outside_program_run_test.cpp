@@ -5,7 +5,12 @@
 // program's stderr in the record, the run going on (exit 5's count), and a rerun finishing it.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <atomic>
+#include <cerrno>
 #include <fstream>
+#include <thread>
 
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/config_schema.h"
@@ -40,6 +45,10 @@ for line in sys.stdin:
         if mode == "crash":
             raise SystemExit(7)
         if mode == "hang":
+            time.sleep(600)
+        if mode == "hang_pid":
+            with open(healed + ".pid", "w") as f:
+                f.write(str(os.getpid()))
             time.sleep(600)
         if mode == "garbage":
             print("this is not json", flush=True)
@@ -160,6 +169,31 @@ TEST_F(OutsideProgramRun, AnAnswerForAnotherQuestionFailsThatQuestion) {
 
 TEST_F(OutsideProgramRun, AnErrorAnswerFailsThatQuestion) {
   fails_one_question_then_reruns("error", 60, "cannot do this one");
+}
+
+TEST_F(OutsideProgramRun, StoppingTheRunKillsAProgramThatIsWorking) {
+  const std::string target = ds_.questions[0].question_id;
+  const fs::path pid_file = dir_ / "healed.pid";
+  std::atomic<bool> cancel{false};
+  RunOptions o = options(config("hang_pid", target, 600), dir_ / "run-stop");
+  o.cancel = &cancel;
+  Result<RunSummary> summary = internal_error("not run");
+  std::thread runner([&] { summary = run(o); });
+  // The program says when it is stuck in the question (its pid); then Ctrl-C's flag is set.
+  for (int i = 0; i < 6000 && !fs::exists(pid_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::string pid_text;
+  for (int i = 0; i < 500 && pid_text.empty(); ++i) {
+    std::ifstream(pid_file) >> pid_text;
+    if (pid_text.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  cancel = true;
+  runner.join();
+  ASSERT_FALSE(pid_text.empty()) << "the program never reached the question";
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_TRUE(summary->cancelled);
+  // Killed and reaped: no such process any more.
+  EXPECT_EQ(::kill(static_cast<pid_t>(std::stol(pid_text)), 0), -1);
+  EXPECT_EQ(errno, ESRCH);
 }
 
 TEST_F(OutsideProgramRun, AnOutsideSelectorChoosesByIdAndIsUsableByLabel) {
