@@ -122,6 +122,23 @@ TEST_F(OutsideEndpointRun, ThePythonExampleGivesTheSameReportReplayedWithNoReque
   }
 }
 
+TEST_F(OutsideEndpointRun, AReplayMissOfTheProgramStopsTheRunAsOtherMissesDo) {
+  FakeOpenAiServer server([this](const httplib::Request& req, int64_t) { return answer(req); });
+  const fs::path program = fs::path(NL2SQL_SOURCE_DIR) / "examples" / "outside_generator.py";
+  auto a = run(testing::mini_run_options(config(server.base_url(), "read-write", program), data_, dir_ / "rec",
+                                         dir_ / "index"));
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  const int64_t sent = server.requests();
+  // A third sample was never recorded: the program's call misses, and the run stops (exit 4).
+  core::Config more = config(server.base_url(), "replay", program);
+  more.set("generate.generators", json::array({{{"name", "command"}, {"label", "py"}, {"samples", 3},
+                                                {"temperature", 0.7}, {"argv", {"python3", program.string()}}}}));
+  auto b = run(testing::mini_run_options(more, data_, dir_ / "miss", dir_ / "index"));
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  EXPECT_NE(b->fatal_error.find("replay"), std::string::npos) << b->fatal_error;
+  EXPECT_EQ(server.requests(), sent);
+}
+
 // A program that tries a made-up token, then the request's own and the environment's.
 constexpr const char* kTokens = R"PY(
 import json, os, sys, urllib.request, urllib.error
