@@ -14,11 +14,11 @@ RUNTIME=(
   libcli11-dev
   libspdlog-dev libfmt-dev
   libxxhash-dev
+  libcpp-httplib-dev          # the outside programs' local endpoint (and the tests' fake LLM server)
 )
 TEST_ONLY=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
-  libcpp-httplib-dev          # in-process fake LLM server for tests
   python3
   clang libclang-rt-14-dev   # libFuzzer targets (slow test tier)
   chromium                   # headless browser check of report.html (slow test tier)

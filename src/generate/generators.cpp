@@ -14,6 +14,7 @@
 #include "nl2sql/generate/call_tags.h"
 #include "nl2sql/llm/model_call.h"
 #include "demo_pool.h"
+#include "command_generator.h"
 #include "file_generator.h"
 #include "prompt_text.h"
 #include "qp_demos.h"
@@ -497,19 +498,23 @@ class ItemReader {
 
 const std::set<std::string> kItemKeys = {"name", "label", "samples", "temperature", "shuffle", "role", "profiles",
                                          "descriptions", "examples", "demos", "general_examples",
-                                         "filtered_examples", "validate_examples", "keep_presql", "template", "path"};
+                                         "filtered_examples", "validate_examples", "keep_presql", "template", "path",
+                                         "argv", "timeout_s", "workers"};
 
 Result<CommonOptions> read_common(const ItemReader& r, const json& item) {
   for (const auto& [k, v] : item.items())
     if (!kItemKeys.count(k)) return invalid_input("config key \"" + r.key() + "." + k + "\" is not known");
   CommonOptions o;
   NL2SQL_RETURN_IF_ERROR(r.get("name", o.kind, "a string"));
-  static const std::set<std::string> kKinds = {"baseline", "dc", "qp", "os", "ssev", "agent", "recap", "file"};
+  static const std::set<std::string> kKinds = {"baseline", "dc", "qp", "os", "ssev", "agent", "recap", "file", "command"};
   if (!kKinds.count(o.kind))
-    return invalid_input("config key \"" + r.key() + ".name\" must be one of baseline, dc, qp, os, ssev, agent, recap, file (got \"" +
+    return invalid_input("config key \"" + r.key() + ".name\" must be one of baseline, dc, qp, os, ssev, agent, recap, file, command (got \"" +
                          o.kind + "\")");
   if (r.find("path") && o.kind != "file")
     return invalid_input("config key \"" + r.key() + ".path\": only a generator of name \"file\" reads a file");
+  for (const char* k : {"argv", "timeout_s", "workers"})
+    if (r.find(k) && o.kind != "command")
+      return invalid_input("config key \"" + r.key() + "." + k + "\": only a generator of name \"command\" runs a program");
   o.label = o.kind;
   NL2SQL_RETURN_IF_ERROR(r.get("label", o.label, "a string"));
   NL2SQL_RETURN_IF_ERROR(r.get("samples", o.samples, "an integer"));
@@ -698,6 +703,21 @@ Result<std::unique_ptr<Generator>> file_generator(const ItemReader& r, const std
   return g;
 }
 
+// generate.generators[i] of name "command": the outside program its `argv` starts (a
+// `template` key is refused: the program writes its own prompts).
+Result<std::unique_ptr<Generator>> command_generator(const ItemReader& r, const json& item, const CommonOptions& o,
+                                                     llm::Client* client) {
+  if (r.find("template"))
+    return invalid_input("config key \"" + r.key() + ".template\": a command generator writes its own prompts");
+  auto spec = read_outside_program(item, r.key());
+  if (!spec) return spec.status();
+  spec->label = o.label;
+  spec->role = o.role;
+  spec->stage = "generate";
+  CommandOptions c{o.label, o.samples, o.temperature, o.descriptions, o.examples};
+  return make_command_generator(std::move(c), std::move(*spec), client);
+}
+
 }  // namespace
 
 Result<std::string> generator_template_role(const std::string& kind) {
@@ -733,7 +753,11 @@ Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Conf
     if (!labels.insert(o->label).second)
       return invalid_input("config key \"" + key + ".label\": two generators are labelled \"" + o->label +
                            "\" (set distinct labels)");
-    if (o->kind == "file") {
+    if (o->kind == "command") {
+      auto g = command_generator(r, items[i], *o, client);
+      if (!g) return g.status();
+      out.push_back(std::move(*g));
+    } else if (o->kind == "file") {
       auto g = file_generator(r, o->label);
       if (!g) return g.status();
       out.push_back(std::move(*g));

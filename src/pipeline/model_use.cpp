@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "nl2sql/select/external.h"
 #include "nl2sql/select/selector.h"
 
 namespace nl2sql::pipeline {
@@ -68,7 +69,7 @@ Result<ModelUse> model_use(const core::Config& config, const std::vector<std::st
     }
   }
   for (const auto& s : selectors) {
-    auto traits = select::method_traits(s);
+    auto traits = select::method_traits(s, config);
     if (!traits) return invalid_input("config key run.selectors: " + traits.status().message());
     if (traits->calls_model) roles.emplace(traits->model_role);
   }

@@ -9,6 +9,7 @@
 #include "nl2sql/core/log.h"
 #include "nl2sql/db/schema_info.h"
 #include "nl2sql/run/run_data.h"
+#include "nl2sql/select/external.h"
 #include "nl2sql/sim/simulator.h"
 
 #include "manifest.h"
@@ -101,7 +102,7 @@ Status build_stages(Shared& s, const data::Dataset& ds, const std::vector<size_t
 
   bool voting = false;
   for (const auto& name : s.settings.selectors) {
-    auto traits = select::method_traits(name);
+    auto traits = select::method_traits(name, s.config);
     if (!traits) return invalid_input("config key run.selectors: " + traits.status().message());
     voting = voting || traits->uses_expert_weights;
   }

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "nl2sql/core/thread_pool.h"
+#include "nl2sql/select/external.h"
 
 namespace nl2sql::pipeline {
 using nlohmann::json;
@@ -65,7 +66,7 @@ Result<RunSettings> load_run_settings(const core::Config& config, data::Benchmar
       const std::string name = v.get<std::string>();
       if (std::find(s.selectors.begin(), s.selectors.end(), name) == s.selectors.end())
         return invalid_input("config key run.curve_selectors: \"" + name + "\" is not in run.selectors");
-      auto traits = select::method_traits(name);
+      auto traits = select::method_traits(name, config);
       if (!traits) return invalid_input("config key run.curve_selectors: " + traits.status().message());
       if (traits->uses_expert_weights)
         return invalid_input("config key run.curve_selectors: \"" + name +

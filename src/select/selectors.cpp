@@ -6,9 +6,11 @@
 #include <set>
 
 #include "nl2sql/llm/prompt_template.h"
+#include "nl2sql/select/external.h"
 #include "nl2sql/select/selector.h"
 #include "nl2sql/select/separating_instance.h"
 #include "nl2sql/select/weights.h"
+#include "external_selector.h"
 #include "selector_parts.h"
 
 namespace nl2sql::select {
@@ -89,6 +91,11 @@ Result<SelectorTraits> method_traits(const std::string& method) {
   return invalid_input("unknown selector method \"" + method + "\" (known: " + known + ")");
 }
 
+Result<SelectorTraits> method_traits(const std::string& method, const core::Config& config) {
+  if (external_item(config, method)) return external_traits();
+  return method_traits(method);
+}
+
 Result<ExpertKind> configured_experts(const core::Config& config) {
   auto experts = config.get_string("select.wma.experts");
   if (!experts.is_ok()) return experts.status();
@@ -138,6 +145,12 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
                                                       const core::Config& config,
                                                       const SelectorServices& services) {
   const std::string prefix = "select." + method + ".";
+  if (external_item(config, method)) {
+    if (method_traits(method).is_ok())
+      return invalid_input("config key \"select.external." + method + "\": " + method +
+                           " is a built-in selector; give the program another label");
+    return make_external_selector(method, config, services);
+  }
   auto need_client = [&]() -> Status {
     if (!services.client)
       return invalid_input("select method " + method + " calls a model: it needs an LLM client");
