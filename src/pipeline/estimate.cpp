@@ -205,8 +205,8 @@ Result<Observed> dry_run(const EstimateOptions& options, const llm::LlmSettings&
   o.progress = ProgressMode::kOff;
   o.transport = std::make_shared<NeutralTransport>(expected);
   // Written descriptions are kept in the index folder: a dry run's would stand in for the model's.
-  auto describe = options.run.config.get_bool("context.metadata.describe", false);
-  auto metadata = options.run.config.get_bool("context.metadata.enabled", false);
+  auto describe = options.run.config.get_bool("context.metadata.describe");
+  auto metadata = options.run.config.get_bool("context.metadata.enabled");
   if (describe && metadata && *describe && *metadata) o.index_dir = scratch / "index";
   Result<RunSummary> summary = Status::ok();
   {
@@ -281,8 +281,8 @@ StageEstimate project_stage(const std::string& stage, const Observed& expected, 
   const double n = static_cast<double>(expected.questions);
   StageEstimate out;
   if (stage == "fix") {
-    auto enabled = options.run.config.get_bool("fix.enabled", true);
-    auto rounds = options.run.config.get_int("fix.max_rounds", 3);
+    auto enabled = options.run.config.get_bool("fix.enabled");
+    auto rounds = options.run.config.get_int("fix.max_rounds");
     const double max_rounds = enabled && *enabled && rounds ? static_cast<double>(*rounds) : 0.0;
     auto git = expected.stages.find("generate");
     const double gen_prompt = git == expected.stages.end() ? 0 : per(git->second.prompt_tokens, git->second.calls);

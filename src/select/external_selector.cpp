@@ -12,7 +12,7 @@ using json = nlohmann::json;
 // Rows of a candidate's result the request shows (row_count says how many there were).
 constexpr size_t kRowsShown = 20;
 
-json value_json(const db::Value& v) {
+json cell_json(const db::Value& v) {
   switch (v.type) {
     case db::ValueType::kNull: return nullptr;
     case db::ValueType::kInteger: return v.i;
@@ -29,7 +29,7 @@ json result_json(const db::ExecutionResult* r) {
   json rows = json::array();
   for (size_t i = 0; i < r->result.rows.size() && i < kRowsShown; ++i) {
     json row = json::array();
-    for (const auto& v : r->result.rows[i]) row.push_back(value_json(v));
+    for (const auto& v : r->result.rows[i]) row.push_back(cell_json(v));
     rows.push_back(std::move(row));
   }
   return {{"columns", r->result.columns},
