@@ -100,6 +100,12 @@ Status build_stages(Shared& s, const data::Dataset& ds, const std::vector<size_t
   if (!fixer) return fixer.status();
   s.fixer.emplace(std::move(*fixer));
 
+  // select.method names a built-in method or an outside selector's label; the schema cannot
+  // list the labels, so a misspelt method is refused here, even where run.selectors leaves it unused.
+  auto method = s.config.get_string("select.method");
+  if (!method) return method.status();
+  if (auto t = select::method_traits(*method, s.config); !t)
+    return invalid_input("config key select.method: " + t.status().message());
   bool voting = false;
   for (const auto& name : s.settings.selectors) {
     auto traits = select::method_traits(name, s.config);

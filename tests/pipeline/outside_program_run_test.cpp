@@ -257,6 +257,17 @@ TEST_F(OutsideProgramRun, ABadEntryIsRefusedNamingTheKey) {
   r = run(options(c, dir_ / "bad2"));
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("built-in selector"), std::string::npos) << r.status().message();
+  // The schema no longer lists the methods (labels are the user's): a misspelt select.method is
+  // still refused, even when run.selectors does not use it.
+  c = config("none", "-");
+  c.set("select.method", "tournamnt");
+  c.set("run.selectors", json::array({"self_consistency"}));
+  c.set("run.primary_selector", "self_consistency");
+  r = run(options(c, dir_ / "bad3"));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("config key select.method: unknown selector method \"tournamnt\""),
+            std::string::npos)
+      << r.status().message();
 }
 
 TEST(OutsideProgramConfig, TheExampleConfigValidatesAgainstTheSchema) {

@@ -76,6 +76,11 @@
 #include "nl2sql/sql/analysis.h"
 #include "nl2sql/sql/lineage.h"
 
+// SQLite's handles, declared at global scope as sqlite3.h declares them (an elaborated
+// `struct sqlite3*` inside the namespace would declare a type of its own).
+struct sqlite3;
+struct sqlite3_stmt;
+
 namespace nl2sql::select {
 
 // One simple term: the (table, rowid) pairs of the rows behind one output tuple, sorted by
@@ -255,13 +260,13 @@ class MemoryDatabase {
  private:
   MemoryDatabase() = default;
   Status exec(const std::string& sql);
-  struct sqlite3* db_ = nullptr;
+  sqlite3* db_ = nullptr;
   // Set only around reload's own statements (db/writable_lock_down.h): SQL given to run() is
   // always prepared and stepped under the read-only authorizer.
   bool writes_open_ = false;
   std::set<std::string> filled_;  // tables holding rows
   bool has_sequence_ = false;     // an AUTOINCREMENT table: sqlite_sequence is reset too
-  mutable std::vector<std::pair<std::string, struct sqlite3_stmt*>> prepared_;  // newest last
+  mutable std::vector<std::pair<std::string, sqlite3_stmt*>> prepared_;  // newest last
 };
 
 class InstanceBuilder {
