@@ -208,11 +208,10 @@ Result<Observed> dry_run(const EstimateOptions& options, const llm::LlmSettings&
   auto describe = options.run.config.get_bool("context.metadata.describe");
   auto metadata = options.run.config.get_bool("context.metadata.enabled");
   if (describe && metadata && *describe && *metadata) o.index_dir = scratch / "index";
-  Result<RunSummary> summary = Status::ok();
-  {
+  Result<RunSummary> summary = [&] {
     LogLevelGuard quiet;
-    summary = run(o);
-  }
+    return run(o);
+  }();
   Observed out;
   if (summary) {
     auto data = run::load_run(o.out_dir, std::move(summary->records));

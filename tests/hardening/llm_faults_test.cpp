@@ -215,14 +215,23 @@ TEST_F(HardeningLlmFaults, RunSurvivesEveryFaultKindAndCountsThem) {
   }
   EXPECT_EQ(traced_failures, summary->llm_failed) << "a failed call is missing from the traces";
   EXPECT_EQ(record_failures, summary->llm_failed);
-  EXPECT_EQ(record_retries, summary->llm_retries);
+  // A question whose stage lost a call (every attempt failed on a connection fault: rare, it
+  // depends on how the seeded faults meet the calls' order) is failed and that stage is not
+  // stored, so the retries of its answered calls are in the run's count but in no record.
+  const bool a_stage_unstored = summary->failed > 0;
+  if (a_stage_unstored) {
+    EXPECT_LE(record_retries, summary->llm_retries);
+  } else {
+    EXPECT_EQ(record_retries, summary->llm_retries);
+  }
   // Malformed answers and exhausted retries both show up.
   EXPECT_GT(traced_by_kind["not_json"] + traced_by_kind["empty_choices"] + traced_by_kind["truncated"], 0);
 
   // The counts are in the reports.
   json rep = json::parse(read_all(out / "report.json"));
   EXPECT_EQ(rep["llm_faults"]["failed_calls"].get<int64_t>(), summary->llm_failed);
-  EXPECT_EQ(rep["llm_faults"]["retries"].get<int64_t>(), summary->llm_retries);
+  const int64_t reported_retries = rep["llm_faults"]["retries"].get<int64_t>();
+  EXPECT_EQ(reported_retries, a_stage_unstored ? record_retries : summary->llm_retries);
   // (A "length" answer is asked again with a doubled budget, so "truncated" may never fail.)
   for (const auto& [kind, n] : traced_by_kind) {
     if (n > 0) {
@@ -231,7 +240,7 @@ TEST_F(HardeningLlmFaults, RunSurvivesEveryFaultKindAndCountsThem) {
   }
   std::string md = read_all(out / "report.md");
   EXPECT_NE(md.find("Model calls failed after retries: " + std::to_string(summary->llm_failed) +
-                    "; retries: " + std::to_string(summary->llm_retries)),
+                    "; retries: " + std::to_string(reported_retries)),
             std::string::npos);
   EXPECT_NE(read_all(out / "report.html").find("Model calls failed after retries"), std::string::npos);
 }
