@@ -25,15 +25,8 @@ PRICE_IN=${PRICE_IN:-1.00}
 PRICE_OUT=${PRICE_OUT:-4.00}
 LATENCY=${LATENCY_MS:-5}
 BUILD_DIR=${BUILD_DIR:-build}
-if [ -z "${SKIP_BUILD:-}" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} -DNL2SQL_BUILD_BENCH=ON >/dev/null
-  cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target nl2sql fake_llm_server_tool
-fi
-BIN=${BIN:-$BUILD_DIR/nl2sql}
-SERVER_BIN=$BUILD_DIR/scripts/bench/fake_llm_server_tool
-WORK=$(mktemp -d)
-SERVER_PID=
-trap '[ -n "$SERVER_PID" ] && kill $SERVER_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+. scripts/bench/fake_server_lib.sh
+fake_bench_build
 echo "fake server with near-gold answers; prices USD/Mtok: input $PRICE_IN, output $PRICE_OUT"
 
 profile() {  # JSON of one profile at the fake server
@@ -42,12 +35,9 @@ profile() {  # JSON of one profile at the fake server
 
 measure() {  # label, gold file, config, then run arguments
   local label=$1 gold=$2 config=$3; shift 3
-  "$SERVER_BIN" --latency-ms "$LATENCY" --gold "$gold" --prefix-cache 16 --price-in "$PRICE_IN" --price-cached "$PRICE_IN" \
-    --price-out "$PRICE_OUT" --bill "$WORK/bill-$label.json" >"$WORK/server.url" 2>"$WORK/server-$label.log" &
-  SERVER_PID=$!
-  for _ in $(seq 200); do [ -s "$WORK/server.url" ] && break; sleep 0.05; done
-  local url models
-  url=$(cat "$WORK/server.url")
+  fake_server_start "$WORK/server-$label.log" --latency-ms "$LATENCY" --gold "$gold" --prefix-cache 16 \
+    --price-in "$PRICE_IN" --price-cached "$PRICE_IN" --price-out "$PRICE_OUT" --bill "$WORK/bill-$label.json"
+  local url=$URL models
   if [ "$config" = configs/ssev.json ]; then
     models="{\"expert_a\":$(profile "$url" a),\"expert_b\":$(profile "$url" b),\"expert_c\":$(profile "$url" c)}"
   else
@@ -64,9 +54,7 @@ measure() {  # label, gold file, config, then run arguments
     2>"$WORK/stderr-$label" || { echo "run failed:"; tail -20 "$WORK/stderr-$label"; exit 1; }
   "$BIN" --log-level warn run "${common[@]}" --out "$WORK/run-$label" --estimate --json \
     --estimate-from "$WORK/run-$label" >"$WORK/learnt-$label.json" 2>/dev/null
-  kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=
-  : >"$WORK/server.url"
+  fake_server_stop
   python3 - "$label" "$WORK/estimate-$label.json" "$WORK/learnt-$label.json" "$WORK/run-$label/report.json" \
     "$WORK/bill-$label.json" "$t0" "$t1" <<'PY'
 import json, sys

@@ -16,15 +16,9 @@ WORKERS=${WORKERS:-8}
 THREADS=${THREADS:-8}
 REPEATS=${REPEATS:-3}
 BUILD_DIR=${BUILD_DIR:-build}
-if [ -z "${SKIP_BUILD:-}" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} -DNL2SQL_BUILD_BENCH=ON >/dev/null
-  cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target nl2sql fake_llm_server_tool
-fi
-BIN=$(realpath "${BIN:-$BUILD_DIR/nl2sql}")
-SERVER_BIN=$BUILD_DIR/scripts/bench/fake_llm_server_tool
-WORK=$(mktemp -d)
-SERVER_PID=
-trap '[ -n "$SERVER_PID" ] && kill $SERVER_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+. scripts/bench/fake_server_lib.sh
+fake_bench_build
+BIN=$(realpath "$BIN")
 if [ -n "${SPIDER:-}" ]; then
   : "${NL2SQL_DATA:?set NL2SQL_DATA to the benchmark data folder}"
   DATA_ARGS=(--benchmark spider --data "$NL2SQL_DATA/spider" --questions "${QUESTIONS:-0-99}")
@@ -34,10 +28,7 @@ else
   DATA_ARGS=(--benchmark bird --data "$DATA")
   GOLD=$DATA/dev.json
 fi
-"$SERVER_BIN" --latency-ms "$LATENCY" --gold "$GOLD" >"$WORK/server.url" 2>"$WORK/server.log" &
-SERVER_PID=$!
-for _ in $(seq 200); do [ -s "$WORK/server.url" ] && break; sleep 0.05; done
-URL=$(cat "$WORK/server.url")
+fake_server_start "$WORK/server.log" --latency-ms "$LATENCY" --gold "$GOLD"
 BASE='{"llm": {"models": {"main": {"base_url": "'$URL'", "model": "fake-model", "api_key_env": ""}},
                 "default_profile": "main", "cache": {"mode": "off"}, "preflight": false},
        "fix": {"enabled": false}, "run": {"threads": '$THREADS', "selectors": ["self_consistency"], "curve_points": [1]}}'

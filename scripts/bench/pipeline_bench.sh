@@ -37,27 +37,14 @@ SCALE_SAMPLE=${3:-30}
 RUNS=${RUNS:-3}
 IN_FLIGHT=32
 BUILD_DIR=${BUILD_DIR:-build}
-if [ -z "${SKIP_BUILD:-}" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} -DNL2SQL_BUILD_BENCH=ON >/dev/null
-  cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target nl2sql fake_llm_server_tool
-fi
-BIN=${BIN:-$BUILD_DIR/nl2sql}
-SERVER_BIN=$BUILD_DIR/scripts/bench/fake_llm_server_tool
-WORK=$(mktemp -d)
-SERVER_PID=
-trap '[ -n "$SERVER_PID" ] && kill $SERVER_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+. scripts/bench/fake_server_lib.sh
+fake_bench_build
 
 start_server() {  # one server per measured run, so its request count is that run's
-  "$SERVER_BIN" "$LATENCY" --gold "$GOLD" >"$WORK/server.url" 2>"$WORK/server.log" &
-  SERVER_PID=$!
-  for _ in $(seq 200); do [ -s "$WORK/server.url" ] && break; sleep 0.05; done
-  URL=$(cat "$WORK/server.url")
+  fake_server_start "$WORK/server.log" "$LATENCY" --gold "$GOLD"
 }
 stop_server() {  # sets REQUESTS (called in this shell: the server is its child, so wait works)
-  kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=
-  : >"$WORK/server.url"
-  REQUESTS=$(sed -n 's/^fake_llm_server_tool: \([0-9]*\) requests/\1/p' "$WORK/server.log")
+  fake_server_stop "$WORK/server.log"
 }
 echo "fake server: ${LATENCY} ms per request, $IN_FLIGHT requests in flight, $RUNS runs per measurement"
 

@@ -28,35 +28,23 @@ REASONING=${REASONING:-0}
 SHAPE=${SHAPE:-openai}
 LATENCY=${LATENCY_MS:-5}
 BUILD_DIR=${BUILD_DIR:-build}
-if [ -z "${SKIP_BUILD:-}" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} -DNL2SQL_BUILD_BENCH=ON >/dev/null
-  cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target nl2sql fake_llm_server_tool
-fi
-BIN=${BIN:-$BUILD_DIR/nl2sql}
-SERVER_BIN=$BUILD_DIR/scripts/bench/fake_llm_server_tool
-WORK=$(mktemp -d)
-SERVER_PID=
-trap '[ -n "$SERVER_PID" ] && kill $SERVER_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+. scripts/bench/fake_server_lib.sh
+fake_bench_build
 echo "fake server: prefix cache in blocks of $BLOCK tokens, $REASONING reasoning tokens per answer, usage shape $SHAPE;" \
      "prices USD/Mtok: input $PRICE_IN, cached $PRICE_CACHED, output $PRICE_OUT"
 
 measure() {  # label, gold file, then run arguments
   local label=$1 gold=$2; shift 2
-  "$SERVER_BIN" --latency-ms "$LATENCY" --gold "$gold" --prefix-cache "$BLOCK" --usage-shape "$SHAPE" \
-    --reasoning-tokens "$REASONING" --price-in "$PRICE_IN" --price-cached "$PRICE_CACHED" --price-out "$PRICE_OUT" \
-    --bill "$WORK/bill-$label.json" >"$WORK/server.url" 2>"$WORK/server-$label.log" &
-  SERVER_PID=$!
-  for _ in $(seq 200); do [ -s "$WORK/server.url" ] && break; sleep 0.05; done
-  local url
-  url=$(cat "$WORK/server.url")
+  fake_server_start "$WORK/server-$label.log" --latency-ms "$LATENCY" --gold "$gold" --prefix-cache "$BLOCK" \
+    --usage-shape "$SHAPE" --reasoning-tokens "$REASONING" --price-in "$PRICE_IN" --price-cached "$PRICE_CACHED" \
+    --price-out "$PRICE_OUT" --bill "$WORK/bill-$label.json"
+  local url=$URL
   env OPENAI_BASE_URL="$url" OPENAI_API_KEY=bench-key "$BIN" --log-level warn run --config configs/chase.json "$@" \
     --out "$WORK/run-$label" --index-dir "$WORK/index-$label" --progress off \
     --set "llm.models={\"default\":{\"model\":\"fake-model\",\"price_in_per_mtok\":$PRICE_IN,\"price_cached_in_per_mtok\":$PRICE_CACHED,\"price_out_per_mtok\":$PRICE_OUT}}" \
     --set llm.cache.path="$WORK/llm-$label.sqlite" >"$WORK/stdout-$label" 2>"$WORK/stderr-$label" || {
       echo "run failed:"; tail -20 "$WORK/stderr-$label"; exit 1; }
-  kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=
-  : >"$WORK/server.url"
+  fake_server_stop
   python3 - "$label" "$WORK/run-$label/report.json" "$WORK/bill-$label.json" "$PRICE_IN" "$PRICE_OUT" <<'PY'
 import json, sys
 label, report, bill = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))

@@ -195,6 +195,7 @@ int run_generate(const GenerateArgs& a) {
   in.index = index ? &*index : nullptr;
   in.retrieval = retrieval ? &*retrieval : nullptr;
   in.seed = core::stage_seed(static_cast<uint64_t>(run_seed), q->question_id, "generate");
+  in.schema_seed = core::stage_seed(static_cast<uint64_t>(run_seed), q->db_id, "schema-shuffle");
   in.metadata = metadata ? &*metadata : nullptr;
   fix::FixInput fin{q, &schema, db_path, in.index, in.retrieval, &executor, 0};
   fin.metadata = in.metadata;

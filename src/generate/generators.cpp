@@ -104,8 +104,9 @@ class GeneratorBase : public Generator {
     context::RenderOptions r;
     r.descriptions = o_.descriptions;
     r.examples = static_cast<size_t>(o_.examples);
-    // Sample 0 keeps the schema's own order, so one sample equals the unshuffled prompt.
-    if (o_.shuffle && sample > 0) r.shuffle_seed = derive_seed(in.seed, o_.label, "shuffle", sample);
+    // Sample 0 keeps the schema's own order, so one sample equals the unshuffled prompt. The
+    // order depends on the database and the sample, not the question (GenerationInput::schema_seed).
+    if (o_.shuffle && sample > 0) r.shuffle_seed = derive_seed(in.schema_seed, o_.label, "shuffle", sample);
     return r;
   }
   std::string schema_text(const GenerationInput& in, const context::RenderOptions& r) const {

@@ -41,6 +41,11 @@ struct GenerationInput {
   const context::Retrieval* retrieval = nullptr;   // matched values/columns; may be null
   std::set<std::string> selected_columns;          // "table.column" from column filtering; may be empty
   uint64_t seed = 0;                               // derived from (run seed, question id, "generate")
+  // Derived from (run seed, database id, "schema-shuffle"): the schema orders of shuffled samples
+  // (sample k of a generator) are the same for every question of one database, so their prompts
+  // share a long prefix a provider's prefix cache can serve; the samples of one question still
+  // differ from each other, which is what the shuffle is for.
+  uint64_t schema_seed = 0;
   // Statistics, inferred keys and written descriptions for every rendered schema
   // (context.metadata.enabled); null when off.
   const context::DatabaseMetadata* metadata = nullptr;

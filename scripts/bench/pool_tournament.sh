@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# A candidate pool read from a file through the pairwise tournament and the curves over K (issue 37):
+# POOL candidates per question for Spider dev questions QUESTIONS, against a fake OpenAI server that
+# answers every call after LATENCY_MS (scripts/bench/fake_llm_server_tool.cpp: a pairwise verdict for
+# a selection prompt). Two steps:
+#   1. the pool: `nl2sql run` with the `baseline` generator sampling POOL candidates per question from
+#      the fake (no latency; its SQL is the question's gold or a near-gold mutation), collected from
+#      report.json into {question_id: [sql, …]} — the layout published pools use;
+#   2. the measured run: generator `file` reading that pool, fixer off, the tournament as primary
+#      selector with curve points CURVE (each re-runs the tournament on the first k candidates),
+#      RUN_THREADS questions at a time, a new LLM cache (the curves' pairs repeat the full pool's).
+# Prints the wall time, the requests the server received, the LLM-latency bound — requests × latency
+# / concurrency, what a perfectly parallel client would need — and wall / bound.
+#   NL2SQL_DATA=/path/to/data BUILD_DIR=build-bench scripts/bench/pool_tournament.sh
+#   POOL=24 QUESTIONS=0-99 LATENCY_MS=200 RUN_THREADS=16 CURVE=1,3,6,12,24 SKIP_BUILD=1
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+: "${NL2SQL_DATA:?set NL2SQL_DATA to the folder holding spider/}"
+POOL=${POOL:-24}
+QUESTIONS=${QUESTIONS:-0-99}
+LATENCY=${LATENCY_MS:-200}
+THREADS=${RUN_THREADS:-16}
+CURVE=${CURVE:-1,3,6,12,24}
+BUILD_DIR=${BUILD_DIR:-build-bench}
+BUILD_TYPE=${BUILD_TYPE:-Release}
+. scripts/bench/fake_server_lib.sh
+fake_bench_build
+BIN=$(realpath "$BIN")
+start_server() {  # start_server LATENCY_MS LOG
+  fake_server_start "$2" --latency-ms "$1" --gold "$NL2SQL_DATA/spider/dev.json"
+}
+config() {  # config GENERATORS SELECTION CACHE_DIR: a run config against the fake at $URL
+  cat <<EOF
+{"llm": {"models": {"main": {"base_url": "$URL", "model": "fake-model", "api_key_env": "", "max_in_flight": $THREADS}},
+         "default_profile": "main", "cache": {"mode": "${4:-read-write}", "path": "$3/llm_cache.sqlite"}, "preflight": false},
+ "context": {"keywords": {"llm": false}},
+ "generate": {"generators": $1},
+ "fix": {"enabled": false},
+ $2}
+EOF
+}
+DATA_ARGS=(--benchmark spider --data "$NL2SQL_DATA/spider" --questions "$QUESTIONS" --no-index)
+
+echo "pool_tournament: making the pool ($POOL candidates per question, questions $QUESTIONS)"
+start_server 0 "$WORK/pool_server.log"
+config '[{"name": "baseline", "samples": '"$POOL"', "temperature": 1.0}]' \
+  '"run": {"threads": 8, "selectors": ["self_consistency"], "curve_points": [1]}' "$WORK/pool_cache" off \
+  >"$WORK/pool.json.config"
+"$BIN" --log-level error run --config "$WORK/pool.json.config" "${DATA_ARGS[@]}" --out "$WORK/pool_run" >/dev/null
+fake_server_stop
+python3 - "$WORK/pool_run/report.json" "$WORK/pool.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+pool, distinct = {}, []
+for q in report["questions"]:
+    sqls = [c["sql"] for c in q["candidates"] if c.get("sql")]
+    if sqls:
+        pool[q["question_id"]] = sqls
+        distinct.append(len({c.get("cluster") for c in q["candidates"]}))
+json.dump(pool, open(sys.argv[2], "w"), indent=1)
+sizes = sorted(len(v) for v in pool.values())
+print(f"pool_tournament: pool of {len(pool)} questions, {sum(sizes)} candidates "
+      f"(min {sizes[0]}, max {sizes[-1]} per question), distinct results per question: "
+      f"mean {sum(distinct) / len(distinct):.1f}, max {max(distinct)}")
+PY
+
+echo "pool_tournament: the tournament over the pool, latency $LATENCY ms, $THREADS questions at a time, curve points $CURVE"
+start_server "$LATENCY" "$WORK/server.log"
+config '[{"name": "file", "label": "pool", "path": "'"$WORK/pool.json"'"}]' \
+  '"select": {"method": "tournament"},
+   "run": {"threads": '"$THREADS"', "selectors": ["tournament"], "primary_selector": "tournament", "curve_points": ['"$CURVE"']}' \
+  "$WORK/cache" >"$WORK/run.config"
+start=$(date +%s.%N)
+"$BIN" --log-level error run --config "$WORK/run.config" "${DATA_ARGS[@]}" --out "$WORK/run" >/dev/null
+wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+fake_server_stop "$WORK/server.log"
+requests=$REQUESTS
+python3 - "$WORK/run/report.json" "$wall" "$requests" "$LATENCY" "$THREADS" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+wall, requests, latency, threads = float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+calls = {}
+for q in report["questions"]:
+    for stage, u in (q.get("usage") or {}).items():
+        if isinstance(u, dict):
+            calls[stage] = calls.get(stage, 0) + int(u.get("calls", 0))
+bound = requests * latency / 1000.0 / threads
+finished = sum(1 for q in report["questions"] if q["status"] == "ok")
+print(f"pool_tournament: {finished}/{len(report['questions'])} questions ok; model calls per stage (records): {calls}")
+print(f"pool_tournament: wall {wall:.1f} s, requests to the server {requests}, LLM-latency bound "
+      f"{requests} x {latency / 1000:.3f} s / {threads} = {bound:.1f} s, wall / bound {wall / bound:.2f}")
+PY
