@@ -4,13 +4,15 @@
 # answers every call after LATENCY_MS (scripts/bench/fake_llm_server_tool.cpp: a pairwise verdict for
 # a selection prompt). Two steps:
 #   1. the pool: `nl2sql run` with the `baseline` generator sampling POOL candidates per question from
-#      the fake (no latency; its SQL is the question's gold or a near-gold mutation), collected from
-#      report.json into {question_id: [sql, …]} — the layout published pools use;
+#      the offline sim provider (gold or a mistake of its taxonomy: SIMULATED candidates), collected
+#      from report.json into {question_id: [sql, …]} — the layout published pools use;
 #   2. the measured run: generator `file` reading that pool, fixer off, the tournament as primary
 #      selector with curve points CURVE (each re-runs the tournament on the first k candidates),
 #      RUN_THREADS questions at a time, a new LLM cache (the curves' pairs repeat the full pool's).
-# Prints the wall time, the requests the server received, the LLM-latency bound — requests × latency
-# / concurrency, what a perfectly parallel client would need — and wall / bound.
+# The measured run goes twice: against an instant server (what the run costs besides the model: start,
+# executions, curves, evaluation, reports) and at LATENCY_MS. Prints the requests the server received,
+# the LLM-latency bound — requests × latency / requests in flight (RUN_THREADS, also the profile's
+# max_in_flight), what a perfectly parallel client would need — the wall times and wall / bound.
 #   NL2SQL_DATA=/path/to/data BUILD_DIR=build-bench scripts/bench/pool_tournament.sh
 #   POOL=24 QUESTIONS=0-99 LATENCY_MS=200 RUN_THREADS=16 CURVE=1,3,6,12,24 SKIP_BUILD=1
 set -euo pipefail
@@ -39,15 +41,17 @@ config() {  # config GENERATORS SELECTION CACHE_DIR: a run config against the fa
  $2}
 EOF
 }
-DATA_ARGS=(--benchmark spider --data "$NL2SQL_DATA/spider" --questions "$QUESTIONS" --no-index)
+DATA_ARGS=(--benchmark spider --data "$NL2SQL_DATA/spider" --questions "$QUESTIONS" --index-dir "$WORK/index" --progress off)
 
-echo "pool_tournament: making the pool ($POOL candidates per question, questions $QUESTIONS)"
-start_server 0 "$WORK/pool_server.log"
-config '[{"name": "baseline", "samples": '"$POOL"', "temperature": 1.0}]' \
-  '"run": {"threads": 8, "selectors": ["self_consistency"], "curve_points": [1]}' "$WORK/pool_cache" off \
-  >"$WORK/pool.json.config"
-"$BIN" --log-level error run --config "$WORK/pool.json.config" "${DATA_ARGS[@]}" --out "$WORK/pool_run" >/dev/null
-fake_server_stop
+echo "pool_tournament: making the pool ($POOL candidates per question, questions $QUESTIONS, the offline sim provider)"
+cat >"$WORK/pool.config" <<EOF
+{"llm": {"models": {"sim": {"provider": "sim"}}, "default_profile": "sim", "cache": {"mode": "off"}},
+ "context": {"keywords": {"llm": false}},
+ "generate": {"generators": [{"name": "baseline", "samples": $POOL, "temperature": 1.0}]},
+ "fix": {"enabled": false},
+ "run": {"threads": 2, "selectors": ["self_consistency"], "curve_points": [1]}}
+EOF
+"$BIN" --log-level error run --config "$WORK/pool.config" "${DATA_ARGS[@]}" --out "$WORK/pool_run" >/dev/null
 python3 - "$WORK/pool_run/report.json" "$WORK/pool.json" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
@@ -64,21 +68,29 @@ print(f"pool_tournament: pool of {len(pool)} questions, {sum(sizes)} candidates 
       f"mean {sum(distinct) / len(distinct):.1f}, max {max(distinct)}")
 PY
 
-echo "pool_tournament: the tournament over the pool, latency $LATENCY ms, $THREADS questions at a time, curve points $CURVE"
-start_server "$LATENCY" "$WORK/server.log"
-config '[{"name": "file", "label": "pool", "path": "'"$WORK/pool.json"'"}]' \
-  '"select": {"method": "tournament"},
-   "run": {"threads": '"$THREADS"', "selectors": ["tournament"], "primary_selector": "tournament", "curve_points": ['"$CURVE"']}' \
-  "$WORK/cache" >"$WORK/run.config"
-start=$(date +%s.%N)
-"$BIN" --log-level error run --config "$WORK/run.config" "${DATA_ARGS[@]}" --out "$WORK/run" >/dev/null
-wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-fake_server_stop "$WORK/server.log"
-requests=$REQUESTS
-python3 - "$WORK/run/report.json" "$wall" "$requests" "$LATENCY" "$THREADS" <<'PY'
+measured_run() {  # measured_run LATENCY_MS NAME: sets WALL and REQUESTS
+  start_server "$1" "$WORK/server-$2.log"
+  config '[{"name": "file", "label": "pool", "path": "'"$WORK/pool.json"'"}]' \
+    '"select": {"method": "tournament"},
+     "run": {"threads": '"$THREADS"', "selectors": ["tournament"], "primary_selector": "tournament", "curve_points": ['"$CURVE"']}' \
+    "$WORK/cache-$2" >"$WORK/run-$2.config"
+  /usr/bin/time -f "%e %U %S" -o "$WORK/time-$2" \
+    "$BIN" --log-level error run --config "$WORK/run-$2.config" "${DATA_ARGS[@]}" --out "$WORK/run-$2" >/dev/null
+  read -r WALL user sys <"$WORK/time-$2"
+  CPU=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
+  fake_server_stop "$WORK/server-$2.log"
+}
+echo "pool_tournament: the tournament over the pool, $THREADS questions at a time, curve points $CURVE;" \
+     "first with an instant server (what the run costs besides the model), then at $LATENCY ms a call"
+measured_run 0 instant
+floor=$WALL
+floor_cpu=$CPU
+measured_run "$LATENCY" latency
+python3 - "$WORK/run-latency/report.json" "$WALL" "$REQUESTS" "$LATENCY" "$THREADS" "$floor" "$CPU" "$floor_cpu" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
-wall, requests, latency, threads = float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+wall, requests, latency, threads, floor = float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+cpu, floor_cpu = float(sys.argv[7]), float(sys.argv[8])
 calls = {}
 for q in report["questions"]:
     for stage, u in (q.get("usage") or {}).items():
@@ -86,7 +98,12 @@ for q in report["questions"]:
             calls[stage] = calls.get(stage, 0) + int(u.get("calls", 0))
 bound = requests * latency / 1000.0 / threads
 finished = sum(1 for q in report["questions"] if q["status"] == "ok")
+sel = report.get("selectors", {})
 print(f"pool_tournament: {finished}/{len(report['questions'])} questions ok; model calls per stage (records): {calls}")
-print(f"pool_tournament: wall {wall:.1f} s, requests to the server {requests}, LLM-latency bound "
-      f"{requests} x {latency / 1000:.3f} s / {threads} = {bound:.1f} s, wall / bound {wall / bound:.2f}")
+print(f"pool_tournament: requests to the server {requests}; LLM-latency bound {requests} x {latency / 1000:.3f} s / "
+      f"{threads} in flight = {bound:.1f} s")
+print(f"pool_tournament: wall {wall:.1f} s, nl2sql's CPU {cpu:.1f} s (instant server: wall {floor:.1f} s, CPU "
+      f"{floor_cpu:.1f} s); wall / bound {wall / bound:.2f}")
+curves = report.get("curves") or {}
+print("pool_tournament: curves over K: " + json.dumps(curves)[:400])
 PY
