@@ -3,10 +3,12 @@
 // and the process-wide cache that makes it once per database file.
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <list>
 #include <mutex>
 
@@ -15,6 +17,8 @@
 
 namespace nl2sql::select {
 namespace {
+
+constexpr std::string_view kSamplePrefix = "nl2sql-sample-";
 
 // The temporary file; removed with its last holder.
 struct SampleFile {
@@ -142,8 +146,16 @@ Result<std::shared_ptr<const SampleFile>> make_sample(const std::filesystem::pat
     if (n > sample_rows) large.insert(name);
   const int64_t buckets = (largest + sample_rows - 1) / sample_rows;
 
+  static std::once_flag swept;
+  std::call_once(swept, [] {
+    std::error_code ec;
+    const auto dir = std::filesystem::temp_directory_path(ec);
+    if (!ec) remove_orphaned_samples(dir);
+  });
   auto file = std::make_shared<SampleFile>();
-  std::string templ = (std::filesystem::temp_directory_path() / "nl2sql-sample-XXXXXX").string();
+  std::string templ = (std::filesystem::temp_directory_path() /
+                       (std::string(kSamplePrefix) + std::to_string(::getpid()) + "-XXXXXX"))
+                          .string();
   const int fd = ::mkstemp(templ.data());
   if (fd < 0) return io_error("sample of D: cannot create a temporary file in " + std::filesystem::temp_directory_path().string());
   ::close(fd);
@@ -177,6 +189,25 @@ Result<std::shared_ptr<const SampleFile>> make_sample(const std::filesystem::pat
 }
 
 }  // namespace
+
+int remove_orphaned_samples(const std::filesystem::path& dir) {
+  int removed = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(kSamplePrefix, 0) != 0) continue;
+    const size_t dash = name.find('-', kSamplePrefix.size());
+    if (dash == std::string::npos || dash == kSamplePrefix.size()) continue;
+    const std::string pid_text = name.substr(kSamplePrefix.size(), dash - kSamplePrefix.size());
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    // ESRCH: no such process. EPERM means it lives (under another user): keep its file.
+    if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code rm;
+    if (std::filesystem::remove(it->path(), rm)) ++removed;
+  }
+  return removed;
+}
 
 Result<std::shared_ptr<const InstanceBuilder>> InstanceBuilder::sample_builder() const {
   if (sample_->known) return sample_->builder;

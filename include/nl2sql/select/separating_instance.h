@@ -36,7 +36,9 @@
 // Large databases. Witness queries cost as much as the queries themselves, and at BIRD scale a
 // grouped join's is seconds. When a table of D has more than `sample_rows` rows, the search
 // first works on a sample of D: a temporary SQLite file (deleted when no builder of the process
-// holds it; one per database file and version, shared by the builders of the process) holding
+// holds it; one per database file and version, shared by the builders of the process; named
+// nl2sql-sample-<pid>-…, so that the files of a process that was killed are removed by the next
+// process that makes a sample: remove_orphaned_samples) holding
 // every row of the small tables and about `sample_rows` rows of each large one, copied with
 // their rowids and values. A large table keeps the rows whose key hashes into one bucket of m
 // (nl2sql_hash; m from the largest table), the key being the column of its foreign key to
@@ -352,6 +354,12 @@ class InstanceBuilder {
   };
   std::shared_ptr<SampleSlot> sample_;
 };
+
+// Removes the sample files (nl2sql-sample-<pid>-…) in `dir` whose process is gone — left by a
+// process that was killed before it could delete them; files of live processes, and files named
+// otherwise, are kept. Returns how many were removed. Called once per process, in the
+// temporary folder, before its first sample is made.
+int remove_orphaned_samples(const std::filesystem::path& dir);
 
 // The (M, N) sample sizes of the construction for two queries' SQL texts.
 std::pair<int, int> sample_sizes(const std::string& sql_a, const std::string& sql_b);
