@@ -51,30 +51,30 @@ int run_check(const ModelsArgs& a) {
   bool all_ok = true;
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : results) {
-    all_ok = all_ok && r.ok;
+    all_ok = all_ok && r.status.is_ok();
     if (a.json) {
       out.push_back({{"profile", r.profile}, {"endpoint", r.endpoint}, {"model", r.model},
-                     {"fields", r.fields}, {"ok", r.ok}, {"simulated", r.simulated},
+                     {"fields", r.fields}, {"ok", r.status.is_ok()}, {"simulated", r.simulated},
                      {"latency_s", r.latency_s}, {"answer", r.answer}, {"note", r.note},
-                     {"error", r.error}});
+                     {"error", r.status.message()}});
       continue;
     }
     std::string fields;
     for (const auto& f : r.fields) fields += (fields.empty() ? "" : ", ") + f;
-    std::cout << fmt::format("{} {}\n", r.ok ? "ok    " : "FAILED", r.profile);
+    std::cout << fmt::format("{} {}\n", r.status ? "ok    " : "FAILED", r.profile);
     if (r.simulated) {
       std::cout << "       simulated (sim provider): not a model, nothing to check\n";
       continue;
     }
     std::cout << fmt::format("       endpoint {}\n       model    {}\n       fields   {}\n       latency  {:.2f} s\n",
                              r.endpoint, r.model, fields, r.latency_s);
-    if (r.ok) {
+    if (r.status) {
       std::string answer = r.answer;
       for (auto& c : answer)
         if (c == '\n') c = ' ';
       std::cout << fmt::format("       answer   \"{}\"\n", answer);
     } else {
-      std::cout << fmt::format("       error    {}\n", r.error);
+      std::cout << fmt::format("       error    {}\n", r.status.message());
     }
     if (!r.note.empty()) std::cout << fmt::format("       note     {}\n", r.note);
   }

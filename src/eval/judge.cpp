@@ -128,11 +128,11 @@ Result<std::vector<JudgeResult>> judge_items(llm::Client& client, const llm::Pro
     r.prompt_tokens = answer->trace.prompt_tokens;
     r.completion_tokens = answer->trace.completion_tokens;
     r.cost_usd = answer->trace.cost_usd;
-    if (!answer->ok) {
+    if (!answer->text) {
       r.error = "call failed: " + answer->trace.error;
       return;
     }
-    auto v = read_judge_answer(answer->text);
+    auto v = read_judge_answer(*answer->text);
     if (!v) {
       r.error = v.status().message();
       client.accounting().record_parse_failure("judge", in.question_id);

@@ -208,10 +208,10 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
     if (!a) return a.status().with_context("fixer, question " + in.question->question_id + ", candidate " + c.id);
     round.call = a->trace;
     std::string next = c.sql;
-    if (a->ok) {
-      auto ex = llm::extract_sql(a->text);
-      if (ex.ok && !non_query_keyword(ex.sql)) next = ex.sql;
-      if (!ex.ok) client_->accounting().record_parse_failure(call.stage, in.question->question_id);
+    if (a->text) {
+      auto ex = llm::extract_sql(*a->text);
+      if (ex && !non_query_keyword(ex->sql)) next = ex->sql;
+      if (!ex) client_->accounting().record_parse_failure(call.stage, in.question->question_id);
     }
     round.sql_after = next;
     if (next != c.sql) {

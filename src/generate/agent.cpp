@@ -51,16 +51,16 @@ class AgentGenerator : public Generator {
     if (!ledger) return ledger.status().with_context(where);
     std::string fact_sheet;
     std::string ledger_log;
-    if (!ledger->ok) {
+    if (!ledger->text) {
       fact_sheet = "(the fact sheet could not be compiled: " + ledger->trace.error + ")";
       ledger_log = "model call failed: " + ledger->trace.error;
-    } else if (auto j = parse_json_answer(ledger->text)) {
+    } else if (auto j = parse_json_answer(*ledger->text)) {
       fact_sheet = j->dump(2);
       ledger_log = "fact sheet with " + std::to_string(j->size()) + " field(s)";
     } else {
       // Keep the model's text: a malformed sheet still carries what the model worked out.
       client_->accounting().record_parse_failure(ledger->trace.stage, q.question_id);
-      fact_sheet = ledger->text;
+      fact_sheet = *ledger->text;
       ledger_log = "answer was not a JSON object; its text is used as the fact sheet";
     }
 
@@ -137,14 +137,14 @@ class AgentGenerator : public Generator {
       c.calls.push_back(a->trace);
       if (c.profile.empty()) c.profile = a->trace.profile;
       AttemptOutcome o;
-      if (!a->ok) {
+      if (!a->text) {
         o.extraction_error = "model call failed: " + a->trace.error;
         o.result.status = db::ExecStatus::kRejected;
         o.result.error = o.extraction_error;
         o.issues.push_back({"error", o.extraction_error});
       } else {
-        o = run_attempt(a->text, q.question, executor_, in.db_path, o_.limits);
-        if (slow) own_notes = llm::extract_sql(a->text).reasoning;
+        o = run_attempt(*a->text, q.question, executor_, in.db_path, o_.limits);
+        if (slow) own_notes = llm::sql_reasoning(*a->text);
         if (o.sql.empty()) client_->accounting().record_parse_failure(a->trace.stage, q.question_id);
       }
       const std::string outcome = outcome_text(o);
@@ -154,7 +154,7 @@ class AgentGenerator : public Generator {
                           (o.result.ok() ? render_summary(o.summary) : outcome + "\n");
       history.push_back({attempt, slow ? "slow" : "fast", o.sql, outcome,
                          o.result.ok() ? issues_text(o.issues) : o.summary.error});
-      answers.push_back(a->ok ? a->text : "");
+      answers.push_back(a->text ? *a->text : "");
       outcomes.push_back(std::move(o));
       const size_t k = outcomes.size() - 1;
       // Best effort: fewest/mildest issues, the later attempt on a tie; an attempt without SQL never wins.

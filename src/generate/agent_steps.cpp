@@ -53,15 +53,15 @@ AttemptOutcome run_attempt(const std::string& answer, const std::string& questio
                            const std::filesystem::path& db_path, const AttemptLimits& limits) {
   AttemptOutcome o;
   auto ex = llm::extract_sql(answer);
-  if (!ex.ok) {
-    o.extraction_error = ex.error.empty() ? "no SQL found in the answer" : ex.error;
+  if (!ex) {
+    o.extraction_error = ex.status().message();
     o.result.status = db::ExecStatus::kRejected;
     o.result.error = "no SQL: " + o.extraction_error;
     o.summary = summarize_result(o.result, limits.preview_rows);
     o.issues.push_back({"error", o.result.error});
     return o;
   }
-  o.sql = ex.sql;
+  o.sql = ex->sql;
   if (auto p = sql::parse_query(o.sql); !p) o.parse_error = p.status().message();
   if (executor == nullptr || db_path.empty()) {
     o.result.status = db::ExecStatus::kRejected;

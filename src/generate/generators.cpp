@@ -73,20 +73,25 @@ Candidate make_candidate(llm::Client& client, const std::string& question_id, co
   c.profile = answer.trace.profile;
   c.sample_index = sample;
   c.calls.push_back(answer.trace);
-  if (!answer.ok) {
+  if (!answer.text) {
     c.extraction_ok = false;
     c.extraction_error = "model call failed: " + answer.trace.error;
     return c;
   }
-  c.raw_response = answer.text;
-  auto ex = llm::extract_sql(answer.text);
-  if (!ex.ok) client.accounting().record_parse_failure(answer.trace.stage, question_id);
-  c.reasoning = ex.reasoning;
-  c.extraction_ok = ex.ok;
-  c.extraction_error = ex.error;
-  c.sql_trailing = ex.trailing;
-  c.sql = ex.sql;
-  c.original_sql = ex.sql;
+  c.raw_response = *answer.text;
+  auto ex = llm::extract_sql(*answer.text);
+  if (!ex) {
+    client.accounting().record_parse_failure(answer.trace.stage, question_id);
+    c.reasoning = llm::sql_reasoning(*answer.text);
+    c.extraction_ok = false;
+    c.extraction_error = ex.status().message();
+    return c;
+  }
+  c.reasoning = ex->reasoning;
+  c.extraction_ok = true;
+  c.sql_trailing = ex->trailing;
+  c.sql = ex->sql;
+  c.original_sql = ex->sql;
   return c;
 }
 
@@ -298,11 +303,14 @@ class OnlineSyntheticGenerator : public GeneratorBase {
       auto& a = step_answers[j];
       if (!a) return a.status().with_context(where);
       step_calls.push_back(a->trace);
-      if (!a->ok) continue;
-      auto parsed = llm::read_examples(a->text);
-      read[k] = static_cast<int64_t>(parsed.size());
-      if (parsed.empty()) client_->accounting().record_parse_failure(a->trace.stage, in.question->question_id);
-      for (auto& e : parsed) {
+      if (!a->text) continue;
+      auto parsed = llm::read_examples(*a->text);
+      if (!parsed) {
+        client_->accounting().record_parse_failure(a->trace.stage, in.question->question_id);
+        continue;
+      }
+      read[k] = static_cast<int64_t>(parsed->size());
+      for (auto& e : *parsed) {
         if (static_cast<int64_t>(per_step[k].size()) >= steps[k].count) break;
         // Examples that do not run would teach wrong SQL: check them read-only. An example
         // passes when it runs without error in at most kExampleSeconds to at most

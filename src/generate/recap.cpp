@@ -147,7 +147,7 @@ class RecapGenerator : public Generator {
 
   // An answer of a successful call that none of the readers could use is a parse failure.
   void count_unread(const llm::ModelAnswer& a, bool read, const GenerationInput& in) const {
-    if (a.ok && !read) client_->accounting().record_parse_failure(a.trace.stage, in.question->question_id);
+    if (a.text && !read) client_->accounting().record_parse_failure(a.trace.stage, in.question->question_id);
   }
 
   Result<llm::ModelAnswer> call(Loop& l, const GenerationInput& in, const llm::PromptTemplate& t, const std::string& stage,
@@ -234,15 +234,15 @@ class RecapGenerator : public Generator {
                   with({{"feedback", "(none: first plan)"}, {"knowledge", question_knowledge}}),
                   tag(in, llm::CallTask::kPlan, s, l.steps));
     if (!a) return a.status();
-    Plan plan = read_plan(a->ok ? a->text : "");
+    Plan plan = read_plan(a->text ? *a->text : "");
     count_unread(*a, plan.parsed, in);
-    l.log += step_line(l.steps, "plan", a->ok ? plan.text : "model call failed: " + a->trace.error);
-    for (int64_t rev = 0; rev < o_.plan_revisions + 1 && a->ok && l.steps < o_.max_steps - 1; ++rev) {
+    l.log += step_line(l.steps, "plan", a->text ? plan.text : "model call failed: " + a->trace.error);
+    for (int64_t rev = 0; rev < o_.plan_revisions + 1 && a->text && l.steps < o_.max_steps - 1; ++rev) {
       auto sc = tag(in, llm::CallTask::kPlanCritique, s, l.steps);
       sc.current_plan = plan.text;
       auto cr = call(l, in, p_.plan_critique, "recap.plan_critique", s, with({{"plan", plan.text}}), sc);
       if (!cr) return cr.status();
-      Critique verdict = cr->ok ? read_critique(cr->text) : Critique{};
+      Critique verdict = cr->text ? read_critique(*cr->text) : Critique{};
       count_unread(*cr, verdict.parsed, in);
       l.log += step_line(l.steps, "plan critique", verdict.approved ? "approved" : verdict.issues);
       if (verdict.approved || rev == o_.plan_revisions) break;
@@ -252,7 +252,7 @@ class RecapGenerator : public Generator {
                            {"knowledge", question_knowledge}}),
                      tag(in, llm::CallTask::kPlan, s, l.steps));
       if (!rp) return rp.status();
-      if (rp->ok) plan = read_plan(rp->text);
+      if (rp->text) plan = read_plan(*rp->text);
       count_unread(*rp, plan.parsed, in);
       l.log += step_line(l.steps, "plan revision " + std::to_string(rev + 1), plan.text);
     }
@@ -264,7 +264,7 @@ class RecapGenerator : public Generator {
                           {"syntax", syntax(plan.text)}}),
                     tag(in, llm::CallTask::kGenerate, s, l.steps));
     if (!act) return act.status();
-    std::string answer = act->ok ? act->text : "";
+    std::string answer = act->text ? *act->text : "";
     AttemptOutcome cur = run_attempt(answer, q.question, executor_, in.db_path, o_.limits);
     count_unread(*act, !cur.sql.empty(), in);
     l.log += step_line(l.steps, "act", cur.sql.empty() ? "no SQL" : cur.sql);
@@ -276,7 +276,7 @@ class RecapGenerator : public Generator {
       sc.current_result_empty = cur.result.ok() && cur.result.result.rows.empty();
       auto cr = call(l, in, p_.sql_critique, "recap.sql_critique", s, with({{"plan", plan.text}, {"sql", cur.sql}}), sc);
       if (!cr) return cr.status();
-      Critique verdict = cr->ok ? read_critique(cr->text) : Critique{};
+      Critique verdict = cr->text ? read_critique(*cr->text) : Critique{};
       count_unread(*cr, verdict.parsed, in);
       l.log += step_line(l.steps, "sql critique", verdict.approved ? "approved" : verdict.issues);
       if (!verdict.approved && l.steps < o_.max_steps) {
@@ -332,7 +332,7 @@ class RecapGenerator : public Generator {
                       {"result", render_summary(cur.summary)}},
                      sc);
       if (!va) return va.status();
-      Validation v = va->ok ? parse_validation(va->text) : Validation{};
+      Validation v = va->text ? parse_validation(*va->text) : Validation{};
       count_unread(*va, v.parsed, in);
       l.log += step_line(l.steps, "validate", v.valid_result ? "valid" : "invalid: " + v.suggest_fix);
       if (v.valid_result) {
@@ -394,7 +394,7 @@ class RecapGenerator : public Generator {
                   sc);
     if (!a) return a.status();
     l.attempts += "- " + (cur.sql.empty() ? std::string("(no SQL)") : cur.sql) + "\n  problem: " + cls + "\n";
-    AttemptOutcome next = run_attempt(a->ok ? a->text : "", in.question->question, executor_, in.db_path, o_.limits);
+    AttemptOutcome next = run_attempt(a->text ? *a->text : "", in.question->question, executor_, in.db_path, o_.limits);
     count_unread(*a, !next.sql.empty(), in);
     l.log += step_line(l.steps, "refine (" + cls + ")", next.sql.empty() ? "no SQL" : next.sql);
     return next;

@@ -604,10 +604,15 @@ std::optional<Pick> inline_code_pick(const std::string& text) {
   return best;
 }
 
-}  // namespace
+// extract_sql's work: the SQL found, or why none was (with the reasoning in both cases).
+struct Extraction {
+  ExtractedSql found;  // found.reasoning is set either way
+  std::string error;   // non-empty: no SQL
+};
 
-ExtractedSql extract_sql(std::string_view response) {
-  ExtractedSql r;
+Extraction extract(std::string_view response) {
+  Extraction out;
+  ExtractedSql& r = out.found;
   SplitAnswer split = split_reasoning(response);
   const std::string& text = split.answer;
   auto reasoning_before = [&](size_t offset) {
@@ -620,13 +625,12 @@ ExtractedSql extract_sql(std::string_view response) {
     r.trailing = std::move(p.sql.trailing);
     r.reasoning = reasoning_before(p.at);
     r.source = std::move(p.source);
-    r.ok = true;
-    return r;
+    return out;
   };
   if (trim(text).empty()) {
-    r.error = split.reasoning.empty() ? "empty answer" : "the answer holds only reasoning (no text after it)";
+    out.error = split.reasoning.empty() ? "empty answer" : "the answer holds only reasoning (no text after it)";
     r.reasoning = split.reasoning;
-    return r;
+    return out;
   }
 
   if (auto p = tag_pick(text)) return done(std::move(*p));
@@ -662,12 +666,22 @@ ExtractedSql extract_sql(std::string_view response) {
 
   r.reasoning = reasoning_before(text.size());
   if (!fs.empty())
-    r.error = "no fenced block holds SQL (" + std::to_string(fs.size()) + " block(s), last tagged \"" +
-              fs.back().tag + "\")";
+    out.error = "no fenced block holds SQL (" + std::to_string(fs.size()) + " block(s), last tagged \"" +
+                fs.back().tag + "\")";
   else
-    r.error = "no SQL found in the answer (no fenced block, no \"SQL:\" line, no line starting with SELECT/WITH)";
-  return r;
+    out.error = "no SQL found in the answer (no fenced block, no \"SQL:\" line, no line starting with SELECT/WITH)";
+  return out;
 }
+
+}  // namespace
+
+Result<ExtractedSql> extract_sql(std::string_view response) {
+  Extraction e = extract(response);
+  if (!e.error.empty()) return invalid_input(std::move(e.error));
+  return std::move(e.found);
+}
+
+std::string sql_reasoning(std::string_view response) { return extract(response).found.reasoning; }
 
 // ---- JSON ----
 
@@ -928,14 +942,16 @@ std::string strip_inline_backticks(std::string s) {
 
 }  // namespace
 
-std::vector<SyntheticExample> read_examples(std::string_view answer) {
+namespace {
+
+std::vector<SyntheticExample> examples_in(std::string_view answer) {
   std::vector<SyntheticExample> out;
   const std::string text = split_reasoning(answer).answer;
   auto add = [&](std::string question, std::string sql_text) {
     question = trim(question);
     while (!question.empty() && (question.back() == '*' || question.back() == '_')) question.pop_back();
-    ExtractedSql ex = extract_sql(strip_inline_backticks(sql_text));
-    if (!question.empty() && ex.ok && looks_like_sql(ex.sql)) out.push_back({trim(question), ex.sql});
+    auto ex = extract_sql(strip_inline_backticks(sql_text));
+    if (!question.empty() && ex && looks_like_sql(ex->sql)) out.push_back({trim(question), ex->sql});
   };
   // JSON: [{question|input, sql|output|query}, …] or {"examples": [...]}.
   auto arr = read_json(text, {JsonShape::kArray, ""});
@@ -1007,6 +1023,16 @@ std::vector<SyntheticExample> read_examples(std::string_view answer) {
   }
   flush();
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<SyntheticExample>> read_examples(std::string_view answer) {
+  auto examples = examples_in(answer);
+  if (examples.empty())
+    return invalid_input("no (question, SQL) pair could be read from the answer (neither a JSON list of examples "
+                         "nor labelled Question/SQL lines with runnable-looking SQL)");
+  return examples;
 }
 
 }  // namespace nl2sql::llm

@@ -5,6 +5,8 @@
 #include "nl2sql/llm/client.h"
 #include "nl2sql/core/hash.h"
 
+#include <algorithm>
+
 namespace nl2sql::llm {
 namespace {
 
@@ -64,120 +66,152 @@ LlmCallTrace trace_of(const std::string& stage, const PromptTemplate& prompt, co
   return t;
 }
 
-Result<ModelAnswer> call_model(Client& client, const ModelCall& call) {
-  ModelAnswer out;
-  out.trace.stage = call.stage;
-  if (call.prompt == nullptr) return internal_error("call_model: no prompt template");
-  out.trace.template_name = call.prompt->name();
-  out.trace.template_hash = call.prompt->hash();
-  // The schema, as light as the model's context requires (see ModelCall::schema_at).
-  std::map<std::string, std::string> values = call.values;
-  const int last_rung = kLastPromptRung;
+namespace {
+
+// The prompt at a rung of the prompt-budget ladder (see ModelCall::schema_at): its values, the
+// rung reached and the tokens left for the schema.
+struct PromptLadder {
+  // `budget`: tokens the prompt may take; 0 when the profile's window is unknown.
+  PromptLadder(const ModelCall& c, int64_t b) : call(c), values(c.values), budget(b) {}
+  const ModelCall& call;
+  std::map<std::string, std::string> values;
+  int64_t budget = 0;
   int rung = 0;
   int64_t schema_tokens = 0;
-  // Tokens the prompt may take; 0 when the profile's context window is unknown.
-  const int64_t budget = call.schema_at ? client.prompt_budget(call.role, call.profile).value_or(0) : 0;
-  auto render_at = [&](int k) {
+
+  Result<std::string> render_at(int k) {
     values["schema"] = call.schema_at(k, schema_tokens);
     return call.prompt->render(values);
-  };
-  Result<std::string> rendered = internal_error("not rendered");
-  if (call.schema_at) {
+  }
+
+  // The prompt as light as the model's context requires: climbs until it fits.
+  Result<std::string> render_to_fit() {
+    if (!call.schema_at) return call.prompt->render(values);
     if (budget > 0) {
       values["schema"] = "";
       auto bare = call.prompt->render(values);
       if (!bare) return bare.status();
       schema_tokens = std::max<int64_t>(64, budget - approx_prompt_tokens(*bare, call.system));
     }
-    for (rung = 0;; ++rung) {  // at most last_rung + 1 renderings
+    Result<std::string> rendered = internal_error("not rendered");
+    for (rung = 0;; ++rung) {  // at most kLastPromptRung + 1 renderings
       rendered = render_at(rung);
       if (!rendered) return rendered.status();
-      if (budget <= 0 || approx_prompt_tokens(*rendered, call.system) <= budget || rung == last_rung) break;
+      if (budget <= 0 || approx_prompt_tokens(*rendered, call.system) <= budget || rung == kLastPromptRung) break;
     }
-  } else {
-    rendered = call.prompt->render(values);
-    if (!rendered) return rendered.status();
+    return rendered;
   }
-  out.trace.prompt = *rendered;
-  out.trace.prompt_rung = rung;
-  out.trace.system = call.system;
 
+  // A rung lighter after the server refused the prompt as too long (it counts tokens its own
+  // way): with a known window, the last rung with a smaller cut; else the next rung (the last
+  // one halves the schema). Nothing when there is no lighter rung.
+  std::optional<Result<std::string>> lighter() {
+    if (!call.schema_at || rung >= kLastPromptRung) return std::nullopt;
+    schema_tokens = budget > 0 ? std::max<int64_t>(64, schema_tokens * 2 / 3)
+                               : std::max<int64_t>(64, approx_prompt_tokens(values["schema"], "") / 2);
+    rung = budget > 0 ? kLastPromptRung : rung + 1;
+    return render_at(rung);
+  }
+};
+
+ChatRequest request_of(const ModelCall& call, const std::string& prompt) {
   ChatRequest req;
   req.role = call.role;
   req.profile = call.profile;
   if (!call.system.empty()) req.messages.push_back({"system", call.system});
-  req.messages.push_back({"user", *rendered});
+  req.messages.push_back({"user", prompt});
   req.temperature = call.temperature;
   req.sample_index = call.sample_index;
   req.template_hash = call.prompt->hash();
   req.stage = call.stage;
   req.question_id = call.question_id;
   req.tag = call.tag;
-  if (auto p = client.settings().resolve(call.role, call.profile); p) {
-    out.trace.profile = (*p)->name;
-    out.trace.model = (*p)->model;
-    out.trace.provider = (*p)->provider;
-  }
-  auto send = [&]() -> Result<ModelAnswer> {
-    CallSpend spent, more;
-    bool retried = false;
-    auto r = client.chat(req, &spent);
-    if (!r && call.schema_at && rung < last_rung &&
-        call_error_kind(r.status()) == CallErrorKind::kContextLength) {
-      // The server counts tokens its own way: one more try, a rung lighter (with no configured
-      // window, the last rung halves the schema).
-      schema_tokens = budget > 0 ? std::max<int64_t>(64, schema_tokens * 2 / 3)
-                             : std::max<int64_t>(64, approx_prompt_tokens(values["schema"], "") / 2);
-      rung = budget > 0 ? last_rung : rung + 1;
-      rendered = render_at(rung);
-      if (!rendered) return rendered.status();
-      out.trace.prompt = *rendered;
-      out.trace.prompt_rung = rung;
-      req.messages.back().content = *rendered;
+  return req;
+}
+
+// A first try stopped at the window (answered, then retried a rung lighter) is part of the
+// call's cost: `spent` (both tries) then holds more than `second`, the answer's own usage.
+void add_first_try(LlmCallTrace& t, const CallSpend& spent, const CallSpend& second) {
+  Usage first;
+  first.prompt_tokens = spent.usage.prompt_tokens - second.usage.prompt_tokens;
+  first.completion_tokens = spent.usage.completion_tokens - second.usage.completion_tokens;
+  if (first.prompt_tokens + first.completion_tokens <= 0) return;
+  t.prompt_tokens += first.prompt_tokens;
+  t.completion_tokens += first.completion_tokens;
+  t.cost_usd += spent.cost_usd - second.cost_usd;
+  // The first try's share of the breakdown, where its server reported one.
+  auto add_first = [](std::optional<int64_t>& to, const std::optional<int64_t>& all,
+                      const std::optional<int64_t>& later) {
+    if (all && *all > later.value_or(0)) to = to.value_or(0) + *all - later.value_or(0);
+  };
+  add_first(t.cached_tokens, spent.usage.cached_tokens, second.usage.cached_tokens);
+  add_first(t.reasoning_tokens, spent.usage.reasoning_tokens, second.usage.reasoning_tokens);
+}
+
+// Sends the request (once more a rung lighter when the server says the context is exceeded)
+// and completes `out`. Non-OK only for a cancelled client, a configuration error or a rendering
+// error.
+Result<ModelAnswer> send_call(Client& client, PromptLadder& ladder, ChatRequest req, ModelAnswer out) {
+  CallSpend spent, more;
+  bool retried = false;
+  auto r = client.chat(req, &spent);
+  if (!r && call_error_kind(r.status()) == CallErrorKind::kContextLength) {
+    if (auto lighter = ladder.lighter()) {
+      if (!*lighter) return lighter->status();
+      out.trace.prompt = **lighter;
+      out.trace.prompt_rung = ladder.rung;
+      req.messages.back().content = **lighter;
       retried = true;
       r = client.chat(req, &more);
       spent.usage += more.usage;
       spent.cost_usd += more.cost_usd;
     }
-    if (!r) {
-      auto kind = call_error_kind(r.status());
-      if (kind == CallErrorKind::kCancelled || kind == CallErrorKind::kConfig ||
-          r.status().code() == ErrorCode::kCancelled)
-        return r.status();
-      out.trace.error = r.status().message();
-      fill_spend(out.trace, spent);
-      return out;
-    }
-    out.ok = true;
-    out.text = r->text();
-    fill_answer(out.trace, *r);
-    // A first try stopped at the window (answered, then retried a rung lighter) is part of the
-    // call's cost: `spent` then holds more than the answer's own usage.
-    Usage first;
-    first.prompt_tokens = spent.usage.prompt_tokens - more.usage.prompt_tokens;
-    first.completion_tokens = spent.usage.completion_tokens - more.usage.completion_tokens;
-    if (retried && first.prompt_tokens + first.completion_tokens > 0) {
-      out.trace.prompt_tokens += first.prompt_tokens;
-      out.trace.completion_tokens += first.completion_tokens;
-      out.trace.cost_usd += spent.cost_usd - more.cost_usd;
-      // The first try's share of the breakdown, where its server reported one.
-      auto add_first = [](std::optional<int64_t>& to, const std::optional<int64_t>& all,
-                          const std::optional<int64_t>& second) {
-        if (all && *all > second.value_or(0)) to = to.value_or(0) + *all - second.value_or(0);
-      };
-      add_first(out.trace.cached_tokens, spent.usage.cached_tokens, more.usage.cached_tokens);
-      add_first(out.trace.reasoning_tokens, spent.usage.reasoning_tokens, more.usage.reasoning_tokens);
-    }
+  }
+  if (!r) {
+    auto kind = call_error_kind(r.status());
+    if (kind == CallErrorKind::kCancelled || kind == CallErrorKind::kConfig ||
+        r.status().code() == ErrorCode::kCancelled)
+      return r.status();
+    out.trace.error = r.status().message();
+    out.text = r.status();
+    fill_spend(out.trace, spent);
     return out;
-  };
+  }
+  out.text = r->text();
+  fill_answer(out.trace, *r);
+  if (retried) add_first_try(out.trace, spent, more);
+  return out;
+}
+
+}  // namespace
+
+Result<ModelAnswer> call_model(Client& client, const ModelCall& call) {
+  ModelAnswer out;
+  out.trace.stage = call.stage;
+  if (call.prompt == nullptr) return internal_error("call_model: no prompt template");
+  out.trace.template_name = call.prompt->name();
+  out.trace.template_hash = call.prompt->hash();
+  PromptLadder ladder(call, call.schema_at ? client.prompt_budget(call.role, call.profile).value_or(0) : 0);
+  auto rendered = ladder.render_to_fit();
+  if (!rendered) return rendered.status();
+  out.trace.prompt = *rendered;
+  out.trace.prompt_rung = ladder.rung;
+  out.trace.system = call.system;
+  if (auto p = client.settings().resolve(call.role, call.profile); p) {
+    out.trace.profile = (*p)->name;
+    out.trace.model = (*p)->model;
+    out.trace.provider = (*p)->provider;
+  }
+  ChatRequest req = request_of(call, *rendered);
   // Simulated answers are free and may depend on the call's tag: never shared.
-  if (call.memo == nullptr || out.trace.provider == "sim") return send();
+  if (call.memo == nullptr || out.trace.provider == "sim") return send_call(client, ladder, std::move(req), std::move(out));
   // The request's identity as the client will send it: profile, messages, sampling.
   core::KeyHasher key;
   key.add(out.trace.profile).add(call.role).add(call.system).add(*rendered).add(call.prompt->hash());
   key.add(call.temperature ? std::to_string(*call.temperature) : std::string("default"));
   key.add(call.sample_index);
-  return call.memo->once(key.hex(), call.question_id, send);
+  return call.memo->once(key.hex(), call.question_id,
+                         [&] { return send_call(client, ladder, req, out); });
 }
 
 Result<ModelAnswer> CallMemo::once(const std::string& key, const std::string& question_id,
@@ -192,8 +226,8 @@ Result<ModelAnswer> CallMemo::once(const std::string& key, const std::string& qu
   // Held across the call: a second asker of the same request waits for the first answer
   // instead of sending the request again.
   std::lock_guard lock(entry->mu);
-  if (entry->done) {
-    ModelAnswer shared = entry->answer;
+  if (entry->answer) {
+    ModelAnswer shared = *entry->answer;
     shared.trace.shared_from = entry->question_id;
     shared.trace.request_hash.clear();  // this question sent nothing
     shared.trace.latency_s = 0;
@@ -201,10 +235,9 @@ Result<ModelAnswer> CallMemo::once(const std::string& key, const std::string& qu
   }
   auto answer = call();
   // Only a usable answer is shared: a failed call is tried again by the next asker.
-  if (answer && answer->ok) {
+  if (answer && answer->text) {
     entry->answer = *answer;
     entry->question_id = question_id;
-    entry->done = true;
   }
   return answer;
 }
@@ -214,7 +247,7 @@ size_t CallMemo::size() {
   size_t n = 0;
   for (const auto& [_, e] : entries_) {
     std::lock_guard entry_lock(e->mu);
-    n += e->done ? 1 : 0;
+    n += e->answer ? 1 : 0;
   }
   return n;
 }

@@ -113,11 +113,8 @@ Status read_string_pairs(const core::Config& config, const std::string& key, boo
   return Status::ok();
 }
 
-Result<ModelProfile> load_profile(const core::Config& config, const std::string& name) {
-  const std::string base = "llm.models." + name;
-  NL2SQL_RETURN_IF_ERROR(check_keys(config, base, kProfileKeys));
-  ModelProfile p;
-  p.name = name;
+// The profile's scalar keys, its optional budget and cached price, its per-role budgets.
+Status read_profile_values(const core::Config& config, const std::string& base, ModelProfile& p) {
 // A profile key: an unset one takes the schema's default (llm.models.*.<key> in
 // configs/schema/llm.json); NL2SQL_READ_OR is for the keys the schema gives no default.
 #define NL2SQL_READ_OR(field, getter, def)                       \
@@ -163,21 +160,28 @@ Result<ModelProfile> load_profile(const core::Config& config, const std::string&
     if (*r <= 0) return invalid_input("config key \"" + base + ".max_tokens\" must be > 0");
     p.max_tokens = *r;
   }
-  NL2SQL_RETURN_IF_ERROR(read_role_budgets(config, base + ".role_max_tokens", p.role_max_tokens));
-  // An output budget that fills the whole window leaves no room for the prompt: every call would
-  // be cut or refused (and the prompt budget silently shrinks to its floor).
-  if (p.context_tokens > 0) {
-    auto too_large = [&](const std::string& key, int64_t budget) -> Status {
-      if (budget < p.context_tokens) return Status::ok();
-      return invalid_input("config key \"" + key + "\" (" + std::to_string(budget) +
-                           ") must be smaller than \"" + base + ".context_tokens\" (" +
-                           std::to_string(p.context_tokens) +
-                           "): the prompt and the answer share the context window");
-    };
-    if (p.max_tokens) NL2SQL_RETURN_IF_ERROR(too_large(base + ".max_tokens", *p.max_tokens));
-    for (const auto& [role, budget] : p.role_max_tokens)
-      NL2SQL_RETURN_IF_ERROR(too_large(base + ".role_max_tokens." + role, budget));
-  }
+  return read_role_budgets(config, base + ".role_max_tokens", p.role_max_tokens);
+}
+
+// An output budget that fills the whole window leaves no room for the prompt: every call would
+// be cut or refused (and the prompt budget silently shrinks to its floor).
+Status check_budgets_fit(const std::string& base, const ModelProfile& p) {
+  if (p.context_tokens <= 0) return Status::ok();
+  auto too_large = [&](const std::string& key, int64_t budget) -> Status {
+    if (budget < p.context_tokens) return Status::ok();
+    return invalid_input("config key \"" + key + "\" (" + std::to_string(budget) +
+                         ") must be smaller than \"" + base + ".context_tokens\" (" +
+                         std::to_string(p.context_tokens) +
+                         "): the prompt and the answer share the context window");
+  };
+  if (p.max_tokens) NL2SQL_RETURN_IF_ERROR(too_large(base + ".max_tokens", *p.max_tokens));
+  for (const auto& [role, budget] : p.role_max_tokens)
+    NL2SQL_RETURN_IF_ERROR(too_large(base + ".role_max_tokens." + role, budget));
+  return Status::ok();
+}
+
+// How the profile shapes its requests: max_tokens_field, omit, extra_body, headers, query.
+Status read_request_shaping(const core::Config& config, const std::string& base, ModelProfile& p) {
   if (p.max_tokens_field != "max_tokens" && p.max_tokens_field != "max_completion_tokens")
     return invalid_input("config key \"" + base +
                          ".max_tokens_field\" must be \"max_tokens\" or \"max_completion_tokens\", not \"" +
@@ -211,6 +215,11 @@ Result<ModelProfile> load_profile(const core::Config& config, const std::string&
     if (lower_name == "content-type")
       return invalid_input("config key \"" + base + ".headers." + name + "\": set by nl2sql itself");
   }
+  return Status::ok();
+}
+
+// The base URL normalized (its credentials registered as secrets) and the provider it implies.
+Status settle_provider(const std::string& base, ModelProfile& p) {
   p.base_url = normalize_base_url(p.base_url);
   core::register_url_credentials(p.base_url);
   if (p.base_url.rfind("sim:", 0) == 0) p.provider = "sim";
@@ -222,6 +231,10 @@ Result<ModelProfile> load_profile(const core::Config& config, const std::string&
     p.api_key_env.clear();
     if (p.model.empty()) p.model = "sim";
   }
+  return Status::ok();
+}
+
+Status check_ranges(const std::string& base, const ModelProfile& p) {
   if (p.model.empty()) return invalid_input("config key \"" + base + ".model\" is required");
   if (p.temperature < 0 || p.temperature > 2)
     return invalid_input("config key \"" + base + ".temperature\" must be in [0, 2]");
@@ -233,6 +246,19 @@ Result<ModelProfile> load_profile(const core::Config& config, const std::string&
   if (p.rpm < 0 || p.tpm < 0 || p.price_in_per_mtok < 0 || p.price_out_per_mtok < 0)
     return invalid_input("config keys \"" + base +
                          ".{rpm,tpm,price_in_per_mtok,price_out_per_mtok}\" must be >= 0");
+  return Status::ok();
+}
+
+Result<ModelProfile> load_profile(const core::Config& config, const std::string& name) {
+  const std::string base = "llm.models." + name;
+  NL2SQL_RETURN_IF_ERROR(check_keys(config, base, kProfileKeys));
+  ModelProfile p;
+  p.name = name;
+  NL2SQL_RETURN_IF_ERROR(read_profile_values(config, base, p));
+  NL2SQL_RETURN_IF_ERROR(check_budgets_fit(base, p));
+  NL2SQL_RETURN_IF_ERROR(read_request_shaping(config, base, p));
+  NL2SQL_RETURN_IF_ERROR(settle_provider(base, p));
+  NL2SQL_RETURN_IF_ERROR(check_ranges(base, p));
   read_api_key(p);
   return p;
 }
@@ -326,9 +352,10 @@ Result<const ModelProfile*> LlmSettings::resolve(const std::string& role,
   return &it->second;
 }
 
-Result<LlmSettings> load_llm_settings(const core::Config& config) {
-  NL2SQL_RETURN_IF_ERROR(check_keys(config, "llm", kLlmKeys));
-  LlmSettings s;
+namespace {
+
+// llm.models (or the "default" profile from the environment) and llm.default_profile.
+Status read_profiles(const core::Config& config, LlmSettings& s) {
   const auto* models = config.find("llm.models");
   if (models && !models->is_object())
     return invalid_input("config key \"llm.models\" must be an object");
@@ -355,6 +382,11 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
   if (!s.profiles.count(s.default_profile))
     return invalid_input("config key \"llm.default_profile\" names \"" + s.default_profile +
                          "\", which is not in llm.models");
+  return Status::ok();
+}
+
+// llm.roles: known roles, each naming a profile.
+Status read_roles(const core::Config& config, LlmSettings& s) {
   if (const auto* roles = config.find("llm.roles")) {
     if (!roles->is_object()) return invalid_input("config key \"llm.roles\" must be an object");
     for (const auto& [role, v] : roles->items()) {
@@ -372,7 +404,11 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
       s.roles[role] = name;
     }
   }
-  NL2SQL_RETURN_IF_ERROR(read_role_budgets(config, "llm.role_max_tokens", s.role_max_tokens));
+  return Status::ok();
+}
+
+// The run-wide limits: repeated refusals, preflight, endpoint down wait, in-flight, body cap.
+Status read_limits(const core::Config& config, LlmSettings& s) {
   auto repeated = config.get_int("llm.stop_after_repeated_errors");
   if (!repeated) return repeated.status();
   if (*repeated < 0) return invalid_input("config key \"llm.stop_after_repeated_errors\" must be >= 0");
@@ -392,7 +428,10 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
   if (*max_body < 1024)
     return invalid_input("config key \"llm.max_response_bytes\" must be >= 1024 (an answer needs room)");
   s.max_response_bytes = static_cast<size_t>(*max_body);
+  return Status::ok();
+}
 
+Status read_retry(const core::Config& config, LlmSettings& s) {
   auto attempts = config.get_int("llm.retry.max_attempts");
   if (!attempts) return attempts.status();
   if (*attempts < 1 || *attempts > 100)
@@ -404,7 +443,10 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
   auto maxd = config.get_number("llm.retry.max_delay_s");
   if (!maxd) return maxd.status();
   s.retry.max_delay_s = *maxd;
+  return Status::ok();
+}
 
+Status read_cache(const core::Config& config, LlmSettings& s) {
   auto mode = config.get_string("llm.cache.mode");
   if (!mode) return mode.status();
   auto parsed = parse_cache_mode(*mode);
@@ -413,7 +455,11 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
   auto path = config.get_string("llm.cache.path");
   if (!path) return path.status();
   s.cache.path = *path;
+  return Status::ok();
+}
 
+// The offline sim provider's probabilities.
+Status read_sim(const core::Config& config, LlmSettings& s) {
   auto seed = config.get_int("llm.sim.seed");
   if (!seed) return seed.status();
   s.sim.seed = *seed;
@@ -435,6 +481,21 @@ Result<LlmSettings> load_llm_settings(const core::Config& config) {
       s.sim.p_correct_by[k] = *r;
     }
   }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<LlmSettings> load_llm_settings(const core::Config& config) {
+  NL2SQL_RETURN_IF_ERROR(check_keys(config, "llm", kLlmKeys));
+  LlmSettings s;
+  NL2SQL_RETURN_IF_ERROR(read_profiles(config, s));
+  NL2SQL_RETURN_IF_ERROR(read_roles(config, s));
+  NL2SQL_RETURN_IF_ERROR(read_role_budgets(config, "llm.role_max_tokens", s.role_max_tokens));
+  NL2SQL_RETURN_IF_ERROR(read_limits(config, s));
+  NL2SQL_RETURN_IF_ERROR(read_retry(config, s));
+  NL2SQL_RETURN_IF_ERROR(read_cache(config, s));
+  NL2SQL_RETURN_IF_ERROR(read_sim(config, s));
   return s;
 }
 

@@ -48,14 +48,14 @@ void PreflightGate::decide(run::RunStore& store) {
   }
   Status verdict = Status::ok();
   for (const auto& r : checks) {
-    if (r.ok) {
+    if (r.status) {
       if (!r.simulated)
         spdlog::info("preflight: profile {} ({} at {}) answered in {:.2f} s{}", r.profile, r.model, r.endpoint,
                      r.latency_s, r.note.empty() ? "" : " — " + r.note);
       continue;
     }
     verdict = Status(ErrorCode::kUnavailable, "preflight: model profile \"" + r.profile + "\" (model " + r.model +
-                                                  " at " + r.endpoint + ") failed: " + r.error +
+                                                  " at " + r.endpoint + ") failed: " + r.status.message() +
                                                   " — check it with `nl2sql models check --config …`");
     // Stopped before the gate opens: no held call goes out, no question stores a stage.
     client_->stop_with(verdict);

@@ -18,8 +18,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   auto ex = nl2sql::llm::extract_sql(text);
-  if (ex.ok && ex.sql.find("```") != std::string::npos) {
-    std::fprintf(stderr, "extracted SQL still holds a fence:\n%s\n", ex.sql.c_str());
+  if (ex && ex->sql.find("```") != std::string::npos) {
+    std::fprintf(stderr, "extracted SQL still holds a fence:\n%s\n", ex->sql.c_str());
     std::abort();
   }
   (void)nl2sql::llm::looks_like_sql(text);

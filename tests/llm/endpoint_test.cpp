@@ -201,14 +201,14 @@ TEST(EndpointPreflight, SaysPerProfileWhatWasSentAndWhatTheServerAnswered) {
   auto client = make_client(s);
   auto results = client->preflight({"main", "o3", "local", "sim"});
   ASSERT_EQ(results.size(), 4u);
-  EXPECT_TRUE(results[0].ok);
+  EXPECT_TRUE(results[0].status.is_ok());
   EXPECT_EQ(results[0].answer, "OK");
   EXPECT_NE(std::find(results[0].fields.begin(), results[0].fields.end(), "max_tokens"), results[0].fields.end());
-  EXPECT_FALSE(results[1].ok);
-  EXPECT_NE(results[1].error.find("Unsupported parameter: 'max_tokens'"), std::string::npos) << results[1].error;
-  EXPECT_FALSE(results[2].ok);
-  EXPECT_NE(results[2].error.find("not found, try pulling it first"), std::string::npos) << results[2].error;
-  EXPECT_TRUE(results[3].ok);
+  EXPECT_FALSE(results[1].status.is_ok());
+  EXPECT_NE(results[1].status.message().find("Unsupported parameter: 'max_tokens'"), std::string::npos) << results[1].status.message();
+  EXPECT_FALSE(results[2].status.is_ok());
+  EXPECT_NE(results[2].status.message().find("not found, try pulling it first"), std::string::npos) << results[2].status.message();
+  EXPECT_TRUE(results[3].status.is_ok());
   EXPECT_TRUE(results[3].simulated);
   // Refusals are not retried; each server saw exactly one request.
   EXPECT_EQ(o1.requests(), 1);
@@ -240,7 +240,7 @@ TEST(EndpointPreflight, ProfilesAreCheckedSideBySide) {
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].profile, "main");
   EXPECT_EQ(results[1].profile, "other");
-  EXPECT_TRUE(results[0].ok && results[1].ok);
+  EXPECT_TRUE(results[0].status.is_ok() && results[1].status.is_ok());
   EXPECT_TRUE(together) << "one profile's check waited for the other's answer";
 }
 
@@ -255,8 +255,8 @@ TEST(EndpointPreflight, ADeadEndpointFailsInTwoAttempts) {
   auto clock = std::make_shared<ManualClock>();
   auto results = make_client(s, false, clock)->preflight({"main"});
   ASSERT_EQ(results.size(), 1u);
-  EXPECT_FALSE(results[0].ok);
-  EXPECT_NE(results[0].error.find("connection"), std::string::npos) << results[0].error;
+  EXPECT_FALSE(results[0].status.is_ok());
+  EXPECT_NE(results[0].status.message().find("connection"), std::string::npos) << results[0].status.message();
   EXPECT_EQ(clock->sleeps().size(), 1u);  // one backoff: two attempts, not ten
 }
 
@@ -434,7 +434,7 @@ TEST(EndpointAnswers, AnOSeriesAnswerSpentOnHiddenReasoningIsRetriedThenNamed) {
   // The preflight's small budget is spent the same way: still a pass (the request was accepted).
   auto pre = make_client(s)->preflight({"main"});
   ASSERT_EQ(pre.size(), 1u);
-  EXPECT_TRUE(pre[0].ok) << pre[0].error;
+  EXPECT_TRUE(pre[0].status.is_ok()) << pre[0].status.message();
 }
 
 TEST(EndpointRetries, RetryAfterAsHttpDateAndRetryAfterMs) {

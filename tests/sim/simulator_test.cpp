@@ -100,6 +100,12 @@ using llm::ChatRequest;
 using llm::SimSettings;
 using llm::extract_sql;
 
+// The SQL an answer holds ("" when none can be read).
+std::string sql_of(const std::string& answer) {
+  auto ex = extract_sql(answer);
+  return ex ? ex->sql : "";
+}
+
 data::Question question(const std::string& qid, const std::string& gold, const std::string& difficulty = "simple") {
   data::Question q;
   q.question_id = qid;
@@ -156,7 +162,7 @@ double gold_rate(SimSettings s, int n, const std::string& generator, const std::
   for (int i = 0; i < n; ++i) {
     auto r = sim.answer(generate_request("q" + std::to_string(i), 0, generator));
     EXPECT_TRUE(r.is_ok());
-    correct += extract_sql(r->text()).sql == kGold[static_cast<size_t>(i) % kGold.size()];
+    correct += sql_of(r->text()) == kGold[static_cast<size_t>(i) % kGold.size()];
   }
   return static_cast<double>(correct) / n;
 }
@@ -181,7 +187,7 @@ TEST(SimulatorTest, AnswersLookLikeAModelsAndAreLabelled) {
   EXPECT_EQ(r->provider, "sim");
   EXPECT_TRUE(r->simulated());
   EXPECT_NE(r->text().find("```sql\n"), std::string::npos);
-  EXPECT_FALSE(extract_sql(r->text()).sql.empty());
+  EXPECT_FALSE(sql_of(r->text()).empty());
   ChatRequest none;
   none.messages = {{"user", "x"}};
   auto refused = sim.answer(none);
@@ -275,7 +281,7 @@ TEST(SimulatorTest, FixerAndHallucinationRates) {
     fix.tag.question_id = "q" + std::to_string(i);
     fix.tag.failing_sql = "SELECT a FORM t";
     fix.tag.failure = "syntax_error";
-    fixed += extract_sql(sim.answer(fix)->text()).sql == "SELECT a FROM t";
+    fixed += sql_of(sim.answer(fix)->text()) == "SELECT a FROM t";
     ChatRequest ev;
     ev.tag.task = CallTask::kNlEval;
     ev.tag.question_id = "q" + std::to_string(i);
@@ -471,7 +477,7 @@ TEST(SimulatorTest, ClientRoutesSimProfilesOfflineAndLabelsThem) {
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_TRUE(r->simulated());
   EXPECT_EQ(r->profile, "offline");
-  EXPECT_EQ(extract_sql(r->text()).sql, kGold[3]);  // p_correct = 1
+  EXPECT_EQ(sql_of(r->text()), kGold[3]);  // p_correct = 1
   EXPECT_GT(r->usage.completion_tokens, 0);
   EXPECT_EQ(r->cost_usd, 0.0);
   EXPECT_EQ(transport->posts.load(), 0);

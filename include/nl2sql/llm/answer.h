@@ -16,9 +16,9 @@
 // stops at the first line of prose; JSON is the last balanced object or array, repaired for the
 // slips models make (trailing commas, single quotes, Python literals, // comments).
 //
-// Failures are values: each reader says why nothing could be read, and callers count the failure
-// with Accounting::record_parse_failure. Depends only on the standard library and nlohmann/json.
-// Pure functions; thread-safe.
+// Failures are values: each reader returns a Result whose error says why nothing could be read,
+// and callers count the failure with Accounting::record_parse_failure. Depends only on the
+// standard library, nlohmann/json and core/status.h. Pure functions; thread-safe.
 #pragma once
 
 #include <optional>
@@ -47,10 +47,8 @@ SplitAnswer split_reasoning(std::string_view text);
 std::string answer_reasoning(std::string_view server_reasoning, std::string_view content);
 
 struct ExtractedSql {
-  std::string sql;        // trimmed, cut at the first top-level ';'; "" when !ok
+  std::string sql;        // trimmed, cut at the first top-level ';'
   std::string reasoning;  // the model's reasoning plus the answer text before the chosen SQL
-  bool ok = false;
-  std::string error;      // why nothing was extracted (when !ok)
   // How it was found: tag | final_fence | marker | fence_sql | fence | fence_unclosed | bare |
   // json (a {"SQL": …} answer) | inline_code (a `SELECT …` span).
   std::string source;
@@ -63,8 +61,14 @@ struct ExtractedSql {
 // untagged fenced block that reads as SQL; else the text after the last "SQL:"/"SQL query:"/
 // "Answer:" marker; else the last paragraph starting with SELECT or WITH, up to its first prose
 // line; else the SQL value of a JSON answer ({"SQL": …}, {"sql": …}, {"query": …}); else the
-// last inline `…` span that reads as a query.
-ExtractedSql extract_sql(std::string_view response);
+// last inline `…` span that reads as a query. An error (kInvalidInput) saying why when there is
+// none: an empty answer, only reasoning, fenced blocks without SQL, no SQL at all.
+Result<ExtractedSql> extract_sql(std::string_view response);
+
+// The model's reasoning as extract_sql reads it: its reasoning and the answer text before the
+// chosen SQL — or, when no SQL can be read, before the end (what a trace keeps of an answer that
+// held no query).
+std::string sql_reasoning(std::string_view response);
 
 // True when `text` (after whitespace and comments) begins with a SQL statement keyword.
 bool looks_like_sql(std::string_view text);
@@ -92,7 +96,8 @@ struct SyntheticExample {
 // (question, SQL) pairs: labelled lines ("Question:"/"Input:"/"Q:" then "SQL:"/"Output:"/
 // "Query:", plain, bold, numbered "1." or under "Example 1:" headings; the SQL inline, on the
 // next lines or fenced) or a JSON list of {question|input, sql|output|query} objects (bare or
-// under an "examples" key). Pairs whose SQL cannot be read are skipped; empty when none.
-std::vector<SyntheticExample> read_examples(std::string_view answer);
+// under an "examples" key). Pairs whose SQL cannot be read are skipped; an error when no pair
+// could be read.
+Result<std::vector<SyntheticExample>> read_examples(std::string_view answer);
 
 }  // namespace nl2sql::llm

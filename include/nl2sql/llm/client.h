@@ -13,6 +13,12 @@
 // waiting calls return kCancelled and abandons in-flight HTTP requests.
 // Secrets: API keys go only into the Authorization header handed to the transport; every
 // error message passes through core::redact and URLs through core::mask_url.
+//
+// The client is written in parts, one job each: the wire format (openai_chat.h: request bodies,
+// answers, usage, refusals, stream errors), the retry policy (retry_policy.h, applied by
+// post_with_retries in client_retry.cpp), the cache / simulator dispatch (client_dispatch.cpp),
+// the HTTP chat call and its cut-answer rule (client_chat_http.cpp), the preflight
+// (client_preflight.cpp) and the one cost formula (cost.h); src/llm/README.md maps them.
 #pragma once
 
 #include <atomic>
@@ -28,6 +34,8 @@
 #include "nl2sql/core/status.h"
 #include "nl2sql/llm/accounting.h"
 #include "nl2sql/llm/clock.h"
+#include "nl2sql/llm/cost.h"
+#include "nl2sql/llm/openai_chat.h"
 #include "nl2sql/llm/profile.h"
 #include "nl2sql/llm/rate_limit.h"
 #include "nl2sql/llm/response_cache.h"
@@ -61,12 +69,13 @@ struct PreflightResult {
   std::string endpoint;                // masked URL the request went to
   std::string model;
   std::vector<std::string> fields;     // top-level body fields sent
-  bool ok = false;
+  // OK when the profile answered (or is simulated); else the server's refusal or the transport
+  // error, as the call failed with (its CallErrorKind included).
+  Status status;
   bool simulated = false;              // sim profiles are not called
   double latency_s = 0;
-  std::string answer;                  // the first choice's text (cut), when ok
+  std::string answer;                  // the first choice's text (cut), when answered
   std::string note;                    // e.g. "answer cut at the check's budget"
-  std::string error;                   // the server's refusal or the transport error
 };
 
 // How hard a profile's endpoint pushed back: overload answers (429, 503, llama.cpp's shared-slot
@@ -145,9 +154,21 @@ class Client {
 
  private:
   struct ProfileState;
+  struct PostCall;
   Client(LlmSettings settings, ClientOptions options);
+
+  // The cache / simulator dispatch (client_dispatch.cpp).
+  Result<ChatResponse> answer_simulated(const ModelProfile& profile, const ChatRequest& request, CallSpend* spent);
+  // A cache hit, a cache error or (in replay mode) the miss that fails the call; nullopt: ask
+  // the endpoint.
+  std::optional<Result<ChatResponse>> answer_from_cache(const ModelProfile& profile, const ChatRequest& request,
+                                                        ResponseCache& cache, const std::string& key);
+
+  // The HTTP chat call with the cut-answer rule (client_chat_http.cpp).
   Result<ChatResponse> chat_uncached(const ModelProfile& profile, ProfileState& state,
                                      const ChatRequest& request, int* attempts, Usage* spent);
+
+  // Overload back-pressure and endpoint health (client_retry.cpp).
   void note_overload(const ModelProfile& profile, ProfileState& state);
   void note_answered(ProfileState& state);
   // True when the endpoint is (now) taken for down.
@@ -158,21 +179,40 @@ class Client {
   // Waits while the endpoint is down, unless this call becomes (or is) its prober.
   Status await_endpoint(ProfileState& state, bool& prober);
   void give_up_probing(ProfileState& state, bool& prober);
+
+  // The retry loop (client_retry.cpp): posts until an answer, a refusal, or the policy gives up.
   Result<HttpResponse> post_with_retries(const ModelProfile& profile, ProfileState& state,
                                          const HttpRequest& http, double estimated_tokens,
                                          const std::string& call_label, int* attempts,
                                          int max_attempts = 0, SlotPriority priority = {},
                                          const std::string& question = "");
-  HttpRequest http_request(const ModelProfile& profile, const std::string& path) const;
+  // Its units: each returns the call's final error, or OK to go on.
+  Status wait_for_turn(PostCall& call);  // cancellation, a down endpoint, rate buckets
+  Result<HttpResponse> send_in_slots(PostCall& call);
+  void note_success(PostCall& call);
+  Status end_of_transport_failure(PostCall& call, ErrorCode code, CallErrorKind kind, const std::string& what);
+  Status wait_out_overload(PostCall& call, CallErrorKind kind, const std::string& what,
+                           const HttpResponse& response);
+  Status refusal(PostCall& call, CallErrorKind kind, const std::string& what, int status,
+                 const std::string& server_message);
+  Status probe_down_endpoint(PostCall& call, CallErrorKind kind, const std::string& what);
+  Status back_off(PostCall& call, CallErrorKind kind, const std::string& what, const HttpResponse* response);
+  // Sleeps in slices so a shutdown is noticed within a quarter second; false: cancelled meanwhile.
+  bool sleep_unless_cancelled(Clock::Duration wait);
+  Clock::Duration backoff(int attempt, const HttpResponse* response);
+
+  // The preflight (client_preflight.cpp).
   PreflightResult preflight_one(const std::string& profile);
+
+  HttpRequest http_request(const ModelProfile& profile, const std::string& path) const;
   // Waits for the gate of hold_calls_until; the error a held call fails with when it closed.
   std::optional<Status> held_back();
-  Clock::Duration backoff(int attempt, const HttpResponse* response);
   void record(const ChatRequest& request, const Result<ChatResponse>& result, int attempts = 0,
               const CallSpend& spent = {});
 
   LlmSettings settings_;
   ClientOptions options_;
+  std::unique_ptr<const WireFormat> wire_;  // OpenAiChat
   std::atomic<bool> cancelled_{false};
   InFlightLimit global_limit_;
   PriorityFn priority_;
@@ -185,25 +225,6 @@ class Client {
   std::shared_future<Status> gate_;  // written before the first call, then only read
 };
 
-// What `usage` costs at the profile's prices (the one cost formula): uncached prompt tokens at
-// price_in_per_mtok, cached ones at price_cached_in_per_mtok, completion tokens (reasoning
-// included) at price_out_per_mtok.
-double cost_usd(const ModelProfile& profile, const Usage& usage);
-// Reads a response's "usage" object in every shape servers send: prompt and completion tokens,
-// cached prompt tokens (prompt_tokens_details.cached_tokens, or DeepSeek's
-// prompt_cache_hit_tokens) and reasoning tokens (completion_tokens_details.reasoning_tokens).
-// Absent or null fields leave the count unknown.
-Usage read_usage(const nlohmann::json& usage);
-// Parses an OpenAI Chat Completions response body (exposed for tests).
-Result<ChatResponse> parse_chat_completion(const std::string& body, bool accept_truncated);
-// Parses an OpenAI embeddings response body with `inputs` vectors (exposed for tests).
-Result<EmbeddingResponse> parse_embeddings(const std::string& body, size_t inputs,
-                                           const std::string& label);
-// Parses a server-sent-events body (stream: true) into the same ChatResponse: deltas of content
-// and reasoning concatenated per choice, the last finish_reason, usage from the final chunk.
-Result<ChatResponse> parse_chat_stream(const std::string& body, bool accept_truncated);
-// Builds the request body as the profile shapes it (exposed for tests).
-std::string build_chat_body(const ModelProfile& profile, const ChatRequest& request);
 // True when a (possibly cut) answer already holds a complete final answer outside its
 // reasoning: a closed fence, a closed <FINAL_ANSWER>/<answer> tag, or a whole JSON value,
 // and the text does not end inside an open fence.

@@ -1,9 +1,9 @@
 // The one traced model call every stage uses (context, generate, fix, select): renders a prompt template, sends it
 // through llm::Client, and returns the answer together with the LlmCallTrace that a candidate
 // keeps (prompt, template hash, response, tokens, cost, latency, provider — "sim" marks a
-// simulated answer). A failed call is a trace with `error` set, not an error return: only a
-// cancelled client or a configuration error (unknown role/profile, a template whose fields do
-// not match) ends the caller's work. Stateless; thread-safe as llm::Client is.
+// simulated answer). A failed call is an answer whose `text` is the error (and a trace with
+// `error` set), not an error return: only a cancelled client or a configuration error (unknown
+// role/profile, a template whose fields do not match) ends the caller's work. Stateless; thread-safe as llm::Client is.
 #pragma once
 
 #include <functional>
@@ -52,8 +52,9 @@ struct ModelCall {
 
 struct ModelAnswer {
   LlmCallTrace trace;
-  bool ok = false;     // false: trace.error says why
-  std::string text;    // the first choice when ok
+  // The first choice's text; or why the call failed, as the client said it (its CallErrorKind
+  // included; trace.error records the same message).
+  Result<std::string> text = internal_error("no model call made");
 };
 
 // The trace of a call a stage sent itself (a request it shaped, e.g. with its own messages):
@@ -77,9 +78,8 @@ class CallMemo {
  private:
   struct Entry {
     std::mutex mu;  // held while the first asker's call is in flight
-    bool done = false;            // guarded by mu
-    ModelAnswer answer;           // guarded by mu
-    std::string question_id;      // guarded by mu: who sent it
+    std::optional<ModelAnswer> answer;  // guarded by mu: set once answered
+    std::string question_id;            // guarded by mu: who sent it
   };
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Entry>> entries_;  // guarded by mu_
