@@ -621,31 +621,35 @@ void record_statement(ExecutionResult& out, const FirstStep& first, Clock::time_
   out.counters.sorts = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_SORT, 0);
 }
 
-}  // namespace
 
-// A slot of the bounded SQL pool (ExecutorOptions::max_concurrent), held for one call.
-class Executor::SqlSlot {
+// A slot of the bounded SQL pool (ExecutorOptions::max_concurrent; 0: unbounded), held for one
+// call: waits for a free one, counts the peak, and gives it back when it goes.
+class SqlSlot {
  public:
-  explicit SqlSlot(const Executor* e) : self_(e) {
-    if (!self_->options_.max_concurrent) return;
-    std::unique_lock lock(self_->slots_mu_);
-    self_->slots_cv_.wait(lock, [&] { return self_->active_ < self_->options_.max_concurrent; });
-    ++self_->active_;
-    self_->peak_active_ = std::max(self_->peak_active_, self_->active_);
+  SqlSlot(size_t max, std::mutex& mu, std::condition_variable& cv, size_t& active, size_t& peak)
+      : max_(max), mu_(mu), cv_(cv), active_(active) {
+    if (!max_) return;
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return active_ < max_; });
+    ++active_;
+    peak = std::max(peak, active_);
   }
   ~SqlSlot() {
-    if (!self_->options_.max_concurrent) return;
+    if (!max_) return;
     {
-      std::lock_guard lock(self_->slots_mu_);
-      --self_->active_;
+      std::lock_guard lock(mu_);
+      --active_;
     }
-    self_->slots_cv_.notify_one();
+    cv_.notify_one();
   }
   SqlSlot(const SqlSlot&) = delete;
   SqlSlot& operator=(const SqlSlot&) = delete;
 
  private:
-  const Executor* self_;
+  size_t max_;
+  std::mutex& mu_;
+  std::condition_variable& cv_;
+  size_t& active_;  // guarded by mu_
 };
 
 // With a deadline the statement steps on a worker thread. The progress handler ends it at the
@@ -653,8 +657,9 @@ class Executor::SqlSlot {
 // instr over long strings; sqlite3_interrupt does not reach them) would hold the caller for as
 // long as it runs. So after a grace period the caller answers kTimeout and abandons the worker:
 // it keeps the statement and the connection, which it closes when the call ends; the
-// connection never goes back to the pool.
-class Executor::WatchedStep {
+// connection never goes back to the pool. (Templated on the executor's private connection type.)
+template <typename Connection>
+class WatchedStep {
  public:
   struct Job {
     std::mutex mu;
@@ -739,16 +744,11 @@ class Executor::WatchedStep {
   std::thread worker_;
 };
 
-Executor::Pool* Executor::pool_for(const std::filesystem::path& db_path) const {
-  std::lock_guard lock(pools_mu_);
-  auto& slot = pools_[db_path.string()];
-  if (!slot) slot = std::make_unique<Pool>(db_path, options_.immutable);
-  return slot.get();
-}
+}  // namespace
 
 ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::string_view sql, const RowSink* sink,
                                    const QueryLimits& limits, bool explain) const {
-  SqlSlot slot(this);  // released on every return path
+  SqlSlot slot(options_.max_concurrent, slots_mu_, slots_cv_, active_, peak_active_);  // on every return path
   auto started = Clock::now();
   ExecutionResult out;
   auto finish = [&](ExecStatus st, std::string err) {
@@ -769,7 +769,13 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     if (!injected) return finish(ExecStatus::kError, "injected fault: " + injected.message());
   }
 
-  Pool* pool = pool_for(db_path);
+  Pool* pool;
+  {
+    std::lock_guard lock(pools_mu_);
+    auto& slot = pools_[db_path.string()];
+    if (!slot) slot = std::make_unique<Pool>(db_path, options_.immutable);
+    pool = slot.get();
+  }
   auto conn_or = pool->acquire();
   if (!conn_or) return finish(ExecStatus::kError, conn_or.status().message());
   std::unique_ptr<Connection> conn = std::move(*conn_or);
@@ -822,7 +828,7 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
     return finish(st, std::move(err));
   }
 
-  WatchedStep watched(std::move(conn), stmt, limits, out.result.columns);
+  WatchedStep<Connection> watched(std::move(conn), stmt, limits, out.result.columns);
   stmt = nullptr;  // owned by the job now
   if (!watched.finished())
     return finish(ExecStatus::kTimeout,

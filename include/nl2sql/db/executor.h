@@ -198,9 +198,6 @@ class Executor {
  private:
   struct Connection;
   class Pool;
-  class SqlSlot;      // a slot of the bounded SQL pool, held for one call
-  class WatchedStep;  // a statement stepped on a worker thread under the deadline
-  Pool* pool_for(const std::filesystem::path& db) const;
   ExecutionResult run_impl(const std::filesystem::path& db, std::string_view sql, const RowSink* sink,
                            const QueryLimits& limits, bool explain) const;
 
