@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -485,7 +486,36 @@ struct Executor::Connection {
   ~Connection() {
     if (db) sqlite3_close_v2(db);
   }
+  // Sets the connection's pragmas and length limit for one statement of `sql_size` bytes.
+  void apply(const QueryLimits& limits, size_t sql_size);
 };
+
+void Executor::Connection::apply(const QueryLimits& limits, size_t sql_size) {
+  if (reverse_scan != limits.reverse_scan_order) {
+    // A fixed statement of ours, run with the authorizer briefly lifted (it denies PRAGMA).
+    sqlite3_set_authorizer(db, nullptr, nullptr);
+    sqlite3_exec(db,
+                 limits.reverse_scan_order ? "PRAGMA reverse_unordered_selects=1"
+                                           : "PRAGMA reverse_unordered_selects=0",
+                 nullptr, nullptr, nullptr);
+    sqlite3_set_authorizer(db, authorizer, nullptr);
+    reverse_scan = limits.reverse_scan_order;
+  }
+  if (temp_in_memory != limits.temp_store_memory) {
+    // The same for where temporary B-trees live (DEFAULT: SQLite's, a temporary file).
+    sqlite3_set_authorizer(db, nullptr, nullptr);
+    sqlite3_exec(db, limits.temp_store_memory ? "PRAGMA temp_store=MEMORY" : "PRAGMA temp_store=DEFAULT",
+                 nullptr, nullptr, nullptr);
+    sqlite3_set_authorizer(db, authorizer, nullptr);
+    temp_in_memory = limits.temp_store_memory;
+  }
+  // No single string or blob may outgrow the result's byte budget: SQLite would otherwise
+  // build it (zeroblob(1e9), a huge replace()/printf) before the row loop could count it.
+  // The floor keeps the SQL text itself (and ordinary values) within the limit.
+  const size_t cap = limits.max_result_bytes == 0 ? size_t{1000000000} : limits.max_result_bytes;
+  const size_t floor = std::max<size_t>(sql_size + 64, size_t{1} << 20);
+  sqlite3_limit(db, SQLITE_LIMIT_LENGTH, static_cast<int>(std::min<size_t>(std::max(cap, floor), 1000000000)));
+}
 
 class Executor::Pool {
  public:
@@ -542,27 +572,183 @@ ExecutionResult Executor::explain_query_plan(const std::filesystem::path& db,
   return run_impl(db, sql, nullptr, options_.limits, true);
 }
 
+namespace {
+
+// Why a statement is refused, and as what (kRejected, or kError for SQL that does not prepare).
+struct Refusal {
+  ExecStatus status;
+  std::string why;
+};
+
+// The refusal of a prepared statement (`rc` from sqlite3_prepare), if any: a prepare error, an
+// empty statement, more than one, a write, an EXPLAIN (unless `explain`: ours), no columns.
+std::optional<Refusal> refusal_of(sqlite3* db, int rc, sqlite3_stmt* stmt, const char* tail, bool explain) {
+  if (rc != SQLITE_OK) {
+    std::string msg = sqlite3_errmsg(db);
+    if (rc == SQLITE_AUTH || msg.find("not authorized") != std::string::npos)
+      return Refusal{ExecStatus::kRejected, "not read-only: " + msg};
+    return Refusal{ExecStatus::kError, msg};
+  }
+  if (stmt == nullptr) return Refusal{ExecStatus::kRejected, "empty statement"};
+  if (tail && !only_blank_or_comments(tail)) return Refusal{ExecStatus::kRejected, "more than one statement"};
+  if (!sqlite3_stmt_readonly(stmt)) return Refusal{ExecStatus::kRejected, "not read-only"};
+  if (!explain && sqlite3_stmt_isexplain(stmt)) return Refusal{ExecStatus::kRejected, "EXPLAIN is not a query"};
+  // Every query returns at least one column; REINDEX, ANALYZE, BEGIN and the like return none.
+  if (sqlite3_column_count(stmt) == 0) return Refusal{ExecStatus::kRejected, "not a query (returns no columns)"};
+  return std::nullopt;
+}
+
+// EXPLAIN QUERY PLAN never runs its statement, so SQLite calls it read-only whatever it wraps
+// (REINDEX, DROP …): the statement itself must pass the checks a query passes.
+std::optional<Refusal> refusal_to_explain(sqlite3* db, std::string_view sql) {
+  sqlite3_stmt* probe = nullptr;
+  const char* probe_tail = nullptr;
+  int prc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), 0, &probe, &probe_tail);
+  auto refused = refusal_of(db, prc, probe, probe_tail, false);
+  sqlite3_finalize(probe);
+  return refused;
+}
+
+// Timings and counters of a statement that ran (its last step has returned).
+void record_statement(ExecutionResult& out, const FirstStep& first, Clock::time_point prepare_started,
+                      sqlite3_stmt* s) {
+  const auto done = Clock::now();
+  if (first.seen) out.first_row_ms = std::chrono::duration<double, std::milli>(first.at - prepare_started).count();
+  out.statement_ms = std::chrono::duration<double, std::milli>(done - prepare_started).count();
+  out.counters.vm_steps = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 0);
+  out.counters.vm_steps_first_row = first.vm_steps;
+  out.counters.fullscan_steps = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0);
+  out.counters.sorts = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_SORT, 0);
+}
+
+
+// A slot of the bounded SQL pool (ExecutorOptions::max_concurrent; 0: unbounded), held for one
+// call: waits for a free one, counts the peak, and gives it back when it goes.
+class SqlSlot {
+ public:
+  SqlSlot(size_t max, std::mutex& mu, std::condition_variable& cv, size_t& active, size_t& peak)
+      : max_(max), mu_(mu), cv_(cv), active_(active) {
+    if (!max_) return;
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return active_ < max_; });
+    ++active_;
+    peak = std::max(peak, active_);
+  }
+  ~SqlSlot() {
+    if (!max_) return;
+    {
+      std::lock_guard lock(mu_);
+      --active_;
+    }
+    cv_.notify_one();
+  }
+  SqlSlot(const SqlSlot&) = delete;
+  SqlSlot& operator=(const SqlSlot&) = delete;
+
+ private:
+  size_t max_;
+  std::mutex& mu_;
+  std::condition_variable& cv_;
+  size_t& active_;  // guarded by mu_
+};
+
+// With a deadline the statement steps on a worker thread. The progress handler ends it at the
+// deadline between VM steps; a single function call that never returns to the VM (LIKE, GLOB,
+// instr over long strings; sqlite3_interrupt does not reach them) would hold the caller for as
+// long as it runs. So after a grace period the caller answers kTimeout and abandons the worker:
+// it keeps the statement and the connection, which it closes when the call ends; the
+// connection never goes back to the pool. (Templated on the executor's private connection type.)
+template <typename Connection>
+class WatchedStep {
+ public:
+  struct Job {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;       // guarded by mu
+    bool abandoned = false;  // guarded by mu
+    std::unique_ptr<Connection> conn;
+    sqlite3_stmt* stmt = nullptr;
+    QueryLimits limits;
+    ExecStatus status = ExecStatus::kOk;
+    std::string error;
+    ResultSet result;
+    FirstStep first;
+    std::shared_ptr<const ResultDigest> digest;
+    std::vector<std::pair<size_t, Row>> later_firsts;
+  };
+
+  // Starts stepping `stmt` (owned by the job from now on) of `conn`.
+  WatchedStep(std::unique_ptr<Connection> conn, sqlite3_stmt* stmt, const QueryLimits& limits,
+              const std::vector<std::string>& columns)
+      : job_(std::make_shared<Job>()) {
+    job_->conn = std::move(conn);
+    job_->stmt = stmt;
+    job_->limits = limits;
+    job_->result.columns = columns;
+    auto work = [job = job_] { step(*job); };
+    try {
+      worker_ = std::thread(work);
+    } catch (const std::system_error&) {
+      work();  // no thread to be had: run here, bounded only by the progress handler
+    }
+  }
+  WatchedStep(const WatchedStep&) = delete;
+  WatchedStep& operator=(const WatchedStep&) = delete;
+
+  // Waits until the deadline plus the grace period: false when the worker was abandoned then
+  // (it keeps the job); true when it finished, the job's results are the caller's.
+  bool finished() {
+    const auto grace = std::chrono::duration<double>(
+        std::clamp(job_->limits.timeout_s * 0.5, kAbandonGraceMinS, kAbandonGraceMaxS));
+    const auto give_up = conn_deadline_plus(job_->conn->deadline.at, grace);
+    std::unique_lock lock(job_->mu);
+    if (!job_->cv.wait_until(lock, give_up, [&] { return job_->done; })) {
+      job_->abandoned = true;
+      sqlite3_interrupt(job_->conn->db);  // may end it early where SQLite checks; harmless otherwise
+      lock.unlock();
+      worker_.detach();
+      return false;
+    }
+    lock.unlock();
+    if (worker_.joinable()) worker_.join();
+    return true;
+  }
+  Job& job() { return *job_; }
+
+ private:
+  static void step(Job& job) {
+    auto [st, err] = step_rows(job.stmt, job.conn->deadline, job.limits, job.result, job.digest, job.first, nullptr,
+                               &job.later_firsts);
+    job.conn->deadline.active = false;
+    bool abandoned;
+    {
+      std::lock_guard lock(job.mu);
+      job.status = st;
+      job.error = std::move(err);
+      job.done = true;
+      abandoned = job.abandoned;
+    }
+    if (abandoned) {
+      sqlite3_finalize(job.stmt);
+      job.stmt = nullptr;
+      job.conn.reset();  // closes the connection
+      job.result.rows.clear();
+      job.digest.reset();
+      job.later_firsts.clear();
+    } else {
+      job.cv.notify_all();
+    }
+  }
+
+  std::shared_ptr<Job> job_;
+  std::thread worker_;
+};
+
+}  // namespace
+
 ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::string_view sql, const RowSink* sink,
                                    const QueryLimits& limits, bool explain) const {
-  // A slot of the bounded SQL pool, released on every return path.
-  struct Slot {
-    const Executor* self;
-    explicit Slot(const Executor* e) : self(e) {
-      if (!self->options_.max_concurrent) return;
-      std::unique_lock lock(self->slots_mu_);
-      self->slots_cv_.wait(lock, [&] { return self->active_ < self->options_.max_concurrent; });
-      ++self->active_;
-      self->peak_active_ = std::max(self->peak_active_, self->active_);
-    }
-    ~Slot() {
-      if (!self->options_.max_concurrent) return;
-      {
-        std::lock_guard lock(self->slots_mu_);
-        --self->active_;
-      }
-      self->slots_cv_.notify_one();
-    }
-  } slot(this);
+  SqlSlot slot(options_.max_concurrent, slots_mu_, slots_cv_, active_, peak_active_);  // on every return path
   auto started = Clock::now();
   ExecutionResult out;
   auto finish = [&](ExecStatus st, std::string err) {
@@ -600,58 +786,10 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
       if (conn) pool->release(std::move(conn));
     }
   } give_back{pool, conn};
-
-  if (conn->reverse_scan != limits.reverse_scan_order) {
-    // A fixed statement of ours, run with the authorizer briefly lifted (it denies PRAGMA).
-    sqlite3_set_authorizer(conn->db, nullptr, nullptr);
-    sqlite3_exec(conn->db,
-                 limits.reverse_scan_order ? "PRAGMA reverse_unordered_selects=1"
-                                           : "PRAGMA reverse_unordered_selects=0",
-                 nullptr, nullptr, nullptr);
-    sqlite3_set_authorizer(conn->db, authorizer, nullptr);
-    conn->reverse_scan = limits.reverse_scan_order;
-  }
-  if (conn->temp_in_memory != limits.temp_store_memory) {
-    // The same for where temporary B-trees live (DEFAULT: SQLite's, a temporary file).
-    sqlite3_set_authorizer(conn->db, nullptr, nullptr);
-    sqlite3_exec(conn->db, limits.temp_store_memory ? "PRAGMA temp_store=MEMORY" : "PRAGMA temp_store=DEFAULT",
-                 nullptr, nullptr, nullptr);
-    sqlite3_set_authorizer(conn->db, authorizer, nullptr);
-    conn->temp_in_memory = limits.temp_store_memory;
-  }
-
-  // No single string or blob may outgrow the result's byte budget: SQLite would otherwise
-  // build it (zeroblob(1e9), a huge replace()/printf) before the row loop could count it.
-  // The floor keeps the SQL text itself (and ordinary values) within the limit.
-  {
-    const size_t cap = limits.max_result_bytes == 0 ? size_t{1000000000} : limits.max_result_bytes;
-    const size_t floor = std::max<size_t>(sql.size() + 64, size_t{1} << 20);
-    sqlite3_limit(conn->db, SQLITE_LIMIT_LENGTH,
-                  static_cast<int>(std::min<size_t>(std::max(cap, floor), 1000000000)));
-  }
+  conn->apply(limits, sql.size());
 
   if (explain) {
-    // EXPLAIN QUERY PLAN never runs its statement, so SQLite calls it read-only whatever it
-    // wraps (REINDEX, DROP …): the statement itself must pass the checks a query passes.
-    sqlite3_stmt* probe = nullptr;
-    const char* probe_tail = nullptr;
-    int prc = sqlite3_prepare_v3(conn->db, sql.data(), static_cast<int>(sql.size()), 0, &probe,
-                                 &probe_tail);
-    std::string why;
-    if (prc != SQLITE_OK) {
-      std::string msg = sqlite3_errmsg(conn->db);
-      sqlite3_finalize(probe);
-      if (prc == SQLITE_AUTH || msg.find("not authorized") != std::string::npos)
-        return finish(ExecStatus::kRejected, "not read-only: " + msg);
-      return finish(ExecStatus::kError, msg);
-    }
-    if (probe == nullptr) why = "empty statement";
-    else if (probe_tail && !only_blank_or_comments(probe_tail)) why = "more than one statement";
-    else if (!sqlite3_stmt_readonly(probe)) why = "not read-only";
-    else if (sqlite3_stmt_isexplain(probe)) why = "EXPLAIN is not a query";
-    else if (sqlite3_column_count(probe) == 0) why = "not a query (returns no columns)";
-    sqlite3_finalize(probe);
-    if (!why.empty()) return finish(ExecStatus::kRejected, why);
+    if (auto refused = refusal_to_explain(conn->db, sql)) return finish(refused->status, std::move(refused->why));
   }
 
   std::string text(sql);
@@ -661,39 +799,13 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
   const char* tail = nullptr;
   const auto prepare_started = Clock::now();
   FirstStep first;
-  // Timings and counters of a statement that ran (its last step has returned).
-  auto measured = [&](sqlite3_stmt* s) {
-    const auto done = Clock::now();
-    if (first.seen)
-      out.first_row_ms = std::chrono::duration<double, std::milli>(first.at - prepare_started).count();
-    out.statement_ms = std::chrono::duration<double, std::milli>(done - prepare_started).count();
-    out.counters.vm_steps = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 0);
-    out.counters.vm_steps_first_row = first.vm_steps;
-    out.counters.fullscan_steps = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0);
-    out.counters.sorts = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_SORT, 0);
-  };
   int rc = sqlite3_prepare_v3(conn->db, text.c_str(), static_cast<int>(text.size()), 0, &stmt,
                               &tail);
   struct Finalize {
     sqlite3_stmt*& s;
     ~Finalize() { sqlite3_finalize(s); }
   } fin{stmt};
-
-  if (rc != SQLITE_OK) {
-    std::string msg = sqlite3_errmsg(conn->db);
-    if (rc == SQLITE_AUTH || msg.find("not authorized") != std::string::npos)
-      return finish(ExecStatus::kRejected, "not read-only: " + msg);
-    return finish(ExecStatus::kError, msg);
-  }
-  if (stmt == nullptr) return finish(ExecStatus::kRejected, "empty statement");
-  if (tail && !only_blank_or_comments(tail))
-    return finish(ExecStatus::kRejected, "more than one statement");
-  if (!sqlite3_stmt_readonly(stmt)) return finish(ExecStatus::kRejected, "not read-only");
-  if (!explain && sqlite3_stmt_isexplain(stmt))
-    return finish(ExecStatus::kRejected, "EXPLAIN is not a query");
-  // Every query returns at least one column; REINDEX, ANALYZE, BEGIN and the like return none.
-  if (sqlite3_column_count(stmt) == 0)
-    return finish(ExecStatus::kRejected, "not a query (returns no columns)");
+  if (auto refused = refusal_of(conn->db, rc, stmt, tail, explain)) return finish(refused->status, std::move(refused->why));
 
   int ncol = sqlite3_column_count(stmt);
   out.result.columns.reserve(static_cast<size_t>(ncol));
@@ -711,91 +823,27 @@ ExecutionResult Executor::run_impl(const std::filesystem::path& db_path, std::st
 
   if (!conn->deadline.active || limits.step_on_caller || sink) {
     auto [st, err] = step_rows(stmt, conn->deadline, limits, out.result, out.digest, first, sink, &out.later_firsts);
-    measured(stmt);
+    record_statement(out, first, prepare_started, stmt);
     conn->deadline.active = false;
     return finish(st, std::move(err));
   }
 
-  // With a deadline the statement steps on a worker thread. The progress handler ends it at
-  // the deadline between VM steps; a single function call that never returns to the VM (LIKE,
-  // GLOB, instr over long strings; sqlite3_interrupt does not reach them) would hold the caller
-  // for as long as it runs. So after a grace period the caller answers kTimeout and abandons
-  // the worker: it keeps the statement and the connection, which it closes when the call ends;
-  // the connection never goes back to the pool.
-  struct Job {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;       // guarded by mu
-    bool abandoned = false;  // guarded by mu
-    std::unique_ptr<Connection> conn;
-    sqlite3_stmt* stmt = nullptr;
-    QueryLimits limits;
-    ExecStatus status = ExecStatus::kOk;
-    std::string error;
-    ResultSet result;
-    FirstStep first;
-    std::shared_ptr<const ResultDigest> digest;
-    std::vector<std::pair<size_t, Row>> later_firsts;
-  };
-  auto job = std::make_shared<Job>();
-  job->conn = std::move(conn);
-  job->stmt = stmt;
-  job->limits = limits;
-  job->result.columns = out.result.columns;
+  WatchedStep<Connection> watched(std::move(conn), stmt, limits, out.result.columns);
   stmt = nullptr;  // owned by the job now
-  auto work = [job] {
-    auto [st, err] = step_rows(job->stmt, job->conn->deadline, job->limits, job->result, job->digest, job->first,
-                               nullptr, &job->later_firsts);
-    job->conn->deadline.active = false;
-    bool abandoned;
-    {
-      std::lock_guard lock(job->mu);
-      job->status = st;
-      job->error = std::move(err);
-      job->done = true;
-      abandoned = job->abandoned;
-    }
-    if (abandoned) {
-      sqlite3_finalize(job->stmt);
-      job->stmt = nullptr;
-      job->conn.reset();  // closes the connection
-      job->result.rows.clear();
-      job->digest.reset();
-      job->later_firsts.clear();
-    } else {
-      job->cv.notify_all();
-    }
-  };
-  std::thread worker;
-  try {
-    worker = std::thread(work);
-  } catch (const std::system_error&) {
-    work();  // no thread to be had: run here, bounded only by the progress handler
-  }
-  const auto grace = std::chrono::duration<double>(
-      std::clamp(limits.timeout_s * 0.5, kAbandonGraceMinS, kAbandonGraceMaxS));
-  const auto give_up = conn_deadline_plus(job->conn->deadline.at, grace);
-  std::unique_lock lock(job->mu);
-  if (!job->cv.wait_until(lock, give_up, [&] { return job->done; })) {
-    job->abandoned = true;
-    sqlite3_interrupt(job->conn->db);  // may end it early where SQLite checks; harmless otherwise
-    lock.unlock();
-    worker.detach();
+  if (!watched.finished())
     return finish(ExecStatus::kTimeout,
                   "query exceeded the " + std::to_string(limits.timeout_s) +
                       " s timeout inside one function call; its connection was discarded");
-  }
-  lock.unlock();
-  if (worker.joinable()) worker.join();
-  conn = std::move(job->conn);
-  stmt = job->stmt;  // finalized by `fin`
-  job->stmt = nullptr;
-  first = job->first;
-  measured(stmt);
-  out.result = std::move(job->result);
-  out.digest = std::move(job->digest);
-  out.later_firsts = std::move(job->later_firsts);
-  return finish(job->status, std::move(job->error));
+  auto& job = watched.job();
+  conn = std::move(job.conn);
+  stmt = job.stmt;  // finalized by `fin`
+  job.stmt = nullptr;
+  first = job.first;
+  record_statement(out, first, prepare_started, stmt);
+  out.result = std::move(job.result);
+  out.digest = std::move(job.digest);
+  out.later_firsts = std::move(job.later_firsts);
+  return finish(job.status, std::move(job.error));
 }
 
 Result<std::string> database_fingerprint(const std::filesystem::path& path) {

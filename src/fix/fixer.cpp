@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -136,6 +137,22 @@ bool Fixer::needs_fix(const ExecutionSummary& e) const {
   return options_.on_empty_result && e.rows == 0;
 }
 
+std::function<std::string(int, int64_t)> fix_schema_ladder(const context::SchemaSources& sources) {
+  context::RenderOptions ro;
+  std::string schema_text = context::render_schema(sources, ro);
+  return [sources, ro, schema_text = std::move(schema_text)](int rung, int64_t schema_tokens) {
+    if (rung == 0) return schema_text;
+    const std::set<std::string> filtered;
+    context::RenderOptions o = context::options_at_rung(ro, rung, filtered);
+    if (rung >= context::kSchemaLadderRungs) o.descriptions = false;
+    std::string text = context::render_schema(sources, o);
+    if (rung >= context::kSchemaLadderRungs && schema_tokens > 0 &&
+        static_cast<int64_t>(text.size() / 4) > schema_tokens)
+      text = text.substr(0, static_cast<size_t>(schema_tokens) * 4) + "\n-- (schema cut to fit the model's context)";
+    return text;
+  };
+}
+
 Status Fixer::fix(Candidate& c, const FixInput& in) const {
   if (in.executor == nullptr || in.question == nullptr || in.schema == nullptr)
     return invalid_input("fixer: FixInput needs an executor, a question and a schema");
@@ -152,92 +169,83 @@ Status Fixer::fix(Candidate& c, const FixInput& in) const {
     return Status::ok();
   }
   if (c.original_sql.empty()) c.original_sql = c.sql;
-  context::RenderOptions ro;
-  const context::SchemaSources sources{in.schema, in.index, in.retrieval ? &in.retrieval->values : nullptr,
-                                       in.metadata};
-  const std::string schema_text = context::render_schema(sources, ro);
-  std::set<std::string> filtered;  // the fixer has no column filter: rung 3 is rung 2
-  auto schema_at = [&](int rung, int64_t schema_tokens) {
-    if (rung == 0) return schema_text;
-    context::RenderOptions o = context::options_at_rung(ro, rung, filtered);
-    if (rung >= context::kSchemaLadderRungs) {
-      // Cut to the budget: no descriptions, then fewer tables (the query's own come first in
-      // what the model sees through the error text).
-      o.descriptions = false;
-    }
-    std::string text = context::render_schema(sources, o);
-    if (rung >= context::kSchemaLadderRungs && schema_tokens > 0 &&
-        static_cast<int64_t>(text.size() / 4) > schema_tokens)
-      text = text.substr(0, static_cast<size_t>(schema_tokens) * 4) + "\n-- (schema cut to fit the model's context)";
-    return text;
-  };
+  const auto schema_at = fix_schema_ladder(
+      {in.schema, in.index, in.retrieval ? &in.retrieval->values : nullptr, in.metadata});
   const int first = static_cast<int>(c.fix_rounds.size()) + 1;
   for (int k = 0; k < options_.max_rounds && needs_fix(c.execution); ++k) {
-    generate::FixRound round;
-    round.round = first + k;
-    round.failure_class = feedback::classify_failure(c.execution);
-    const std::string what = round.failure_class == "empty_result"
-                                 ? std::string("The query executed successfully but returned no rows.")
-                                 : (c.execution.status == db::ExecStatus::kTimeout ? "Timed out: " : "Error: ") +
-                                       c.execution.error;
-    const std::string hint = feedback::failure_hint(round.failure_class, c.execution, c.sql, {in.schema, in.index, options_.hint_names});
-    round.feedback = what + "\n" + hint;
-    round.sql_before = c.sql;
-
-    llm::ModelCall call;
-    call.prompt = &prompt_;
-    call.stage = "fix";
-    call.role = options_.role;
-    call.profile = profile_for(c);
-    call.temperature = options_.temperature;
-    // Distinct per candidate and round so that repeated rounds are distinct samples.
-    call.sample_index = c.sample_index * 64 + round.round;
-    call.question_id = in.question->question_id;
-    call.schema_at = schema_at;
-    call.values = {{"question", in.question->question},
-                   {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
-                   {"sql", c.sql},
-                   {"failure_class", round.failure_class},
-                   {"feedback", what},
-                   {"hint", hint}};
-    call.tag = generate::generation_tag(*in.question, c.generator, call.sample_index);
-    call.tag.task = llm::CallTask::kFix;
-    call.tag.failing_sql = c.sql;
-    call.tag.failure = round.failure_class;
-    auto a = llm::call_model(*client_, call);
-    if (!a) return a.status().with_context("fixer, question " + in.question->question_id + ", candidate " + c.id);
-    round.call = a->trace;
-    std::string next = c.sql;
-    if (a->text) {
-      auto ex = llm::extract_sql(*a->text);
-      if (ex && !non_query_keyword(ex->sql)) next = ex->sql;
-      if (!ex) client_->accounting().record_parse_failure(call.stage, in.question->question_id);
-    }
-    round.sql_after = next;
-    if (next != c.sql) {
-      const auto shared = memo.run(next);
-      const db::ExecutionResult& r = *shared;
-      round.execution_after = feedback::summarize_execution(r, options_.preview_rows);
-      if (r.status == db::ExecStatus::kRejected) {
-        // A "fix" the guardrails refuse is not adopted; the round stays in the trace.
-        round.sql_after = c.sql;
-      } else {
-        c.sql = next;
-        c.execution = round.execution_after;
-      }
-    } else {
-      // Same query again: its execution is known; do not run it twice.
-      round.execution_after = c.execution;
-    }
+    auto round = repair_round(c, in, memo, schema_at, first + k);
+    if (!round) return round.status();
     // The model answered the query it was asked to repair (up to blanks: the same query, the
     // same execution, the same failure): the next round would ask the same again, so this
     // candidate's fixing ends here.
-    const bool unchanged = normalize_sql(round.sql_after) == normalize_sql(round.sql_before);
-    c.fix_rounds.push_back(std::move(round));
+    const bool unchanged = normalize_sql(round->sql_after) == normalize_sql(round->sql_before);
+    c.fix_rounds.push_back(std::move(*round));
     if (unchanged) break;
   }
   c.still_failing = needs_fix(c.execution);
   return Status::ok();
+}
+
+Result<generate::FixRound> Fixer::repair_round(Candidate& c, const FixInput& in, ExecutionMemo& memo,
+                                               const std::function<std::string(int, int64_t)>& schema_at,
+                                               int number) const {
+  generate::FixRound round;
+  round.round = number;
+  round.failure_class = feedback::classify_failure(c.execution);
+  const std::string what = round.failure_class == "empty_result"
+                               ? std::string("The query executed successfully but returned no rows.")
+                               : (c.execution.status == db::ExecStatus::kTimeout ? "Timed out: " : "Error: ") +
+                                     c.execution.error;
+  const std::string hint = feedback::failure_hint(round.failure_class, c.execution, c.sql, {in.schema, in.index, options_.hint_names});
+  round.feedback = what + "\n" + hint;
+  round.sql_before = c.sql;
+
+  llm::ModelCall call;
+  call.prompt = &prompt_;
+  call.stage = "fix";
+  call.role = options_.role;
+  call.profile = profile_for(c);
+  call.temperature = options_.temperature;
+  // Distinct per candidate and round so that repeated rounds are distinct samples.
+  call.sample_index = c.sample_index * 64 + round.round;
+  call.question_id = in.question->question_id;
+  call.schema_at = schema_at;
+  call.values = {{"question", in.question->question},
+                 {"evidence", in.question->evidence.empty() ? "(none)" : in.question->evidence},
+                 {"sql", c.sql},
+                 {"failure_class", round.failure_class},
+                 {"feedback", what},
+                 {"hint", hint}};
+  call.tag = generate::generation_tag(*in.question, c.generator, call.sample_index);
+  call.tag.task = llm::CallTask::kFix;
+  call.tag.failing_sql = c.sql;
+  call.tag.failure = round.failure_class;
+  auto a = llm::call_model(*client_, call);
+  if (!a) return a.status().with_context("fixer, question " + in.question->question_id + ", candidate " + c.id);
+  round.call = a->trace;
+  std::string next = c.sql;
+  if (a->text) {
+    auto ex = llm::extract_sql(*a->text);
+    if (ex && !non_query_keyword(ex->sql)) next = ex->sql;
+    if (!ex) client_->accounting().record_parse_failure(call.stage, in.question->question_id);
+  }
+  round.sql_after = next;
+  if (next == c.sql) {
+    // Same query again: its execution is known; do not run it twice.
+    round.execution_after = c.execution;
+    return round;
+  }
+  const auto shared = memo.run(next);
+  const db::ExecutionResult& r = *shared;
+  round.execution_after = feedback::summarize_execution(r, options_.preview_rows);
+  if (r.status == db::ExecStatus::kRejected) {
+    // A "fix" the guardrails refuse is not adopted; the round stays in the trace.
+    round.sql_after = c.sql;
+  } else {
+    c.sql = next;
+    c.execution = round.execution_after;
+  }
+  return round;
 }
 
 }  // namespace nl2sql::fix

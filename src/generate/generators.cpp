@@ -268,8 +268,49 @@ class OnlineSyntheticGenerator : public GeneratorBase {
   Result<std::vector<Candidate>> generate(const GenerationInput& in) const override {
     NL2SQL_RETURN_IF_ERROR(check_input(in, "generator " + o_.label));
     const std::string where = "generator " + o_.label + ", question " + in.question->question_id;
+    auto written = write_examples(in);
+    if (!written) return written.status().with_context(where);
+    const Examples& ex = *written;
+    std::vector<Candidate> out;
+    std::vector<llm::ModelCall> calls;
+    for (int64_t s = 0; s < o_.samples; ++s) {
+      llm::ModelCall call = base_call(in, final_, "generate", s);
+      call.schema_at = schema_ladder(in, render_options(in, s));
+      call.values = {{"question", in.question->question},
+                     {"evidence", evidence_text(*in.question)},
+                     {"examples", demonstrations(ex, s)}};
+      calls.push_back(std::move(call));
+    }
+    auto answers = call_all(calls);
+    for (int64_t s = 0; s < o_.samples; ++s) {
+      auto& a = answers[static_cast<size_t>(s)];
+      if (!a) return a.status().with_context(where);
+      Candidate c = make_candidate(*client_, in.question->question_id, o_.label, o_.kind, s, *a);
+      // How many demonstrations the candidate was written with: a run whose example calls
+      // failed or were unreadable says so in every candidate's notes.
+      c.reasoning = "[os examples: " + std::to_string(ex.per_step[0].size()) + " general + " +
+                    std::to_string(ex.per_step[1].size()) + " filtered used; " + std::to_string(ex.read[0]) + " + " +
+                    std::to_string(ex.read[1]) + " read from the answers, " + std::to_string(general_count_) + " + " +
+                    std::to_string(filtered_count_) + " asked]\n" + c.reasoning;
+      // The example-writing calls are shared by all samples; the first candidate carries them so
+      // token and cost totals over candidates count them once.
+      if (s == 0) c.calls.insert(c.calls.begin(), ex.step_calls.begin(), ex.step_calls.end());
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+ private:
+  // The examples of the two steps (general: over the full schema; filtered: over the selected
+  // columns), those kept and how many each answer held, and the steps' calls.
+  struct Examples {
+    std::vector<SyntheticExample> per_step[2];
+    int64_t read[2] = {0, 0};
     std::vector<LlmCallTrace> step_calls;
-    std::vector<SyntheticExample> examples;
+  };
+
+  Result<Examples> write_examples(const GenerationInput& in) const {
+    Examples ex;
     context::RenderOptions full = render_options(in, 0);
     context::RenderOptions narrow = full;
     narrow.columns = in.selected_columns;  // empty: the full schema
@@ -279,8 +320,6 @@ class OnlineSyntheticGenerator : public GeneratorBase {
       int64_t count;
       const char* stage;
     };
-    std::vector<SyntheticExample> per_step[2];
-    int64_t read[2] = {0, 0};
     const Step steps[2] = {{&general_, &full, general_count_, "os_examples_general"},
                            {&filtered_, &narrow, filtered_count_, "os_examples_filtered"}};
     // The two example-writing steps do not depend on each other: asked together.
@@ -301,83 +340,61 @@ class OnlineSyntheticGenerator : public GeneratorBase {
     for (size_t j = 0; j < step_answers.size(); ++j) {
       const int k = step_of[j];
       auto& a = step_answers[j];
-      if (!a) return a.status().with_context(where);
-      step_calls.push_back(a->trace);
+      if (!a) return a.status();
+      ex.step_calls.push_back(a->trace);
       if (!a->text) continue;
       auto parsed = llm::read_examples(*a->text);
       if (!parsed) {
         client_->accounting().record_parse_failure(a->trace.stage, in.question->question_id);
         continue;
       }
-      read[k] = static_cast<int64_t>(parsed->size());
+      ex.read[k] = static_cast<int64_t>(parsed->size());
       for (auto& e : *parsed) {
-        if (static_cast<int64_t>(per_step[k].size()) >= steps[k].count) break;
-        // Examples that do not run would teach wrong SQL: check them read-only. An example
-        // passes when it runs without error in at most kExampleSeconds to at most
-        // kExampleRows rows. Through the question's shared executions when the caller gives
-        // them (an example is often one of the candidates to come: it then runs once), read
-        // from the whole result; else run here under those limits.
-        if (validate_ && !in.db_path.empty() && (in.execute || executor_)) {
-          constexpr double kExampleSeconds = 5.0;
-          constexpr size_t kExampleRows = 1000;
-          bool runs = false;
-          if (in.execute) {
-            auto r = in.execute(e.sql);
-            runs = r && r->ok() && r->row_count() <= kExampleRows && r->statement_ms <= kExampleSeconds * 1000;
-          } else {
-            db::QueryLimits lim = executor_->options().limits;
-            lim.timeout_s = std::min(lim.timeout_s > 0 ? lim.timeout_s : kExampleSeconds, kExampleSeconds);
-            lim.row_cap = kExampleRows;
-            runs = executor_->run(in.db_path, e.sql, lim).ok();
-          }
-          if (!runs) continue;
-        }
-        per_step[k].push_back(std::move(e));
+        if (static_cast<int64_t>(ex.per_step[k].size()) >= steps[k].count) break;
+        if (!example_runs(in, e)) continue;
+        ex.per_step[k].push_back(std::move(e));
       }
     }
-    std::vector<Candidate> out;
-    std::vector<llm::ModelCall> calls;
-    for (int64_t s = 0; s < o_.samples; ++s) {
-      // Mix: alternate general and filtered examples, rotated per sample for diversity.
-      std::vector<SyntheticExample> mixed;
-      for (size_t i = 0; i < std::max(per_step[0].size(), per_step[1].size()); ++i)
-        for (int k = 0; k < 2; ++k)
-          if (i < per_step[k].size()) mixed.push_back(per_step[k][i]);
-      if (!mixed.empty() && s > 0)
-        std::rotate(mixed.begin(), mixed.begin() + static_cast<long>(static_cast<size_t>(s) % mixed.size()),
-                    mixed.end());
-      std::string demos;
-      for (size_t i = 0; i < mixed.size(); ++i)
-        demos += "Example " + std::to_string(i + 1) + "\nQuestion: " + mixed[i].question + "\nSQL: " +
-                 mixed[i].sql + "\n\n";
-      if (demos.empty()) demos = "(no examples could be made for this database)\n";
-      llm::ModelCall call = base_call(in, final_, "generate", s);
-      call.schema_at = schema_ladder(in, render_options(in, s));
-      call.values = {{"question", in.question->question},
-                     {"evidence", evidence_text(*in.question)},
-                     {"examples", demos}};
-      calls.push_back(std::move(call));
-    }
-    auto answers = call_all(calls);
-    for (int64_t s = 0; s < o_.samples; ++s) {
-      auto& a = answers[static_cast<size_t>(s)];
-      if (!a) return a.status().with_context(where);
-      Candidate c = make_candidate(*client_, in.question->question_id, o_.label, o_.kind, s, *a);
-      // How many demonstrations the candidate was written with: a run whose example calls
-      // failed or were unreadable says so in every candidate's notes.
-      c.reasoning = "[os examples: " + std::to_string(per_step[0].size()) + " general + " +
-                    std::to_string(per_step[1].size()) + " filtered used; " + std::to_string(read[0]) + " + " +
-                    std::to_string(read[1]) + " read from the answers, " + std::to_string(general_count_) + " + " +
-                    std::to_string(filtered_count_) + " asked]\n" + c.reasoning;
-      // The example-writing calls are shared by all samples; the first candidate carries them so
-      // token and cost totals over candidates count them once.
-      if (s == 0) c.calls.insert(c.calls.begin(), step_calls.begin(), step_calls.end());
-      out.push_back(std::move(c));
-    }
-    return out;
+    return ex;
   }
 
- private:
+  // Examples that do not run would teach wrong SQL: check them read-only. An example passes
+  // when it runs without error in at most kExampleSeconds to at most kExampleRows rows. Through
+  // the question's shared executions when the caller gives them (an example is often one of the
+  // candidates to come: it then runs once), read from the whole result; else run here under
+  // those limits. Unchecked (passes) when validation is off or there is nothing to run it on.
+  bool example_runs(const GenerationInput& in, const SyntheticExample& e) const {
+    if (!validate_ || in.db_path.empty() || (!in.execute && !executor_)) return true;
+    constexpr double kExampleSeconds = 5.0;
+    constexpr size_t kExampleRows = 1000;
+    if (in.execute) {
+      auto r = in.execute(e.sql);
+      return r && r->ok() && r->row_count() <= kExampleRows && r->statement_ms <= kExampleSeconds * 1000;
+    }
+    db::QueryLimits lim = executor_->options().limits;
+    lim.timeout_s = std::min(lim.timeout_s > 0 ? lim.timeout_s : kExampleSeconds, kExampleSeconds);
+    lim.row_cap = kExampleRows;
+    return executor_->run(in.db_path, e.sql, lim).ok();
+  }
+
+  // The demonstrations of sample `s`: general and filtered examples alternated, rotated per
+  // sample for diversity.
+  static std::string demonstrations(const Examples& ex, int64_t s) {
+    std::vector<SyntheticExample> mixed;
+    for (size_t i = 0; i < std::max(ex.per_step[0].size(), ex.per_step[1].size()); ++i)
+      for (int k = 0; k < 2; ++k)
+        if (i < ex.per_step[k].size()) mixed.push_back(ex.per_step[k][i]);
+    if (!mixed.empty() && s > 0)
+      std::rotate(mixed.begin(), mixed.begin() + static_cast<long>(static_cast<size_t>(s) % mixed.size()),
+                  mixed.end());
+    std::string demos;
+    for (size_t i = 0; i < mixed.size(); ++i)
+      demos += "Example " + std::to_string(i + 1) + "\nQuestion: " + mixed[i].question + "\nSQL: " +
+               mixed[i].sql + "\n\n";
+    if (demos.empty()) demos = "(no examples could be made for this database)\n";
+    return demos;
+  }
+
   const db::Executor* executor_;
   llm::PromptTemplate general_, filtered_, final_;
   int64_t general_count_, filtered_count_;
@@ -727,6 +744,113 @@ Result<std::unique_ptr<Generator>> command_generator(const ItemReader& r, const 
   return make_command_generator(std::move(c), std::move(*spec), client);
 }
 
+// What a generator's builder reads: its config item (`r` over `item`, at config key `key`) and
+// the run's services. Demonstration pools are shared by the run's dc and qp generators.
+struct GeneratorItem {
+  const ItemReader& r;
+  const json& item;
+  const std::string& key;
+  const core::Config& config;
+  llm::Client* client;
+  const db::Executor* executor;
+  const llm::PromptLibrary& prompts;
+  const data::DatasetSpec* run_dataset;
+  std::map<std::string, std::shared_ptr<const DemoPool>>& pools;
+};
+using GeneratorOrError = Result<std::unique_ptr<Generator>>;
+
+GeneratorOrError build_command(const GeneratorItem& g, CommonOptions o) {
+  return command_generator(g.r, g.item, o, g.client);
+}
+
+GeneratorOrError build_file(const GeneratorItem& g, CommonOptions o) { return file_generator(g.r, o.label); }
+
+GeneratorOrError build_baseline(const GeneratorItem& g, CommonOptions o) {
+  auto t = load_main_prompt(g.prompts, g.r, o.kind);
+  if (!t) return t.status();
+  return std::unique_ptr<Generator>(std::make_unique<SingleCallGenerator>(std::move(o), g.client, std::move(*t)));
+}
+
+// dc and qp: demonstrations chosen by similarity (both) or fixed (qp only; its prompt's own
+// hand-written ones when none could be built).
+GeneratorOrError build_dc_or_qp(const GeneratorItem& g, CommonOptions o) {
+  const bool qp = o.kind == "qp";
+  auto t = load_main_prompt(g.prompts, g.r, o.kind);
+  if (!t) return t.status();
+  auto dc = read_demo_config(g.r);
+  if (!dc) return dc.status();
+  if (qp && dc->similar && g.executor == nullptr && dc->enabled)
+    return invalid_input(g.key + ": query-plan demonstrations need an executor");
+  if (!qp && !dc->similar)
+    return invalid_input("config key \"" + g.key + ".demos.choose\": dc takes \"similar\" only (its fixed "
+                         "demonstrations are the worked ones of its prompt)");
+  auto choice = make_demo_choice(*dc, g.key, o.label, g.run_dataset, g.executor, g.pools);
+  if (!choice) return choice.status();
+  if (qp && choice->fixed.empty()) {
+    auto fallback = load_prompt(g.prompts, "generate_query_plan_demos");
+    if (!fallback) return fallback.status();
+    choice->fixed = fallback->text();
+  }
+  if (qp)
+    return std::unique_ptr<Generator>(std::make_unique<QueryPlanGenerator>(std::move(o), g.client, std::move(*t),
+                                                                           std::move(*choice), g.executor));
+  return std::unique_ptr<Generator>(
+      std::make_unique<DivideConquerGenerator>(std::move(o), g.client, std::move(*t), std::move(*choice)));
+}
+
+GeneratorOrError build_os(const GeneratorItem& g, CommonOptions o) {
+  int64_t general = 4, filtered = 4;
+  bool validate = true;
+  NL2SQL_RETURN_IF_ERROR(g.r.get("general_examples", general, "an integer"));
+  NL2SQL_RETURN_IF_ERROR(g.r.get("filtered_examples", filtered, "an integer"));
+  NL2SQL_RETURN_IF_ERROR(g.r.get("validate_examples", validate, "a boolean"));
+  if (general < 0 || filtered < 0)
+    return invalid_input("config key \"" + g.key + ".general_examples/filtered_examples\" must be >= 0");
+  auto ge = load_prompt(g.prompts, "generate_os_examples_general");
+  auto fi = load_prompt(g.prompts, "generate_os_examples_filtered");
+  auto t = load_main_prompt(g.prompts, g.r, o.kind);
+  if (!ge) return ge.status();
+  if (!fi) return fi.status();
+  if (!t) return t.status();
+  return std::unique_ptr<Generator>(std::make_unique<OnlineSyntheticGenerator>(
+      std::move(o), g.client, g.executor, std::move(*ge), std::move(*fi), std::move(*t), general, filtered, validate));
+}
+
+AgenticSpec agentic_spec(const CommonOptions& o) {
+  return {o.kind, o.label, o.samples, o.temperature, o.role, o.profiles, o.descriptions, o.examples};
+}
+
+GeneratorOrError build_agent(const GeneratorItem& g, CommonOptions o) {  // agent.h; options under agent.*
+  if (g.r.find("template")) return load_main_prompt(g.prompts, g.r, o.kind).status();
+  auto options = load_agent_options(g.config);
+  if (!options) return options.status();
+  return make_agent_generator(agentic_spec(o), std::move(*options), g.client, g.executor, g.prompts);
+}
+
+GeneratorOrError build_recap(const GeneratorItem& g, CommonOptions o) {  // recap.h; options under recap.*
+  if (g.r.find("template")) return load_main_prompt(g.prompts, g.r, o.kind).status();
+  auto options = load_recap_options(g.config);
+  if (!options) return options.status();
+  return make_recap_generator(agentic_spec(o), std::move(*options), g.client, g.executor, g.prompts);
+}
+
+GeneratorOrError build_ssev(const GeneratorItem& g, CommonOptions o) {
+  bool keep = true;
+  NL2SQL_RETURN_IF_ERROR(g.r.get("keep_presql", keep, "a boolean"));
+  auto t = load_main_prompt(g.prompts, g.r, o.kind);
+  if (!t) return t.status();
+  return std::unique_ptr<Generator>(std::make_unique<SsevGenerator>(std::move(o), g.client, std::move(*t), keep));
+}
+
+// Every generator name (read_common checks the name is one of these) and its builder.
+const std::map<std::string, GeneratorOrError (*)(const GeneratorItem&, CommonOptions)>& generator_builders() {
+  static const std::map<std::string, GeneratorOrError (*)(const GeneratorItem&, CommonOptions)> kBuilders = {
+      {"command", build_command}, {"file", build_file}, {"baseline", build_baseline}, {"dc", build_dc_or_qp},
+      {"qp", build_dc_or_qp},     {"os", build_os},     {"agent", build_agent},       {"recap", build_recap},
+      {"ssev", build_ssev}};
+  return kBuilders;
+}
+
 }  // namespace
 
 Result<std::string> generator_template_role(const std::string& kind) {
@@ -762,83 +886,10 @@ Result<std::vector<std::unique_ptr<Generator>>> make_generators(const core::Conf
     if (!labels.insert(o->label).second)
       return invalid_input("config key \"" + key + ".label\": two generators are labelled \"" + o->label +
                            "\" (set distinct labels)");
-    if (o->kind == "command") {
-      auto g = command_generator(r, items[i], *o, client);
-      if (!g) return g.status();
-      out.push_back(std::move(*g));
-    } else if (o->kind == "file") {
-      auto g = file_generator(r, o->label);
-      if (!g) return g.status();
-      out.push_back(std::move(*g));
-    } else if (o->kind == "baseline") {
-      auto t = load_main_prompt(prompts, r, o->kind);
-      if (!t) return t.status();
-      out.push_back(std::make_unique<SingleCallGenerator>(std::move(*o), client, std::move(*t)));
-    } else if (o->kind == "dc" || o->kind == "qp") {
-      const bool qp = o->kind == "qp";
-      auto t = load_main_prompt(prompts, r, o->kind);
-      if (!t) return t.status();
-      auto dc = read_demo_config(r);
-      if (!dc) return dc.status();
-      if (qp && dc->similar && executor == nullptr && dc->enabled)
-        return invalid_input(key + ": query-plan demonstrations need an executor");
-      if (!qp && !dc->similar)
-        return invalid_input("config key \"" + key + ".demos.choose\": dc takes \"similar\" only (its fixed "
-                             "demonstrations are the worked ones of its prompt)");
-      auto choice = make_demo_choice(*dc, key, o->label, run_dataset, executor, pools);
-      if (!choice) return choice.status();
-      if (qp && choice->fixed.empty()) {
-        auto fallback = load_prompt(prompts, "generate_query_plan_demos");
-        if (!fallback) return fallback.status();
-        choice->fixed = fallback->text();
-      }
-      if (qp)
-        out.push_back(std::make_unique<QueryPlanGenerator>(std::move(*o), client, std::move(*t), std::move(*choice),
-                                                           executor));
-      else
-        out.push_back(std::make_unique<DivideConquerGenerator>(std::move(*o), client, std::move(*t), std::move(*choice)));
-    } else if (o->kind == "os") {
-      int64_t general = 4, filtered = 4;
-      bool validate = true;
-      NL2SQL_RETURN_IF_ERROR(r.get("general_examples", general, "an integer"));
-      NL2SQL_RETURN_IF_ERROR(r.get("filtered_examples", filtered, "an integer"));
-      NL2SQL_RETURN_IF_ERROR(r.get("validate_examples", validate, "a boolean"));
-      if (general < 0 || filtered < 0)
-        return invalid_input("config key \"" + key + ".general_examples/filtered_examples\" must be >= 0");
-      auto g = load_prompt(prompts, "generate_os_examples_general");
-      auto f = load_prompt(prompts, "generate_os_examples_filtered");
-      auto t = load_main_prompt(prompts, r, o->kind);
-      if (!g) return g.status();
-      if (!f) return f.status();
-      if (!t) return t.status();
-      out.push_back(std::make_unique<OnlineSyntheticGenerator>(std::move(*o), client, executor, std::move(*g),
-                                                               std::move(*f), std::move(*t), general, filtered,
-                                                               validate));
-    } else if (o->kind == "agent") {  // agent.h; options under agent.*
-      if (r.find("template")) return load_main_prompt(prompts, r, o->kind).status();
-      auto options = load_agent_options(config);
-      if (!options) return options.status();
-      auto g = make_agent_generator({o->kind, o->label, o->samples, o->temperature, o->role, o->profiles,
-                                     o->descriptions, o->examples},
-                                    std::move(*options), client, executor, prompts);
-      if (!g) return g.status();
-      out.push_back(std::move(*g));
-    } else if (o->kind == "recap") {  // recap.h; options under recap.*
-      if (r.find("template")) return load_main_prompt(prompts, r, o->kind).status();
-      auto options = load_recap_options(config);
-      if (!options) return options.status();
-      auto g = make_recap_generator({o->kind, o->label, o->samples, o->temperature, o->role, o->profiles,
-                                     o->descriptions, o->examples},
-                                    std::move(*options), client, executor, prompts);
-      if (!g) return g.status();
-      out.push_back(std::move(*g));
-    } else {  // ssev
-      bool keep = true;
-      NL2SQL_RETURN_IF_ERROR(r.get("keep_presql", keep, "a boolean"));
-      auto t = load_main_prompt(prompts, r, o->kind);
-      if (!t) return t.status();
-      out.push_back(std::make_unique<SsevGenerator>(std::move(*o), client, std::move(*t), keep));
-    }
+    const GeneratorItem g{r, items[i], key, config, client, executor, prompts, run_dataset, pools};
+    auto built = generator_builders().at(o->kind)(g, std::move(*o));
+    if (!built) return built.status();
+    out.push_back(std::move(*built));
   }
   return out;
 }

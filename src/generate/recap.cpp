@@ -136,7 +136,17 @@ class RecapGenerator : public Generator {
     std::string log;
     int64_t steps = 0;
     std::string attempts;  // every query the refiner was shown, with what was wrong with it
+    std::string schema;    // the schema as the sample's prompts show it
+    std::map<std::string, std::string> base;  // the values every prompt of the loop starts from
+    // `base` with `extra` on top.
+    std::map<std::string, std::string> with(std::map<std::string, std::string> extra) const {
+      auto v = base;
+      for (auto& [k, x] : extra) v[k] = std::move(x);
+      return v;
+    }
   };
+  // What one step of the execute–validate loop leads to.
+  enum class Next { kContinue, kStop, kValidated };
 
   // The refiner answered with the query it was asked to repair: asking again would only repeat
   // the request, so the loop ends there (ReCAPAgent-SQL's refiner has the memory of its attempts
@@ -218,149 +228,39 @@ class RecapGenerator : public Generator {
     l.c.id = spec_.label + "#" + std::to_string(s);
     l.c.generator = spec_.kind;
     l.c.sample_index = s;
-    const std::map<std::string, std::string> base = {
-        {"schema", schema}, {"question", q.question}, {"evidence", evidence_text(q)}};
-    auto with = [&](std::map<std::string, std::string> extra) {
-      auto v = base;
-      for (auto& [k, x] : extra) v[k] = std::move(x);
-      return v;
-    };
-
-    // 0. External knowledge for the planner.
-    const std::string question_knowledge = knowledge(in, q.question + "\n" + q.evidence, true);
-
-    // 1–2. Plan, critique, revise.
-    auto a = call(l, in, p_.plan, "recap.plan", s,
-                  with({{"feedback", "(none: first plan)"}, {"knowledge", question_knowledge}}),
-                  tag(in, llm::CallTask::kPlan, s, l.steps));
-    if (!a) return a.status();
-    Plan plan = read_plan(a->text ? *a->text : "");
-    count_unread(*a, plan.parsed, in);
-    l.log += step_line(l.steps, "plan", a->text ? plan.text : "model call failed: " + a->trace.error);
-    for (int64_t rev = 0; rev < o_.plan_revisions + 1 && a->text && l.steps < o_.max_steps - 1; ++rev) {
-      auto sc = tag(in, llm::CallTask::kPlanCritique, s, l.steps);
-      sc.current_plan = plan.text;
-      auto cr = call(l, in, p_.plan_critique, "recap.plan_critique", s, with({{"plan", plan.text}}), sc);
-      if (!cr) return cr.status();
-      Critique verdict = cr->text ? read_critique(*cr->text) : Critique{};
-      count_unread(*cr, verdict.parsed, in);
-      l.log += step_line(l.steps, "plan critique", verdict.approved ? "approved" : verdict.issues);
-      if (verdict.approved || rev == o_.plan_revisions) break;
-      auto rp = call(l, in, p_.plan, "recap.plan", s,
-                     with({{"feedback", "A reviewer found these issues in your previous plan:\n" + plan.text +
-                                            "\nIssues:\n" + verdict.issues},
-                           {"knowledge", question_knowledge}}),
-                     tag(in, llm::CallTask::kPlan, s, l.steps));
-      if (!rp) return rp.status();
-      if (rp->text) plan = read_plan(*rp->text);
-      count_unread(*rp, plan.parsed, in);
-      l.log += step_line(l.steps, "plan revision " + std::to_string(rev + 1), plan.text);
-    }
-
-    // 3. Action, with what the retrievers find for the plan.
-    if (syntax_) l.log += step_line(l.steps, "syntax retriever", titles(*syntax_, plan.text));
-    auto act = call(l, in, p_.act, "recap.act", s,
-                    with({{"plan", plan.text}, {"knowledge", knowledge(in, plan.text, false)},
-                          {"syntax", syntax(plan.text)}}),
-                    tag(in, llm::CallTask::kGenerate, s, l.steps));
-    if (!act) return act.status();
-    std::string answer = act->text ? *act->text : "";
-    AttemptOutcome cur = run_attempt(answer, q.question, executor_, in.db_path, o_.limits);
-    count_unread(*act, !cur.sql.empty(), in);
-    l.log += step_line(l.steps, "act", cur.sql.empty() ? "no SQL" : cur.sql);
-
-    // 4. SQL critic.
-    if (o_.sql_critique && !cur.sql.empty() && l.steps < o_.max_steps) {
-      auto sc = tag(in, llm::CallTask::kSqlCritique, s, l.steps);
-      sc.current_sql = cur.sql;
-      sc.current_result_empty = cur.result.ok() && cur.result.result.rows.empty();
-      auto cr = call(l, in, p_.sql_critique, "recap.sql_critique", s, with({{"plan", plan.text}, {"sql", cur.sql}}), sc);
-      if (!cr) return cr.status();
-      Critique verdict = cr->text ? read_critique(*cr->text) : Critique{};
-      count_unread(*cr, verdict.parsed, in);
-      l.log += step_line(l.steps, "sql critique", verdict.approved ? "approved" : verdict.issues);
-      if (!verdict.approved && l.steps < o_.max_steps) {
-        auto r = refine(l, in, s, plan, cur, "critique", "A reviewer found these issues:\n" + verdict.issues,
-                        "Address every issue the reviewer names; keep what the reviewer did not question.", schema);
-        if (!r) return r.status();
-        if (!r->sql.empty()) cur = std::move(*r);
-      }
-    }
+    l.schema = schema;
+    l.base = {{"schema", schema}, {"question", q.question}, {"evidence", evidence_text(q)}};
+    auto plan = make_plan(l, in, s);
+    if (!plan) return plan.status();
+    auto cur = act(l, in, s, *plan);
+    if (!cur) return cur.status();
+    NL2SQL_RETURN_IF_ERROR(critique_sql(l, in, s, *plan, *cur));
 
     // 5–6. Execute, refine on errors, validate.
     AttemptOutcome last_good;  // the last attempt that executed with rows
     bool validated = false;
     while (l.steps < o_.max_steps) {
-      if (cur.sql.empty()) {
+      if (cur->sql.empty()) {
         // Nothing to run: ask the refiner to write the query from the plan.
-        auto r = refine(l, in, s, plan, cur, "no_sql", "No SQL could be extracted from the previous answer.",
+        auto r = refine(l, in, s, *plan, *cur, "no_sql", "No SQL could be extracted from the previous answer.",
                         "Answer with the query in a ```sql fenced block.", schema);
         if (!r) return r.status();
-        cur = std::move(*r);
+        *cur = std::move(*r);
         continue;
       }
-      const ExecutionSummary es = feedback::summarize_execution(cur.result, o_.limits.preview_rows);
-      std::string cls = cur.result.status == db::ExecStatus::kRejected ? "other" : feedback::classify_failure(es);
-      if (cur.result.status == db::ExecStatus::kRejected) cls = "rejected";
-      if (!cls.empty()) {
-        std::string hint = feedback::failure_hint(cls, es, cur.sql, {in.schema, in.index, 3});
-        std::string refine_schema = schema;
-        if (schema_error(cls)) {
-          refine_schema = linked_schema(in, cur.sql, cls, cur.result.error, schema);
-          l.log += step_line(l.steps, "schema linking", "after " + cls);
-        }
-        l.log += step_line(l.steps, "execution", cls + (cur.result.ok() ? "" : ": " + cur.result.error));
-        auto r = refine(l, in, s, plan, cur, cls, cur.result.ok() ? render_summary(cur.summary) : cur.summary.error,
-                        hint, refine_schema);
-        if (!r) return r.status();
-        if (unchanged(*r, cur)) {
-          l.log += step_line(l.steps, "stop", "the refiner returned the same query");
-          break;
-        }
-        cur = std::move(*r);
-        continue;
-      }
-      last_good = cur;
-      auto sc = tag(in, llm::CallTask::kValidate, s, l.steps);
-      sc.current_sql = cur.sql;
-      sc.current_result_empty = cur.result.result.rows.empty();
-      auto va = call(l, in, p_.validate, "recap.validate", s,
-                     {{"question", q.question},
-                      {"evidence", evidence_text(q)},
-                      {"expected_columns", plan.expected_columns},
-                      {"sql", cur.sql},
-                      {"result", render_summary(cur.summary)}},
-                     sc);
-      if (!va) return va.status();
-      Validation v = va->text ? parse_validation(*va->text) : Validation{};
-      count_unread(*va, v.parsed, in);
-      l.log += step_line(l.steps, "validate", v.valid_result ? "valid" : "invalid: " + v.suggest_fix);
-      if (v.valid_result) {
-        validated = true;
-        break;
-      }
-      if (l.steps >= o_.max_steps) break;
-      std::string feedback = "The validator rejected the result.\n";
-      if (!v.columns_not_needed.empty()) {
-        feedback += "Columns not needed:";
-        for (const auto& col : v.columns_not_needed) feedback += " " + col;
-        feedback += "\n";
-      }
-      if (v.result_empty) feedback += "The result is empty.\n";
-      feedback += "Result summary:\n" + render_summary(cur.summary);
-      auto r = refine(l, in, s, plan, cur, "validation", feedback,
-                      v.suggest_fix.empty() ? "(the validator gave no suggestion)" : v.suggest_fix, schema);
-      if (!r) return r.status();
-      if (unchanged(*r, cur)) {
-        l.log += step_line(l.steps, "stop", "the refiner returned the same query");
-        break;
-      }
-      if (!r->sql.empty()) cur = std::move(*r);
+      const ExecutionSummary es = feedback::summarize_execution(cur->result, o_.limits.preview_rows);
+      std::string cls = cur->result.status == db::ExecStatus::kRejected ? "other" : feedback::classify_failure(es);
+      if (cur->result.status == db::ExecStatus::kRejected) cls = "rejected";
+      if (cls.empty()) last_good = *cur;
+      auto next = cls.empty() ? validate(l, in, s, *plan, *cur) : refine_failure(l, in, s, *plan, *cur, cls, es);
+      if (!next) return next.status();
+      if (*next == Next::kValidated) validated = true;
+      if (*next != Next::kContinue) break;
     }
     if (!validated)
       l.log += step_line(l.steps, "step limit",
                          std::to_string(o_.max_steps) + " model calls spent; best-effort answer");
-    const AttemptOutcome& pick = validated || last_good.sql.empty() ? cur : last_good;
+    const AttemptOutcome& pick = validated || last_good.sql.empty() ? *cur : last_good;
     l.c.reasoning = l.log;
     if (pick.sql.empty()) {
       l.c.extraction_ok = false;
@@ -370,6 +270,135 @@ class RecapGenerator : public Generator {
       l.c.original_sql = pick.sql;
     }
     return std::move(l.c);
+  }
+
+  // 0–2. External knowledge for the planner; plan, critique, revise.
+  Result<Plan> make_plan(Loop& l, const GenerationInput& in, int64_t s) const {
+    const data::Task& q = *in.question;
+    const std::string question_knowledge = knowledge(in, q.question + "\n" + q.evidence, true);
+    auto a = call(l, in, p_.plan, "recap.plan", s,
+                  l.with({{"feedback", "(none: first plan)"}, {"knowledge", question_knowledge}}),
+                  tag(in, llm::CallTask::kPlan, s, l.steps));
+    if (!a) return a.status();
+    Plan plan = read_plan(a->text ? *a->text : "");
+    count_unread(*a, plan.parsed, in);
+    l.log += step_line(l.steps, "plan", a->text ? plan.text : "model call failed: " + a->trace.error);
+    for (int64_t rev = 0; rev < o_.plan_revisions + 1 && a->text && l.steps < o_.max_steps - 1; ++rev) {
+      auto sc = tag(in, llm::CallTask::kPlanCritique, s, l.steps);
+      sc.current_plan = plan.text;
+      auto cr = call(l, in, p_.plan_critique, "recap.plan_critique", s, l.with({{"plan", plan.text}}), sc);
+      if (!cr) return cr.status();
+      Critique verdict = cr->text ? read_critique(*cr->text) : Critique{};
+      count_unread(*cr, verdict.parsed, in);
+      l.log += step_line(l.steps, "plan critique", verdict.approved ? "approved" : verdict.issues);
+      if (verdict.approved || rev == o_.plan_revisions) break;
+      auto rp = call(l, in, p_.plan, "recap.plan", s,
+                     l.with({{"feedback", "A reviewer found these issues in your previous plan:\n" + plan.text +
+                                              "\nIssues:\n" + verdict.issues},
+                             {"knowledge", question_knowledge}}),
+                     tag(in, llm::CallTask::kPlan, s, l.steps));
+      if (!rp) return rp.status();
+      if (rp->text) plan = read_plan(*rp->text);
+      count_unread(*rp, plan.parsed, in);
+      l.log += step_line(l.steps, "plan revision " + std::to_string(rev + 1), plan.text);
+    }
+    return plan;
+  }
+
+  // 3. Action, with what the retrievers find for the plan.
+  Result<AttemptOutcome> act(Loop& l, const GenerationInput& in, int64_t s, const Plan& plan) const {
+    if (syntax_) l.log += step_line(l.steps, "syntax retriever", titles(*syntax_, plan.text));
+    auto a = call(l, in, p_.act, "recap.act", s,
+                  l.with({{"plan", plan.text}, {"knowledge", knowledge(in, plan.text, false)},
+                          {"syntax", syntax(plan.text)}}),
+                  tag(in, llm::CallTask::kGenerate, s, l.steps));
+    if (!a) return a.status();
+    std::string answer = a->text ? *a->text : "";
+    AttemptOutcome cur = run_attempt(answer, in.question->question, executor_, in.db_path, o_.limits);
+    count_unread(*a, !cur.sql.empty(), in);
+    l.log += step_line(l.steps, "act", cur.sql.empty() ? "no SQL" : cur.sql);
+    return cur;
+  }
+
+  // 4. SQL critic: a query it does not approve is refined once, before it runs.
+  Status critique_sql(Loop& l, const GenerationInput& in, int64_t s, const Plan& plan, AttemptOutcome& cur) const {
+    if (!o_.sql_critique || cur.sql.empty() || l.steps >= o_.max_steps) return Status::ok();
+    auto sc = tag(in, llm::CallTask::kSqlCritique, s, l.steps);
+    sc.current_sql = cur.sql;
+    sc.current_result_empty = cur.result.ok() && cur.result.result.rows.empty();
+    auto cr = call(l, in, p_.sql_critique, "recap.sql_critique", s, l.with({{"plan", plan.text}, {"sql", cur.sql}}), sc);
+    if (!cr) return cr.status();
+    Critique verdict = cr->text ? read_critique(*cr->text) : Critique{};
+    count_unread(*cr, verdict.parsed, in);
+    l.log += step_line(l.steps, "sql critique", verdict.approved ? "approved" : verdict.issues);
+    if (!verdict.approved && l.steps < o_.max_steps) {
+      auto r = refine(l, in, s, plan, cur, "critique", "A reviewer found these issues:\n" + verdict.issues,
+                      "Address every issue the reviewer names; keep what the reviewer did not question.", l.schema);
+      if (!r) return r.status();
+      if (!r->sql.empty()) cur = std::move(*r);
+    }
+    return Status::ok();
+  }
+
+  // 5. A query that failed (error class `cls`): refined with the targeted hint, on the linked
+  // schema after a schema error; an unchanged answer stops the loop.
+  Result<Next> refine_failure(Loop& l, const GenerationInput& in, int64_t s, const Plan& plan, AttemptOutcome& cur,
+                              const std::string& cls, const ExecutionSummary& es) const {
+    std::string hint = feedback::failure_hint(cls, es, cur.sql, {in.schema, in.index, 3});
+    std::string refine_schema = l.schema;
+    if (schema_error(cls)) {
+      refine_schema = linked_schema(in, cur.sql, cls, cur.result.error, l.schema);
+      l.log += step_line(l.steps, "schema linking", "after " + cls);
+    }
+    l.log += step_line(l.steps, "execution", cls + (cur.result.ok() ? "" : ": " + cur.result.error));
+    auto r = refine(l, in, s, plan, cur, cls, cur.result.ok() ? render_summary(cur.summary) : cur.summary.error,
+                    hint, refine_schema);
+    if (!r) return r.status();
+    if (unchanged(*r, cur)) {
+      l.log += step_line(l.steps, "stop", "the refiner returned the same query");
+      return Next::kStop;
+    }
+    cur = std::move(*r);
+    return Next::kContinue;
+  }
+
+  // 6. A query that ran: the validator's verdict; a rejected result is refined with what the
+  // validator said.
+  Result<Next> validate(Loop& l, const GenerationInput& in, int64_t s, const Plan& plan, AttemptOutcome& cur) const {
+    const data::Task& q = *in.question;
+    auto sc = tag(in, llm::CallTask::kValidate, s, l.steps);
+    sc.current_sql = cur.sql;
+    sc.current_result_empty = cur.result.result.rows.empty();
+    auto va = call(l, in, p_.validate, "recap.validate", s,
+                   {{"question", q.question},
+                    {"evidence", evidence_text(q)},
+                    {"expected_columns", plan.expected_columns},
+                    {"sql", cur.sql},
+                    {"result", render_summary(cur.summary)}},
+                   sc);
+    if (!va) return va.status();
+    Validation v = va->text ? parse_validation(*va->text) : Validation{};
+    count_unread(*va, v.parsed, in);
+    l.log += step_line(l.steps, "validate", v.valid_result ? "valid" : "invalid: " + v.suggest_fix);
+    if (v.valid_result) return Next::kValidated;
+    if (l.steps >= o_.max_steps) return Next::kStop;
+    std::string feedback = "The validator rejected the result.\n";
+    if (!v.columns_not_needed.empty()) {
+      feedback += "Columns not needed:";
+      for (const auto& col : v.columns_not_needed) feedback += " " + col;
+      feedback += "\n";
+    }
+    if (v.result_empty) feedback += "The result is empty.\n";
+    feedback += "Result summary:\n" + render_summary(cur.summary);
+    auto r = refine(l, in, s, plan, cur, "validation", feedback,
+                    v.suggest_fix.empty() ? "(the validator gave no suggestion)" : v.suggest_fix, l.schema);
+    if (!r) return r.status();
+    if (unchanged(*r, cur)) {
+      l.log += step_line(l.steps, "stop", "the refiner returned the same query");
+      return Next::kStop;
+    }
+    if (!r->sql.empty()) cur = std::move(*r);
+    return Next::kContinue;
   }
 
   // One refiner call: the failing SQL, its error class, the feedback and the targeted hint.

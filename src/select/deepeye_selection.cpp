@@ -83,10 +83,45 @@ class DeepEyeSelection : public Selector {
       s.explanation["decided_by"] = "shortcut";
       return s;
     }
+    decide_pairwise(in, top, confidence, s);
+    return s;
+  }
+
+ private:
+  using WinMatrix = std::vector<std::vector<double>>;
+
+  // Step 3: every pair of kept groups adjudicated `votes` times; the highest score wins.
+  void decide_pairwise(const SelectionInput& in, const std::vector<int>& top, const std::vector<double>& confidence,
+                       Selection& s) const {
+    const size_t k = top.size();
     const int64_t votes = o_.temperature == 0 ? 1 : o_.votes;
-    std::vector<std::vector<double>> win(k, std::vector<double>(k, 0.0));
-    json pairs = json::array();
     // Every pair's votes are independent of each other: asked together, counted in pair order.
+    const auto texts = ask_all({client_, &tpl_, "select", in.ask_memo.get()}, pair_asks(in, top, votes), s.calls);
+    WinMatrix win(k, std::vector<double>(k, 0.0));
+    json pairs = count_votes(in, top, votes, texts, win);
+    double total_confidence = 0;
+    for (double c : confidence) total_confidence += c;
+    std::vector<double> score(k, 0.0);
+    size_t best = 0;
+    json scores = json::object();
+    for (size_t i = 0; i < k; ++i) {
+      double row = 0;
+      for (size_t j = 0; j < k; ++j) row += win[i][j];
+      score[i] = row / static_cast<double>(k) * (confidence[i] / total_confidence);
+      scores[in.candidates[static_cast<size_t>(top[i])].id] = score[i];
+      if (score[i] > score[best] &&
+          std::fabs(score[i] - score[best]) > 1e-12 * std::max(score[i], score[best]))
+        best = i;
+    }
+    s.chosen = top[best];
+    s.explanation["decided_by"] = "pairwise";
+    s.explanation["pairs"] = pairs;
+    s.explanation["scores"] = scores;
+  }
+
+  // The votes of every pair (i < j) of kept groups' representatives, in pair order.
+  std::vector<Ask> pair_asks(const SelectionInput& in, const std::vector<int>& top, int64_t votes) const {
+    const size_t k = top.size();
     std::vector<Ask> to_ask;
     int64_t pair_index = 0;
     for (size_t i = 0; i < k; ++i) {
@@ -107,7 +142,14 @@ class DeepEyeSelection : public Selector {
         }
       }
     }
-    const auto texts = ask_all({client_, &tpl_, "select", in.ask_memo.get()}, std::move(to_ask), s.calls);
+    return to_ask;
+  }
+
+  // W from the model's answers (a pair without a usable vote: ½ each way); the pairs' trace.
+  json count_votes(const SelectionInput& in, const std::vector<int>& top, int64_t votes,
+                   const std::vector<Result<std::string>>& texts, WinMatrix& win) const {
+    const size_t k = top.size();
+    json pairs = json::array();
     size_t next_text = 0;
     for (size_t i = 0; i < k; ++i) {
       for (size_t j = i + 1; j < k; ++j) {
@@ -136,25 +178,7 @@ class DeepEyeSelection : public Selector {
         pairs.push_back({{"a", a.id}, {"b", b.id}, {"votes", said}, {"a_win_rate", win[i][j]}});
       }
     }
-    double total_confidence = 0;
-    for (double c : confidence) total_confidence += c;
-    std::vector<double> score(k, 0.0);
-    size_t best = 0;
-    json scores = json::object();
-    for (size_t i = 0; i < k; ++i) {
-      double row = 0;
-      for (size_t j = 0; j < k; ++j) row += win[i][j];
-      score[i] = row / static_cast<double>(k) * (confidence[i] / total_confidence);
-      scores[in.candidates[static_cast<size_t>(top[i])].id] = score[i];
-      if (score[i] > score[best] &&
-          std::fabs(score[i] - score[best]) > 1e-12 * std::max(score[i], score[best]))
-        best = i;
-    }
-    s.chosen = top[best];
-    s.explanation["decided_by"] = "pairwise";
-    s.explanation["pairs"] = pairs;
-    s.explanation["scores"] = scores;
-    return s;
+    return pairs;
   }
 
  private:

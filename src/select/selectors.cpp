@@ -43,25 +43,173 @@ Result<llm::PromptTemplate> load_prompt(const SelectorServices& services, const 
 
 namespace {
 
+// What a method's builder reads: its name, its config keys' prefix ("select.<method>."), the
+// config and the services.
+struct MethodConfig {
+  const std::string& method;
+  const std::string& prefix;
+  const core::Config& config;
+  const SelectorServices& services;
+};
+using SelectorOrError = Result<std::unique_ptr<Selector>>;
+
+Result<double> read_temperature(const core::Config& config, const std::string& key) {
+  auto t = config.get_number(key);
+  if (!t.is_ok()) return t.status();
+  if (*t < 0 || *t > 2) return invalid_input("config key \"" + key + "\": must be in [0, 2]");
+  return *t;
+}
+
+SelectorOrError build_self_consistency(const MethodConfig& m) {
+  auto eq = read_equality(m.config, m.prefix + "equality");
+  if (!eq.is_ok()) return eq.status();
+  return make_self_consistency(*eq);
+}
+
+SelectorOrError build_tournament(const MethodConfig& m) {
+  TournamentOptions o;
+  auto reps = m.config.get_bool(m.prefix + "representatives_only");
+  auto cap = m.config.get_int(m.prefix + "max_pairs");
+  auto both = m.config.get_bool(m.prefix + "both_orders");
+  if (!reps.is_ok()) return reps.status();
+  if (!cap.is_ok()) return cap.status();
+  if (!both.is_ok()) return both.status();
+  if (*cap < 0) return invalid_input("config key \"" + m.prefix + "max_pairs\": must be >= 0");
+  o.representatives_only = *reps;
+  o.max_pairs = *cap;
+  o.both_orders = *both;
+  auto tpl = load_prompt(m.services, m.config, m.method);
+  if (!tpl.is_ok()) return tpl.status();
+  return make_tournament(o, m.services.client, std::move(*tpl));
+}
+
+SelectorOrError build_ranker(const MethodConfig& m) {
+  auto reps = m.config.get_bool(m.prefix + "representatives_only");
+  if (!reps.is_ok()) return reps.status();
+  auto tpl = load_prompt(m.services, m.config, m.method);
+  if (!tpl.is_ok()) return tpl.status();
+  return make_ranker(*reps, m.services.client, std::move(*tpl));
+}
+
+Result<DuelOptions> read_duel_options(const MethodConfig& m) {
+  const std::string& prefix = m.prefix;
+  DuelOptions o;
+  auto reps = m.config.get_int(prefix + "max_representatives");
+  auto asks = m.config.get_int(prefix + "asks");
+  auto tries = m.config.get_int(prefix + "max_attempts");
+  auto timeout = m.config.get_number(prefix + "query_timeout_s");
+  auto temperature = m.config.get_number(prefix + "temperature");
+  auto budget = m.config.get_int(prefix + "lineage_group_budget");
+  auto max_rows = m.config.get_int(prefix + "max_rows");
+  auto sample_rows = m.config.get_int(prefix + "sample_rows");
+  if (!temperature.is_ok()) return temperature.status();
+  if (*temperature < 0 || *temperature > 2)
+    return invalid_input("config key \"" + prefix + "temperature\": must be in [0, 2]");
+  for (const auto* r : {&reps, &asks, &tries, &budget, &max_rows, &sample_rows})
+    if (!r->is_ok()) return r->status();
+  if (!timeout.is_ok()) return timeout.status();
+  if (*reps < 2) return invalid_input("config key \"" + prefix + "max_representatives\": must be >= 2");
+  if (*asks < 1) return invalid_input("config key \"" + prefix + "asks\": must be >= 1");
+  if (*tries < 1) return invalid_input("config key \"" + prefix + "max_attempts\": must be >= 1");
+  if (*budget < 0) return invalid_input("config key \"" + prefix + "lineage_group_budget\": must be >= 0");
+  if (*max_rows < 1) return invalid_input("config key \"" + prefix + "max_rows\": must be >= 1");
+  if (*sample_rows < 0) return invalid_input("config key \"" + prefix + "sample_rows\": must be >= 0");
+  o.max_representatives = *reps;
+  o.asks = *temperature == 0 ? 1 : *asks;
+  o.temperature = *temperature;
+  o.instance.max_attempts = static_cast<int>(*tries);
+  o.instance.query_timeout_s = *timeout;
+  o.instance.lineage_group_budget = *budget;
+  o.instance.max_rows = static_cast<size_t>(*max_rows);
+  o.instance.sample_rows = *sample_rows;
+  return o;
+}
+
+SelectorOrError build_separating_instances(const MethodConfig& m) {
+  auto o = read_duel_options(m);
+  if (!o.is_ok()) return o.status();
+  auto tpl = load_prompt(m.services, m.config, m.method);
+  if (!tpl.is_ok()) return tpl.status();
+  return make_separating_instances(*o, m.services.client, m.services.executor, std::move(*tpl));
+}
+
+// The separating-instance paper's baselines.
+SelectorOrError build_alphasql_consistency(const MethodConfig&) { return make_alphasql_consistency(); }
+
+SelectorOrError build_alphasql_naive(const MethodConfig& m) {
+  NaiveOptions o;
+  auto asks = m.config.get_int(m.prefix + "asks");
+  if (!asks.is_ok()) return asks.status();
+  if (*asks < 1) return invalid_input("config key \"" + m.prefix + "asks\": must be >= 1");
+  auto t = read_temperature(m.config, m.prefix + "temperature");
+  if (!t.is_ok()) return t.status();
+  o.asks = *asks;
+  o.temperature = *t;
+  auto tpl = load_prompt(m.services, m.config, m.method);
+  if (!tpl.is_ok()) return tpl.status();
+  return make_alphasql_naive(o, m.services.client, std::move(*tpl));
+}
+
+SelectorOrError build_deepeye_selection(const MethodConfig& m) {
+  const std::string& prefix = m.prefix;
+  DeepEyeOptions o;
+  auto top_k = m.config.get_int(prefix + "top_k");
+  auto votes = m.config.get_int(prefix + "votes");
+  auto threshold = m.config.get_number(prefix + "threshold");
+  if (!top_k.is_ok()) return top_k.status();
+  if (!votes.is_ok()) return votes.status();
+  if (!threshold.is_ok()) return threshold.status();
+  if (*top_k < 2) return invalid_input("config key \"" + prefix + "top_k\": must be >= 2");
+  if (*votes < 1) return invalid_input("config key \"" + prefix + "votes\": must be >= 1");
+  if (*threshold < 0 || *threshold > 1) return invalid_input("config key \"" + prefix + "threshold\": must be in [0, 1]");
+  auto t = read_temperature(m.config, prefix + "temperature");
+  if (!t.is_ok()) return t.status();
+  o.top_k = *top_k;
+  o.votes = *votes;
+  o.threshold = *threshold;
+  o.temperature = *t;
+  auto tpl = load_prompt(m.services, m.config, m.method);
+  if (!tpl.is_ok()) return tpl.status();
+  return make_deepeye_selection(o, m.services.client, std::move(*tpl));
+}
+
+// wma, rwma and naive_vote: one vote over the experts, weighted or not.
+SelectorOrError build_expert_vote(const MethodConfig& m) {
+  auto experts = configured_experts(m.config);
+  if (!experts.is_ok()) return experts.status();
+  auto weights = m.services.weights;
+  if (!weights) {
+    auto eps = configured_epsilon(m.config);
+    if (!eps.is_ok()) return eps.status();
+    weights = std::make_shared<WeightStore>(*eps);
+  }
+  VoteKind kind = m.method == "wma" ? VoteKind::kWma : m.method == "rwma" ? VoteKind::kRwma : VoteKind::kNaive;
+  return make_expert_vote(kind, *experts == ExpertKind::kProfile, std::move(weights));
+}
+
 // One row per method, in documentation order: its traits as the built selector states them
-// (SelectorTraits.EveryMethodStatesWhatItsSelectorDoes checks they agree).
+// (SelectorTraits.EveryMethodStatesWhatItsSelectorDoes checks they agree) and its builder. A
+// method that calls a model is built only with an LLM client, one that reads the database only
+// with an executor.
 struct MethodRow {
   const char* name;
   SelectorTraits traits;
+  SelectorOrError (*build)(const MethodConfig&);
 };
 SelectorTraits asks(std::string_view role) { return {.calls_model = true, .model_role = role, .uses_seed = true}; }
 const std::vector<MethodRow>& method_rows() {
   static const std::vector<MethodRow> rows = {
-      {"self_consistency", {}},
-      {"tournament", asks("select")},
-      {"ranker", asks("rank")},
-      {"separating_instances", {.calls_model = true, .model_role = "nl_eval", .uses_seed = true, .reads_database = true}},
-      {"wma", {.uses_expert_weights = true}},
-      {"rwma", {.uses_expert_weights = true, .uses_seed = true}},
-      {"naive_vote", {.uses_expert_weights = true}},
-      {"alphasql_consistency", {}},
-      {"alphasql_naive", asks("select")},
-      {"deepeye_selection", asks("select")},
+      {"self_consistency", {}, build_self_consistency},
+      {"tournament", asks("select"), build_tournament},
+      {"ranker", asks("rank"), build_ranker},
+      {"separating_instances", {.calls_model = true, .model_role = "nl_eval", .uses_seed = true, .reads_database = true},
+       build_separating_instances},
+      {"wma", {.uses_expert_weights = true}, build_expert_vote},
+      {"rwma", {.uses_expert_weights = true, .uses_seed = true}, build_expert_vote},
+      {"naive_vote", {.uses_expert_weights = true}, build_expert_vote},
+      {"alphasql_consistency", {}, build_alphasql_consistency},
+      {"alphasql_naive", asks("select"), build_alphasql_naive},
+      {"deepeye_selection", asks("select"), build_deepeye_selection},
   };
   return rows;
 }
@@ -151,133 +299,13 @@ Result<std::unique_ptr<Selector>> make_selector_named(const std::string& method,
                            " is a built-in selector; give the program another label");
     return make_external_selector(method, config, services);
   }
-  auto need_client = [&]() -> Status {
-    if (!services.client)
+  for (const auto& row : method_rows()) {
+    if (method != row.name) continue;
+    if (row.traits.calls_model && !services.client)
       return invalid_input("select method " + method + " calls a model: it needs an LLM client");
-    return Status::ok();
-  };
-  if (method == "self_consistency") {
-    auto eq = read_equality(config, prefix + "equality");
-    if (!eq.is_ok()) return eq.status();
-    return make_self_consistency(*eq);
-  }
-  if (method == "tournament") {
-    NL2SQL_RETURN_IF_ERROR(need_client());
-    TournamentOptions o;
-    auto reps = config.get_bool(prefix + "representatives_only");
-    auto cap = config.get_int(prefix + "max_pairs");
-    auto both = config.get_bool(prefix + "both_orders");
-    if (!reps.is_ok()) return reps.status();
-    if (!cap.is_ok()) return cap.status();
-    if (!both.is_ok()) return both.status();
-    if (*cap < 0) return invalid_input("config key \"" + prefix + "max_pairs\": must be >= 0");
-    o.representatives_only = *reps;
-    o.max_pairs = *cap;
-    o.both_orders = *both;
-    auto tpl = load_prompt(services, config, method);
-    if (!tpl.is_ok()) return tpl.status();
-    return make_tournament(o, services.client, std::move(*tpl));
-  }
-  if (method == "ranker") {
-    NL2SQL_RETURN_IF_ERROR(need_client());
-    auto reps = config.get_bool(prefix + "representatives_only");
-    if (!reps.is_ok()) return reps.status();
-    auto tpl = load_prompt(services, config, method);
-    if (!tpl.is_ok()) return tpl.status();
-    return make_ranker(*reps, services.client, std::move(*tpl));
-  }
-  if (method == "separating_instances") {
-    NL2SQL_RETURN_IF_ERROR(need_client());
-    if (!services.executor)
-      return invalid_input("select method separating_instances reads the database: it needs an executor");
-    DuelOptions o;
-    auto reps = config.get_int(prefix + "max_representatives");
-    auto asks = config.get_int(prefix + "asks");
-    auto tries = config.get_int(prefix + "max_attempts");
-    auto timeout = config.get_number(prefix + "query_timeout_s");
-    auto temperature = config.get_number(prefix + "temperature");
-    auto budget = config.get_int(prefix + "lineage_group_budget");
-    auto max_rows = config.get_int(prefix + "max_rows");
-    auto sample_rows = config.get_int(prefix + "sample_rows");
-    if (!temperature.is_ok()) return temperature.status();
-    if (*temperature < 0 || *temperature > 2)
-      return invalid_input("config key \"" + prefix + "temperature\": must be in [0, 2]");
-    for (const auto* r : {&reps, &asks, &tries, &budget, &max_rows, &sample_rows})
-      if (!r->is_ok()) return r->status();
-    if (!timeout.is_ok()) return timeout.status();
-    if (*reps < 2) return invalid_input("config key \"" + prefix + "max_representatives\": must be >= 2");
-    if (*asks < 1) return invalid_input("config key \"" + prefix + "asks\": must be >= 1");
-    if (*tries < 1) return invalid_input("config key \"" + prefix + "max_attempts\": must be >= 1");
-    if (*budget < 0) return invalid_input("config key \"" + prefix + "lineage_group_budget\": must be >= 0");
-    if (*max_rows < 1) return invalid_input("config key \"" + prefix + "max_rows\": must be >= 1");
-    if (*sample_rows < 0) return invalid_input("config key \"" + prefix + "sample_rows\": must be >= 0");
-    o.max_representatives = *reps;
-    o.asks = *temperature == 0 ? 1 : *asks;
-    o.temperature = *temperature;
-    o.instance.max_attempts = static_cast<int>(*tries);
-    o.instance.query_timeout_s = *timeout;
-    o.instance.lineage_group_budget = *budget;
-    o.instance.max_rows = static_cast<size_t>(*max_rows);
-    o.instance.sample_rows = *sample_rows;
-    auto tpl = load_prompt(services, config, method);
-    if (!tpl.is_ok()) return tpl.status();
-    return make_separating_instances(o, services.client, services.executor, std::move(*tpl));
-  }
-  // The separating-instance paper's baselines.
-  auto read_temperature = [&](const std::string& key) -> Result<double> {
-    auto t = config.get_number(key);
-    if (!t.is_ok()) return t.status();
-    if (*t < 0 || *t > 2) return invalid_input("config key \"" + key + "\": must be in [0, 2]");
-    return *t;
-  };
-  if (method == "alphasql_consistency") return make_alphasql_consistency();
-  if (method == "alphasql_naive") {
-    NL2SQL_RETURN_IF_ERROR(need_client());
-    NaiveOptions o;
-    auto asks = config.get_int(prefix + "asks");
-    if (!asks.is_ok()) return asks.status();
-    if (*asks < 1) return invalid_input("config key \"" + prefix + "asks\": must be >= 1");
-    auto t = read_temperature(prefix + "temperature");
-    if (!t.is_ok()) return t.status();
-    o.asks = *asks;
-    o.temperature = *t;
-    auto tpl = load_prompt(services, config, method);
-    if (!tpl.is_ok()) return tpl.status();
-    return make_alphasql_naive(o, services.client, std::move(*tpl));
-  }
-  if (method == "deepeye_selection") {
-    NL2SQL_RETURN_IF_ERROR(need_client());
-    DeepEyeOptions o;
-    auto top_k = config.get_int(prefix + "top_k");
-    auto votes = config.get_int(prefix + "votes");
-    auto threshold = config.get_number(prefix + "threshold");
-    if (!top_k.is_ok()) return top_k.status();
-    if (!votes.is_ok()) return votes.status();
-    if (!threshold.is_ok()) return threshold.status();
-    if (*top_k < 2) return invalid_input("config key \"" + prefix + "top_k\": must be >= 2");
-    if (*votes < 1) return invalid_input("config key \"" + prefix + "votes\": must be >= 1");
-    if (*threshold < 0 || *threshold > 1) return invalid_input("config key \"" + prefix + "threshold\": must be in [0, 1]");
-    auto t = read_temperature(prefix + "temperature");
-    if (!t.is_ok()) return t.status();
-    o.top_k = *top_k;
-    o.votes = *votes;
-    o.threshold = *threshold;
-    o.temperature = *t;
-    auto tpl = load_prompt(services, config, method);
-    if (!tpl.is_ok()) return tpl.status();
-    return make_deepeye_selection(o, services.client, std::move(*tpl));
-  }
-  if (method == "wma" || method == "rwma" || method == "naive_vote") {
-    auto experts = configured_experts(config);
-    if (!experts.is_ok()) return experts.status();
-    auto weights = services.weights;
-    if (!weights) {
-      auto eps = configured_epsilon(config);
-      if (!eps.is_ok()) return eps.status();
-      weights = std::make_shared<WeightStore>(*eps);
-    }
-    VoteKind kind = method == "wma" ? VoteKind::kWma : method == "rwma" ? VoteKind::kRwma : VoteKind::kNaive;
-    return make_expert_vote(kind, *experts == ExpertKind::kProfile, std::move(weights));
+    if (row.traits.reads_database && !services.executor)
+      return invalid_input("select method " + method + " reads the database: it needs an executor");
+    return row.build(MethodConfig{method, prefix, config, services});
   }
   std::string known;
   for (const auto& m : selector_methods()) known += (known.empty() ? "" : ", ") + m;

@@ -382,6 +382,14 @@ class Rewriter {
     return "rowid";
   }
 
+  // What the walk of a core found: an aggregate (or GROUP BY, HAVING), a window function, `*`.
+  struct CoreShape {
+    bool aggregated = false;
+    bool windowed = false;
+    bool star = false;
+  };
+
+  // A core's subqueries are visited, then its own witness is added (when it reads a table).
   void core(const SelectCore& c, const Select* owner) {
     if (c.is_values) {
       for (const auto& row : c.values)
@@ -401,15 +409,21 @@ class Rewriter {
     std::vector<Occurrence> occ;
     if (c.from) sources(*c.from, occ);
     if (!status.is_ok()) return;
-    bool aggregated = !c.group_by.empty();
-    bool windowed = false;
-    bool star = false;
+    const CoreShape shape = walk(c, owner);
+    if (occ.empty()) return;
+    witness(c, owner, occ, shape);
+  }
+
+  // Visits every expression of a core (and its owner's ORDER BY, LIMIT, OFFSET).
+  CoreShape walk(const SelectCore& c, const Select* owner) {
+    CoreShape shape;
+    shape.aggregated = !c.group_by.empty();
     for (const auto& rc : c.columns) {
-      if (rc.expr->kind == ExprKind::kStar) star = true;
+      if (rc.expr->kind == ExprKind::kStar) shape.star = true;
       else {
         expr(*rc.expr);
-        aggregated = aggregated || has_aggregate(*rc.expr);
-        windowed = windowed || has_window(*rc.expr);
+        shape.aggregated = shape.aggregated || has_aggregate(*rc.expr);
+        shape.windowed = shape.windowed || has_window(*rc.expr);
       }
     }
     if (c.where) {
@@ -420,51 +434,32 @@ class Rewriter {
     for (const auto& g : c.group_by) expr(*g);
     if (c.having) {
       expr(*c.having);
-      aggregated = true;
+      shape.aggregated = true;
     }
     if (owner) {
       for (const auto& t : owner->order_by) {
         expr(*t.expr);
-        aggregated = aggregated || has_aggregate(*t.expr);
-        windowed = windowed || has_window(*t.expr);
+        shape.aggregated = shape.aggregated || has_aggregate(*t.expr);
+        shape.windowed = shape.windowed || has_window(*t.expr);
       }
       if (owner->limit) expr(*owner->limit);
       if (owner->offset) expr(*owner->offset);
     }
-    if (occ.empty()) return;
+    return shape;
+  }
 
+  // The witness of a core reading the tables of `occ`: the core with its rowid columns.
+  void witness(const SelectCore& c, const Select* owner, const std::vector<Occurrence>& occ, const CoreShape& shape) {
     auto w = std::make_unique<Select>();
     w->cores.push_back(clone_core(c));
     SelectCore& wc = w->cores[0];
     wc.misplaced_order_by.clear();
     wc.misplaced_limit.reset();
     wc.misplaced_offset.reset();
+    bool aggregated = shape.aggregated;
     bool keep_order_limit = owner != nullptr;
+    drop_distinct(wc, owner, shape, aggregated, keep_order_limit);
     WitnessQuery q;
-    if (windowed) {
-      // A window function reads every row of its partition: keep all surviving rows.
-      if (owner && owner->limit) fallback("window function: every row passing WHERE");
-      keep_order_limit = false;
-      wc.distinct = false;
-    }
-    if (!aggregated && wc.distinct) {
-      if (owner && owner->limit && !star && !windowed) {
-        for (size_t k = 0; k < wc.columns.size(); ++k) {
-          auto pos = std::make_unique<Expr>();
-          pos->kind = ExprKind::kLiteral;
-          pos->text = std::to_string(k + 1);
-          wc.group_by.push_back(std::move(pos));
-        }
-        aggregated = true;
-      } else {
-        keep_order_limit = false;  // DISTINCT drops no contributing row
-      }
-      wc.distinct = false;
-    } else if (aggregated && wc.distinct) {
-      if (owner && owner->limit) fallback("DISTINCT over groups: every group");
-      keep_order_limit = false;
-      wc.distinct = false;
-    }
     q.grouped = aggregated;
     // A witness's rows (or groups) are set by its FROM, WHERE, GROUP BY and HAVING, and by ORDER
     // BY when a LIMIT/OFFSET cuts them; what it selects, and its DISTINCT, change none of them
@@ -499,7 +494,7 @@ class Rewriter {
       w->offset = std::move(copy->offset);
     }
     q.sql = to_sql(*standalone(*w));
-    if (!windowed && aggregated)
+    if (!shape.windowed && aggregated)
       if (Sample sample = group_sample(c, wc, occ); sample.where) {
         q.exact_sql = std::move(q.sql);
         wc.where = conjoin(std::move(sample.where), std::move(wc.where));
@@ -509,6 +504,38 @@ class Rewriter {
           out_.sampled.push_back(std::move(sample.what));
       }
     out_.queries.push_back(std::move(q));
+  }
+
+  // The witness drops the core's DISTINCT. A window function or a DISTINCT over groups makes it
+  // keep every row (or group), the owner's cut dropped (a fallback when a LIMIT is lost); a plain
+  // DISTINCT under a LIMIT becomes a GROUP BY of every output column, so the cut still applies to
+  // distinct rows.
+  void drop_distinct(SelectCore& wc, const Select* owner, const CoreShape& shape, bool& aggregated,
+                     bool& keep_order_limit) {
+    if (shape.windowed) {
+      // A window function reads every row of its partition: keep all surviving rows.
+      if (owner && owner->limit) fallback("window function: every row passing WHERE");
+      keep_order_limit = false;
+      wc.distinct = false;
+    }
+    if (!aggregated && wc.distinct) {
+      if (owner && owner->limit && !shape.star && !shape.windowed) {
+        for (size_t k = 0; k < wc.columns.size(); ++k) {
+          auto pos = std::make_unique<Expr>();
+          pos->kind = ExprKind::kLiteral;
+          pos->text = std::to_string(k + 1);
+          wc.group_by.push_back(std::move(pos));
+        }
+        aggregated = true;
+      } else {
+        keep_order_limit = false;  // DISTINCT drops no contributing row
+      }
+      wc.distinct = false;
+    } else if (aggregated && wc.distinct) {
+      if (owner && owner->limit) fallback("DISTINCT over groups: every group");
+      keep_order_limit = false;
+      wc.distinct = false;
+    }
   }
 
   struct Sample {

@@ -769,32 +769,16 @@ class Parser {
     return primary();
   }
 
+  // A primary expression: a literal token, a parenthesized expression, list or subquery, a
+  // quoted column name, or what a word starts (word_primary).
   ExprPtr primary() {
     const Token& t = cur();
     SourcePos pos = t.pos;
     note("expression");
     switch (t.kind) {
-      case TokenKind::kNumber: {
-        auto e = make(ExprKind::kLiteral, pos);
-        e->literal = LiteralKind::kNumber;
-        e->text = t.value;
-        ++i_;
-        return e;
-      }
-      case TokenKind::kString: {
-        auto e = make(ExprKind::kLiteral, pos);
-        e->literal = LiteralKind::kString;
-        e->text = t.value;
-        ++i_;
-        return e;
-      }
-      case TokenKind::kBlob: {
-        auto e = make(ExprKind::kLiteral, pos);
-        e->literal = LiteralKind::kBlob;
-        e->text = t.value;
-        ++i_;
-        return e;
-      }
+      case TokenKind::kNumber: return token_literal(LiteralKind::kNumber);
+      case TokenKind::kString: return token_literal(LiteralKind::kString);
+      case TokenKind::kBlob: return token_literal(LiteralKind::kBlob);
       case TokenKind::kParam: {
         auto e = make(ExprKind::kParam, pos);
         e->text = t.value;
@@ -804,29 +788,48 @@ class Parser {
       case TokenKind::kError:
         fail(t.value);
       case TokenKind::kOperator:
-        if (accept_op("(")) {
-          if (peek_kw("SELECT") || peek_kw("VALUES") || peek_kw("WITH")) {
-            auto e = make(ExprKind::kSubquery, pos);
-            e->select = select();
-            expect_op(")");
-            return e;
-          }
-          DepthGuard guard(*this);
-          std::vector<ExprPtr> items = expr_list();
-          expect_op(")");
-          if (items.size() == 1) return std::move(items[0]);
-          auto e = make(ExprKind::kVector, pos);
-          e->children = std::move(items);
-          return e;
-        }
+        if (accept_op("(")) return parenthesized(pos);
         fail("");
       case TokenKind::kQuotedIdent:
         return column_ref();
       case TokenKind::kWord:
-        break;
+        return word_primary(t, pos);
       case TokenKind::kEnd:
         fail("");
     }
+    fail("");
+  }
+
+  // The current token's value as a literal of kind `k`.
+  ExprPtr token_literal(LiteralKind k) {
+    const Token& t = cur();
+    auto e = make(ExprKind::kLiteral, t.pos);
+    e->literal = k;
+    e->text = t.value;
+    ++i_;
+    return e;
+  }
+
+  // After "(": a subquery, one expression, or a vector of them.
+  ExprPtr parenthesized(SourcePos pos) {
+    if (peek_kw("SELECT") || peek_kw("VALUES") || peek_kw("WITH")) {
+      auto e = make(ExprKind::kSubquery, pos);
+      e->select = select();
+      expect_op(")");
+      return e;
+    }
+    DepthGuard guard(*this);
+    std::vector<ExprPtr> items = expr_list();
+    expect_op(")");
+    if (items.size() == 1) return std::move(items[0]);
+    auto e = make(ExprKind::kVector, pos);
+    e->children = std::move(items);
+    return e;
+  }
+
+  // A word: a keyword literal (NULL, TRUE, CURRENT_DATE …), CASE, CAST, EXISTS, RAISE, a
+  // function call or a column name.
+  ExprPtr word_primary(const Token& t, SourcePos pos) {
     std::string u = upper(t.text);
     auto literal = [&](LiteralKind k) {
       auto e = make(ExprKind::kLiteral, pos);
@@ -842,35 +845,7 @@ class Parser {
     if (u == "CURRENT_DATE") return literal(LiteralKind::kCurrentDate);
     if (u == "CURRENT_TIMESTAMP") return literal(LiteralKind::kCurrentTimestamp);
     if (u == "CASE") return case_expr();
-    if (u == "CAST" && op_is(peek(1), "(")) {
-      ++i_;
-      expect_op("(");
-      auto e = make(ExprKind::kCast, pos);
-      e->children.push_back(expr());
-      expect_kw("AS");
-      std::string type;
-      while (cur().kind == TokenKind::kWord || cur().kind == TokenKind::kQuotedIdent) {
-        if (!type.empty()) type += ' ';
-        type += std::string(cur().text);  // a quoted part keeps its quotes
-        ++i_;
-      }
-      if (accept_op("(")) {
-        type += '(';
-        do {
-          if (accept_op("-")) type += '-';
-          else if (accept_op("+")) type += '+';
-          if (cur().kind != TokenKind::kNumber) fail("");
-          type += cur().value;
-          ++i_;
-          if (peek_op(",")) type += ", ";
-        } while (accept_op(","));
-        expect_op(")");
-        type += ')';
-      }
-      e->op = type;
-      expect_op(")");
-      return e;
-    }
+    if (u == "CAST" && op_is(peek(1), "(")) return cast_expr(pos);
     if (u == "EXISTS" && op_is(peek(1), "(")) {
       ++i_;
       expect_op("(");
@@ -892,6 +867,42 @@ class Parser {
     if (op_is(peek(1), "(") && u != "SELECT" && u != "VALUES" && u != "WITH") return function_call();
     if (reserved_words().count(u)) fail("");
     return column_ref();
+  }
+
+  // CAST(expr AS type name [(n[, m])]).
+  ExprPtr cast_expr(SourcePos pos) {
+    ++i_;
+    expect_op("(");
+    auto e = make(ExprKind::kCast, pos);
+    e->children.push_back(expr());
+    expect_kw("AS");
+    e->op = type_name();
+    expect_op(")");
+    return e;
+  }
+
+  // A type name as written: its words (quoted parts keep their quotes), then "(n)" or "(n, m)".
+  std::string type_name() {
+    std::string type;
+    while (cur().kind == TokenKind::kWord || cur().kind == TokenKind::kQuotedIdent) {
+      if (!type.empty()) type += ' ';
+      type += std::string(cur().text);  // a quoted part keeps its quotes
+      ++i_;
+    }
+    if (accept_op("(")) {
+      type += '(';
+      do {
+        if (accept_op("-")) type += '-';
+        else if (accept_op("+")) type += '+';
+        if (cur().kind != TokenKind::kNumber) fail("");
+        type += cur().value;
+        ++i_;
+        if (peek_op(",")) type += ", ";
+      } while (accept_op(","));
+      expect_op(")");
+      type += ')';
+    }
+    return type;
   }
 
   ExprPtr column_ref() {

@@ -97,8 +97,8 @@ class Printer {
     }
   }
 
+  // One expression without its parentheses: leaves here, each family of nodes in its own member.
   void expr_body(const Expr& e) {
-    int p = precedence(e);
     switch (e.kind) {
       case ExprKind::kLiteral: literal(e); return;
       case ExprKind::kColumn: names(e.names); return;
@@ -110,80 +110,18 @@ class Printer {
         out += '*';
         return;
       case ExprKind::kParam: out += e.text; return;
-      case ExprKind::kUnary: {
-        if (e.op == "NOT") {
-          kw("NOT");
-          out += ' ';
-          expr(*e.children[0], 3);
-          return;
-        }
-        Printer operand(o_);
-        operand.expr(*e.children[0], 12);
-        out += e.op;
-        // "- -1" must not become the comment "--1".
-        if (!operand.out.empty() && (operand.out[0] == '-' || operand.out[0] == '+')) out += ' ';
-        out += operand.out;
-        return;
-      }
+      case ExprKind::kUnary: unary(e); return;
       case ExprKind::kPostfix:
         expr(*e.children[0], 4);
         out += ' ';
         kw(e.op);
         return;
-      case ExprKind::kBinary:
-        expr(*e.children[0], p);
-        out += ' ';
-        if (std::isalpha(static_cast<unsigned char>(e.op[0]))) kw(e.op);
-        else out += e.op;
-        out += ' ';
-        expr(*e.children[1], p + 1);
-        return;
-      case ExprKind::kLike:
-        expr(*e.children[0], 4);
-        out += ' ';
-        if (e.negated) kw("NOT ");
-        kw(e.op);
-        out += ' ';
-        expr(*e.children[1], 5);
-        if (e.children.size() > 2) {
-          out += ' ';
-          kw("ESCAPE");
-          out += ' ';
-          expr(*e.children[2], 5);
-        }
-        return;
-      case ExprKind::kBetween:
-        expr(*e.children[0], 4);
-        out += ' ';
-        if (e.negated) kw("NOT ");
-        kw("BETWEEN");
-        out += ' ';
-        expr(*e.children[1], 5);
-        out += ' ';
-        kw("AND");
-        out += ' ';
-        expr(*e.children[2], 5);
-        return;
+      case ExprKind::kBinary: binary(e); return;
+      case ExprKind::kLike: like(e); return;
+      case ExprKind::kBetween: between(e); return;
       case ExprKind::kInList:
       case ExprKind::kInSelect:
-      case ExprKind::kInTable:
-        expr(*e.children[0], 4);
-        out += ' ';
-        if (e.negated) kw("NOT ");
-        kw("IN");
-        out += ' ';
-        if (e.kind == ExprKind::kInTable) {
-          names(e.names);
-        } else if (e.kind == ExprKind::kInSelect) {
-          out += '(';
-          select(*e.select);
-          out += ')';
-        } else {
-          out += '(';
-          expr_list(e.children, 1);
-          out += ')';
-        }
-        return;
+      case ExprKind::kInTable: in_predicate(e); return;
       case ExprKind::kExists:
         kw("EXISTS");
         out += " (";
@@ -195,99 +133,189 @@ class Printer {
         select(*e.select);
         out += ')';
         return;
-      case ExprKind::kFunction:
-        out += o_.lower_keywords ? to_lower(e.op) : to_upper(e.op);
-        out += '(';
-        if (e.star) {
-          out += '*';
-        } else {
-          if (e.distinct) kw("DISTINCT ");
-          expr_list(e.children);
-        }
-        out += ')';
-        if (e.filter) {
-          out += ' ';
-          kw("FILTER");
-          out += " (";
-          kw("WHERE");
-          out += ' ';
-          expr(*e.filter);
-          out += ')';
-        }
-        if (e.over) {
-          out += ' ';
-          kw("OVER");
-          out += " (";
-          window(*e.over);
-          out += ')';
-        } else if (!e.over_name.empty()) {
-          out += ' ';
-          kw("OVER");
-          out += ' ';
-          ident(e.over_name);
-        }
-        return;
-      case ExprKind::kCase: {
-        kw("CASE");
-        size_t k = 0;
-        if (e.has_operand) {
-          out += ' ';
-          expr(*e.children[k++]);
-        }
-        size_t pairs_end = e.children.size() - (e.has_else ? 1 : 0);
-        for (; k < pairs_end; k += 2) {
-          out += ' ';
-          kw("WHEN");
-          out += ' ';
-          expr(*e.children[k]);
-          out += ' ';
-          kw("THEN");
-          out += ' ';
-          expr(*e.children[k + 1]);
-        }
-        if (e.has_else) {
-          out += ' ';
-          kw("ELSE");
-          out += ' ';
-          expr(*e.children.back());
-        }
-        out += ' ';
-        kw("END");
-        return;
-      }
+      case ExprKind::kFunction: function_call(e); return;
+      case ExprKind::kCase: case_expr(e); return;
       case ExprKind::kCast:
-        kw("CAST");
-        out += '(';
-        expr(*e.children[0]);
-        out += ' ';
-        kw("AS");
-        out += ' ';
-        kw(e.op);
-        out += ')';
-        return;
-      case ExprKind::kCollate:
-        expr(*e.children[0], 11);
-        out += ' ';
-        kw("COLLATE");
-        out += ' ';
-        ident(Ident{e.op, 0});
-        return;
+      case ExprKind::kCollate: conversion(e); return;
       case ExprKind::kVector:
         out += '(';
         expr_list(e.children);
         out += ')';
         return;
-      case ExprKind::kRaise:
-        kw("RAISE");
-        out += '(';
-        kw(e.text);
-        if (!e.children.empty()) {
-          out += ", ";
-          expr(*e.children[0]);
-        }
-        out += ')';
-        return;
+      case ExprKind::kRaise: raise(e); return;
     }
+  }
+
+  // ---- operators ----
+
+  void unary(const Expr& e) {
+    if (e.op == "NOT") {
+      kw("NOT");
+      out += ' ';
+      expr(*e.children[0], 3);
+      return;
+    }
+    Printer operand(o_);
+    operand.expr(*e.children[0], 12);
+    out += e.op;
+    // "- -1" must not become the comment "--1".
+    if (!operand.out.empty() && (operand.out[0] == '-' || operand.out[0] == '+')) out += ' ';
+    out += operand.out;
+  }
+
+  void binary(const Expr& e) {
+    const int p = precedence(e);
+    expr(*e.children[0], p);
+    out += ' ';
+    if (std::isalpha(static_cast<unsigned char>(e.op[0]))) kw(e.op);
+    else out += e.op;
+    out += ' ';
+    expr(*e.children[1], p + 1);
+  }
+
+  // ---- predicates: LIKE (GLOB, REGEXP, MATCH), BETWEEN, IN ----
+
+  void like(const Expr& e) {
+    expr(*e.children[0], 4);
+    out += ' ';
+    if (e.negated) kw("NOT ");
+    kw(e.op);
+    out += ' ';
+    expr(*e.children[1], 5);
+    if (e.children.size() > 2) {
+      out += ' ';
+      kw("ESCAPE");
+      out += ' ';
+      expr(*e.children[2], 5);
+    }
+  }
+
+  void between(const Expr& e) {
+    expr(*e.children[0], 4);
+    out += ' ';
+    if (e.negated) kw("NOT ");
+    kw("BETWEEN");
+    out += ' ';
+    expr(*e.children[1], 5);
+    out += ' ';
+    kw("AND");
+    out += ' ';
+    expr(*e.children[2], 5);
+  }
+
+  // x IN table, x IN (SELECT …), x IN (a, b, …).
+  void in_predicate(const Expr& e) {
+    expr(*e.children[0], 4);
+    out += ' ';
+    if (e.negated) kw("NOT ");
+    kw("IN");
+    out += ' ';
+    if (e.kind == ExprKind::kInTable) {
+      names(e.names);
+    } else if (e.kind == ExprKind::kInSelect) {
+      out += '(';
+      select(*e.select);
+      out += ')';
+    } else {
+      out += '(';
+      expr_list(e.children, 1);
+      out += ')';
+    }
+  }
+
+  // ---- calls and compound expressions ----
+
+  // name([DISTINCT] args | *) [FILTER (WHERE …)] [OVER (window) | OVER name].
+  void function_call(const Expr& e) {
+    out += o_.lower_keywords ? to_lower(e.op) : to_upper(e.op);
+    out += '(';
+    if (e.star) {
+      out += '*';
+    } else {
+      if (e.distinct) kw("DISTINCT ");
+      expr_list(e.children);
+    }
+    out += ')';
+    if (e.filter) {
+      out += ' ';
+      kw("FILTER");
+      out += " (";
+      kw("WHERE");
+      out += ' ';
+      expr(*e.filter);
+      out += ')';
+    }
+    if (e.over) {
+      out += ' ';
+      kw("OVER");
+      out += " (";
+      window(*e.over);
+      out += ')';
+    } else if (!e.over_name.empty()) {
+      out += ' ';
+      kw("OVER");
+      out += ' ';
+      ident(e.over_name);
+    }
+  }
+
+  void case_expr(const Expr& e) {
+    kw("CASE");
+    size_t k = 0;
+    if (e.has_operand) {
+      out += ' ';
+      expr(*e.children[k++]);
+    }
+    size_t pairs_end = e.children.size() - (e.has_else ? 1 : 0);
+    for (; k < pairs_end; k += 2) {
+      out += ' ';
+      kw("WHEN");
+      out += ' ';
+      expr(*e.children[k]);
+      out += ' ';
+      kw("THEN");
+      out += ' ';
+      expr(*e.children[k + 1]);
+    }
+    if (e.has_else) {
+      out += ' ';
+      kw("ELSE");
+      out += ' ';
+      expr(*e.children.back());
+    }
+    out += ' ';
+    kw("END");
+  }
+
+  // CAST(x AS type) and x COLLATE name.
+  void conversion(const Expr& e) {
+    if (e.kind == ExprKind::kCast) {
+      kw("CAST");
+      out += '(';
+      expr(*e.children[0]);
+      out += ' ';
+      kw("AS");
+      out += ' ';
+      kw(e.op);
+      out += ')';
+      return;
+    }
+    expr(*e.children[0], 11);
+    out += ' ';
+    kw("COLLATE");
+    out += ' ';
+    ident(Ident{e.op, 0});
+  }
+
+  void raise(const Expr& e) {
+    kw("RAISE");
+    out += '(';
+    kw(e.text);
+    if (!e.children.empty()) {
+      out += ", ";
+      expr(*e.children[0]);
+    }
+    out += ')';
   }
 
   void ordering(const std::vector<OrderingTerm>& terms) {

@@ -302,5 +302,23 @@ TEST_F(FixerTest, AmbiguousColumnHintNamesTheTables) {
   EXPECT_NE(hint.find("T1.name"), std::string::npos) << hint;
 }
 
+// The schema ladder the fixer's calls climb when a prompt does not fit: rung 0 and the rungs
+// before the last are never cut; the last drops descriptions and is cut to the token budget.
+TEST_F(FixerTest, SchemaLadderCutsOnlyItsLastRungToTheBudget) {
+  const context::SchemaSources sources{&ds_.schemas.at(q_->db_id), nullptr, nullptr, nullptr};
+  const auto ladder = fix_schema_ladder(sources);
+  const std::string full = context::render_schema(sources, context::RenderOptions{});
+  EXPECT_EQ(ladder(0, 0), full);
+  EXPECT_EQ(ladder(0, 1), full);
+  EXPECT_EQ(ladder(1, 1), context::render_schema(sources, context::options_at_rung({}, 1, {})));
+  context::RenderOptions last = context::options_at_rung({}, context::kSchemaLadderRungs, {});
+  last.descriptions = false;
+  const std::string whole = context::render_schema(sources, last);
+  ASSERT_GT(whole.size(), 40u);
+  EXPECT_EQ(ladder(context::kSchemaLadderRungs, 0), whole);  // no budget: not cut
+  EXPECT_EQ(ladder(context::kSchemaLadderRungs, 10), whole.substr(0, 40) + "\n-- (schema cut to fit the model's context)");
+  EXPECT_EQ(ladder(context::kSchemaLadderRungs, static_cast<int64_t>(whole.size())), whole);
+}
+
 }  // namespace
 }  // namespace nl2sql::fix

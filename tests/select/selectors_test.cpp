@@ -367,5 +367,39 @@ TEST(SelectorTraits, EveryMethodStatesWhatItsSelectorDoes) {
   EXPECT_NE(unknown.status().message().find("tournament"), std::string::npos);
 }
 
+// The factory's table: a method is built only with the services its traits name — an LLM client
+// for one that calls a model, an executor for one that reads the database — and an unknown
+// method is refused with the known ones listed.
+TEST(SelectorTraits, TheFactoryRefusesAMethodWithoutTheServicesItsTraitsName) {
+  FakeOpenAiServer server([](const httplib::Request&, int64_t) { return FakeReply(200, completion_body("A")); });
+  auto client = fake_client(server);
+  auto weights = std::make_shared<WeightStore>(0.5);
+  for (const auto& method : selector_methods()) {
+    SCOPED_TRACE(method);
+    const SelectorTraits traits = *method_traits(method);
+    auto without_client = make_selector_named(method, core::Config(), {nullptr, nullptr, {}, weights});
+    if (traits.calls_model) {
+      ASSERT_FALSE(without_client.is_ok());
+      EXPECT_EQ(without_client.status().message(), "select method " + method + " calls a model: it needs an LLM client");
+    } else {
+      EXPECT_TRUE(without_client.is_ok()) << without_client.status().message();
+    }
+    auto without_executor = make_selector_named(method, core::Config(), {client.get(), nullptr, {}, weights});
+    if (traits.reads_database) {
+      ASSERT_FALSE(without_executor.is_ok());
+      EXPECT_EQ(without_executor.status().message(),
+                "select method " + method + " reads the database: it needs an executor");
+    } else {
+      EXPECT_TRUE(without_executor.is_ok()) << without_executor.status().message();
+    }
+  }
+  EXPECT_TRUE(method_traits("separating_instances")->reads_database);
+  auto unknown = make_selector_named("best_of", core::Config(), {client.get(), nullptr, {}, weights});
+  ASSERT_FALSE(unknown.is_ok());
+  EXPECT_NE(unknown.status().message().find("config key \"select.method\": unknown method \"best_of\""),
+            std::string::npos);
+  EXPECT_NE(unknown.status().message().find("deepeye_selection"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace nl2sql::select

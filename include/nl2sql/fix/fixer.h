@@ -18,12 +18,14 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "nl2sql/context/metadata.h"
 #include "nl2sql/context/retrieve.h"
+#include "nl2sql/context/schema_render.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/status.h"
@@ -89,6 +91,12 @@ void execute_candidate(generate::Candidate& candidate, ExecutionMemo& memo, size
 // pipeline starts a generator's queries while the other generators still wait for their model.
 void prefetch_execution(const generate::Candidate& candidate, ExecutionMemo& memo);
 
+// The fixer's schema ladder (llm::ModelCall::schema_at) over `sources`: rung 0 is the full
+// rendering; the fixer has no column filter, so rung 3 is rung 2; from kSchemaLadderRungs on,
+// no descriptions and the text cut to the budget (about 4 characters a token) with a note (the
+// query's own tables come first in what the model sees through the error text).
+std::function<std::string(int rung, int64_t schema_tokens)> fix_schema_ladder(const context::SchemaSources& sources);
+
 class Fixer {
  public:
   // The prompt is `prompts`' fix_sql, or the file config key fix.template names instead.
@@ -108,6 +116,11 @@ class Fixer {
 
  private:
   bool needs_fix(const feedback::ExecutionSummary& e) const;
+  // One round of the fix loop (numbered `number`): the model asked to repair `c`; its answer is
+  // adopted when the guardrails let it run (a refused one stays in the round's trace only).
+  Result<generate::FixRound> repair_round(generate::Candidate& c, const FixInput& in, ExecutionMemo& memo,
+                                          const std::function<std::string(int, int64_t)>& schema_at,
+                                          int number) const;
   FixOptions options_;
   llm::Client* client_;
   llm::PromptTemplate prompt_;

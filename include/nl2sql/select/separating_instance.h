@@ -320,6 +320,11 @@ class InstanceBuilder {
   // Drops rows of a separating instance while the queries still differ (instance_shrink.cpp).
   Separation shrink(const std::string& a, const std::string& b, Scratch& scratch, Separation found) const;
 
+  // One lineage's witness queries run on D into terms (separating_instance.cpp), and one
+  // search for D′ (separating_search.cpp).
+  class WitnessReader;
+  class Search;
+
   // The lineage on D itself (lineage() without the sample).
   Result<QueryLineage> lineage_on_d(const std::string& sql, const db::ResultSet* result_on_d) const;
   // The search on D itself, with lineages on D.
