@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <iostream>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/config_options.h"
@@ -28,6 +29,42 @@ struct EvalArgs {
   ConfigOptions config;  // the eval.* keys: a run's config evaluates as the run judged
 };
 
+// The evaluation's options: the config's eval.* keys, then the flags (threads, cache) and the
+// judge's prompts and model client (kept alive in `judge_client`). Errors are logged.
+std::optional<eval::EvalOptions> eval_options(const EvalArgs& a, const core::Config& config, const data::Dataset& ds,
+                                              std::optional<llm::PromptLibrary>& prompts,
+                                              std::unique_ptr<llm::Client>& judge_client) {
+  // "auto": the benchmark's official metric alone (a run adds relaxed beside it).
+  auto options = eval::options_from_config(config, ds.benchmark == data::Benchmark::kSpider ? "spider-ts" : "bird");
+  if (!options) {
+    spdlog::error("{}", options.status().message());
+    return std::nullopt;
+  }
+  eval::EvalOptions opts = std::move(*options);
+  opts.threads = a.threads;
+  auto library = llm::PromptLibrary::from_config(config);  // the judge's template (--prompts)
+  if (!library) {
+    spdlog::error("{}", library.status().message());
+    return std::nullopt;
+  }
+  prompts.emplace(std::move(*library));
+  opts.prompts = &*prompts;
+  if (opts.judge) {  // the model of role `judge` (the environment's endpoint by default)
+    auto c = sim::make_client(config, &ds);
+    if (!c) {
+      spdlog::error("{}", c.status().message());
+      return std::nullopt;
+    }
+    judge_client = std::move(*c);
+    opts.judge_client = judge_client.get();
+  }
+  if (!a.no_cache) {
+    std::filesystem::path dir = a.cache_dir.empty() ? db::default_cache_dir() : std::filesystem::path(a.cache_dir);
+    opts.cache_file = dir / "results.sqlite";
+  }
+  return opts;
+}
+
 int run_eval(const EvalArgs& a) {
   auto config = a.config.load();
   if (!config) return kExitBadInput;
@@ -48,100 +85,19 @@ int run_eval(const EvalArgs& a) {
     return kExitBadInput;
   }
   for (const auto& w : warnings) spdlog::warn("{}", w);
-
-  // "auto": the benchmark's official metric alone (a run adds relaxed beside it).
-  auto options = eval::options_from_config(*config, ds->benchmark == data::Benchmark::kSpider ? "spider-ts" : "bird");
-  if (!options) {
-    spdlog::error("{}", options.status().message());
-    return kExitBadInput;
-  }
-  eval::EvalOptions opts = std::move(*options);
-  opts.threads = a.threads;
-  auto prompts = llm::PromptLibrary::from_config(*config);  // the judge's template (--prompts)
-  if (!prompts) {
-    spdlog::error("{}", prompts.status().message());
-    return kExitBadInput;
-  }
-  opts.prompts = &*prompts;
+  std::optional<llm::PromptLibrary> prompts;
   std::unique_ptr<llm::Client> judge_client;
-  if (opts.judge) {  // the model of role `judge` (the environment's endpoint by default)
-    auto c = sim::make_client(*config, &*ds);
-    if (!c) {
-      spdlog::error("{}", c.status().message());
-      return kExitBadInput;
-    }
-    judge_client = std::move(*c);
-    opts.judge_client = judge_client.get();
-  }
-  if (!a.no_cache) {
-    std::filesystem::path dir = a.cache_dir.empty() ? db::default_cache_dir() : std::filesystem::path(a.cache_dir);
-    opts.cache_file = dir / "results.sqlite";
-  }
-  auto report = eval::evaluate(*ds, *preds, opts);
+  auto opts = eval_options(a, *config, *ds, prompts, judge_client);
+  if (!opts) return kExitBadInput;
+  auto report = eval::evaluate(*ds, *preds, *opts);
   if (!report) {
     spdlog::error("{}", report.status().message());
     return report.status().code() == ErrorCode::kInvalidInput ? kExitBadInput : kExitFailure;
   }
   report->predictions_file = std::filesystem::path(a.pred).filename().string();
   report->warnings.insert(report->warnings.end(), warnings.begin(), warnings.end());
-  eval::summarize(*report, opts);
-
-  const auto& s = report->summary;
-  std::cout << fmt::format("{} {}: {} questions evaluated, {} skipped, {} gold unusable\n",
-                           report->benchmark, report->split, report->items.size(),
-                           report->skipped.size(), s["gold_unusable"].get<size_t>());
-  double primary_ex = 0;
-  bool first = true;
-  for (auto& [name, m] : s["metrics"].items()) {
-    const auto& o = m["overall"];
-    std::cout << fmt::format("  {:<10} EX {:6.2f}%  95% CI [{:.2f}, {:.2f}]  ({}/{})\n", name,
-                             o["ex"].get<double>(), o["ci95"][0].get<double>(),
-                             o["ci95"][1].get<double>(), o["correct"].get<long>(), o["n"].get<size_t>());
-    if (first) primary_ex = o["ex"].get<double>();
-    first = false;
-  }
-  std::cout << fmt::format("  (RES3 + RES5) / n on the rule codes {:6.2f}%\n", s["rule_semantic_accuracy"].get<double>());
-  if (s.contains("judge")) {
-    const auto& j = s["judge"];
-    std::cout << fmt::format("  judge      semantic accuracy {:6.2f}%  95% CI [{:.2f}, {:.2f}]  ({} unreadable; {} disagree with EX; "
-                             "{} cached; {} + {} tokens, ${:.4f})\n",
-                             j["semantic_accuracy"].get<double>(), j["ci95"][0].get<double>(), j["ci95"][1].get<double>(),
-                             j["codes"]["unparsed"].get<size_t>(), j["disagreements_with_ex"].size(),
-                             j["cached_answers"].get<size_t>(), j["tokens"]["prompt"].get<int64_t>(),
-                             j["tokens"]["completion"].get<int64_t>(), j["cost_usd"].get<double>());
-  }
-  std::cout << fmt::format("  soft-F1    {:6.2f}\n", s["soft_f1"].get<double>());
-  if (s.contains("test_suite")) {
-    const auto& t = s["test_suite"];
-    std::cout << fmt::format("  test suite: {} question(s) on up to {} database files; spider-ts on the original databases alone "
-                             "{:.2f}%; {} pass there but fail on a variant (listed in the report)\n",
-                             t["questions_on_a_suite"].get<size_t>(), t["most_database_files"].get<size_t>(),
-                             t["ex_original_only"].get<double>(), t["passes_original_fails_variant"].size());
-  }
-  if (s.contains("efficiency")) {
-    const auto& e = s["efficiency"];
-    std::cout << fmt::format("\nefficiency: {} timed round(s) per correct pair, one pair at a time; CPU {}", e["repeats"].get<int>(),
-                             e["cpu"].get<std::string>());
-    if (e.contains("load_average_before"))
-      std::cout << fmt::format("; 1-min load {:.2f} before, {:.2f} after the timed pass",
-                               e["load_average_before"].get<double>(), e["load_average_after"].get<double>());
-    std::cout << "\n";
-    for (eval::EfficiencyMetric metric : report->efficiency.metrics) {  // in the order asked for
-      const std::string name = eval::efficiency_metric_name(metric);
-      const auto& m = e["metrics"][name];
-      std::cout << "\n" << eval::efficiency_table(e, name);
-      if (m.contains("near_boundary"))
-        std::cout << fmt::format("pairs whose ratio interval crosses a reward boundary: {}\n", m["near_boundary"].get<size_t>());
-    }
-    if (e.contains("rank_correlation"))
-      for (auto& [pair, c] : e["rank_correlation"].items())
-        std::cout << fmt::format("Spearman rank correlation of per-question ratios, {}: {} ({} pairs)\n", pair,
-                                 c["spearman"].is_null() ? std::string("n/a (fewer than 2 pairs, or one side constant)") : fmt::format("{:.3f}", c["spearman"].get<double>()),
-                                 c["pairs"].get<size_t>());
-    std::cout << "\n";
-  }
-  std::cout << fmt::format("  {:.3f} s, {:.1f} questions/s\n", report->wall_s,
-                           s["timing"]["questions_per_s"].get<double>());
+  eval::summarize(*report, *opts);
+  std::cout << eval::report_to_console(*report);
   if (!a.out.empty()) {
     Status st = eval::write_report(*report, a.out);
     if (!st) {
@@ -150,6 +106,7 @@ int run_eval(const EvalArgs& a) {
     }
     std::cout << "  report: " << (std::filesystem::path(a.out) / "eval.md").string() << "\n";
   }
+  const double primary_ex = eval::first_metric_ex(*report);
   if (a.fail_under >= 0 && primary_ex < a.fail_under) {
     std::cout << fmt::format("FAIL: EX {:.2f}% is under --fail-under {:.2f}%\n", primary_ex, a.fail_under);
     return kExitFailUnder;

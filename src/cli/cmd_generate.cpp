@@ -123,6 +123,48 @@ std::optional<Stage> build_stage(const GenerateArgs& a, const core::Config& conf
   return stage;
 }
 
+// What the question's prompts show beside the schema: the value index and the retrieved values
+// (unless --no-index), and the metadata as in a run (descriptions written by `nl2sql metadata
+// --describe` are read from its cache file; this command writes none).
+struct QuestionInputs {
+  std::optional<context::ValueIndex> index;
+  std::optional<context::Retrieval> retrieval;
+  std::optional<context::DatabaseMetadata> metadata;
+};
+
+// Fills `inputs`; returns kExitOk, or the exit code of the failure it logged.
+int open_question_inputs(const GenerateArgs& a, const core::Config& config, const data::Question& q,
+                         const data::Schema& schema, const std::filesystem::path& db_path,
+                         const db::Executor& executor, QuestionInputs& inputs) {
+  if (!a.no_index) {
+    context::IndexOptions iopts;
+    iopts.index_dir = a.index_dir;
+    auto idx = context::open_index(q.db_id, db_path, schema, iopts, executor);
+    if (!idx) {
+      spdlog::error("{}", idx.status().message());
+      return kExitFailure;
+    }
+    inputs.index = std::move(*idx);
+    inputs.retrieval = context::retrieve(*inputs.index, schema, q.question, q.evidence);
+  }
+  auto settings = context::load_context_settings(config);
+  if (!settings) {
+    spdlog::error("{}", settings.status().message());
+    return kExitBadInput;
+  }
+  if (settings->metadata) {
+    auto m = context::open_metadata(q.db_id, db_path, schema, settings->meta,
+                                    a.index_dir.empty() ? settings->index.index_dir : std::filesystem::path(a.index_dir),
+                                    false, executor);
+    if (!m) {
+      spdlog::error("{}", m.status().message());
+      return kExitFailure;
+    }
+    inputs.metadata = std::move(*m);
+  }
+  return kExitOk;
+}
+
 int run_generate(const GenerateArgs& a) {
   auto loaded = a.config.load();
   if (!loaded) return kExitBadInput;
@@ -142,40 +184,8 @@ int run_generate(const GenerateArgs& a) {
   const auto db_path = ds->db_paths.at(q->db_id);
   db::Executor executor;
 
-  std::optional<context::ValueIndex> index;
-  std::optional<context::Retrieval> retrieval;
-  if (!a.no_index) {
-    context::IndexOptions iopts;
-    iopts.index_dir = a.index_dir;
-    auto idx = context::open_index(q->db_id, db_path, schema, iopts, executor);
-    if (!idx) {
-      spdlog::error("{}", idx.status().message());
-      return kExitFailure;
-    }
-    index = std::move(*idx);
-    retrieval = context::retrieve(*index, schema, q->question, q->evidence);
-  }
-
-  // The metadata in every prompt's schema, as in a run (descriptions written by `nl2sql metadata
-  // --describe` are read from its cache file; this command writes none).
-  std::optional<context::DatabaseMetadata> metadata;
-  {
-    auto settings = context::load_context_settings(config);
-    if (!settings) {
-      spdlog::error("{}", settings.status().message());
-      return kExitBadInput;
-    }
-    if (settings->metadata) {
-      auto m = context::open_metadata(q->db_id, db_path, schema, settings->meta,
-                                      a.index_dir.empty() ? settings->index.index_dir : std::filesystem::path(a.index_dir),
-                                      false, executor);
-      if (!m) {
-        spdlog::error("{}", m.status().message());
-        return kExitFailure;
-      }
-      metadata = std::move(*m);
-    }
-  }
+  QuestionInputs inputs;
+  if (int code = open_question_inputs(a, config, *q, schema, db_path, executor, inputs); code != kExitOk) return code;
 
   auto client = sim::make_client(config, &*ds);
   if (!client) {
@@ -192,11 +202,11 @@ int run_generate(const GenerateArgs& a) {
   in.question = q;
   in.schema = &schema;
   in.db_path = db_path;
-  in.index = index ? &*index : nullptr;
-  in.retrieval = retrieval ? &*retrieval : nullptr;
+  in.index = inputs.index ? &*inputs.index : nullptr;
+  in.retrieval = inputs.retrieval ? &*inputs.retrieval : nullptr;
   in.seed = core::stage_seed(static_cast<uint64_t>(run_seed), q->question_id, "generate");
   in.schema_seed = core::stage_seed(static_cast<uint64_t>(run_seed), q->db_id, "schema-shuffle");
-  in.metadata = metadata ? &*metadata : nullptr;
+  in.metadata = inputs.metadata ? &*inputs.metadata : nullptr;
   fix::FixInput fin{q, &schema, db_path, in.index, in.retrieval, &executor, 0};
   fin.metadata = in.metadata;
 

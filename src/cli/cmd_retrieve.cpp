@@ -81,6 +81,21 @@ int run_recall(const RetrieveArgs& a, const data::Dataset& ds) {
   return kExitOk;
 }
 
+// The retrieval settings: the config's context.* keys, then the flags (which beat them).
+Result<context::ContextSettings> retrieve_settings(const RetrieveArgs& a, const core::Config& config) {
+  auto settings = context::load_context_settings(config);
+  if (!settings) return settings.status();
+  if (!a.index_dir.empty()) settings->index.index_dir = a.index_dir;
+  if (a.threads_opt->count()) settings->index.threads = a.threads;
+  auto& ro = settings->retrieval;
+  if (a.min_similarity_opt->count()) ro.min_similarity = a.ropts.min_similarity;
+  if (a.per_column_opt->count()) ro.per_column = a.ropts.per_column;
+  if (a.top_opt->count()) ro.max_values = a.ropts.max_values;
+  ro.extra_keywords = a.ropts.extra_keywords;
+  ro.exhaustive = a.exhaustive;
+  return settings;
+}
+
 int run_retrieve(const RetrieveArgs& a) {
   auto config = a.config.load();  // first: a bad config stops the command before any work
   if (!config) return kExitBadInput;
@@ -96,24 +111,13 @@ int run_retrieve(const RetrieveArgs& a) {
     spdlog::error("question {} not found in {}", a.question_id, ds->questions_file.string());
     return kExitBadInput;
   }
-  auto settings = context::load_context_settings(*config);
+  auto settings = retrieve_settings(a, *config);
   if (!settings) {
     spdlog::error("{}", settings.status().message());
     return kExitBadInput;
   }
-  // Flags beat the config.
-  if (!a.index_dir.empty()) settings->index.index_dir = a.index_dir;
-  if (a.threads_opt->count()) settings->index.threads = a.threads;
-  auto& ro = settings->retrieval;
-  if (a.min_similarity_opt->count()) ro.min_similarity = a.ropts.min_similarity;
-  if (a.per_column_opt->count()) ro.per_column = a.ropts.per_column;
-  if (a.top_opt->count()) ro.max_values = a.ropts.max_values;
-  ro.extra_keywords = a.ropts.extra_keywords;
-  ro.exhaustive = a.exhaustive;
-  const bool needs_model = settings->llm_keywords || settings->column_filter || settings->describe ||
-                           !settings->embeddings.profile.empty();
   std::unique_ptr<llm::Client> client;
-  if (needs_model) {
+  if (settings->calls_a_model()) {
     auto c = sim::make_client(*config, &*ds);
     if (!c) {
       spdlog::error("{}", c.status().message());
@@ -152,49 +156,12 @@ int run_retrieve(const RetrieveArgs& a) {
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
-  const auto& r = ctx->retrieval;
-  std::cout << fmt::format("question {} ({}): {}\n", q->question_id, q->db_id, q->question);
-  if (!q->evidence.empty()) std::cout << "evidence: " << q->evidence << "\n";
-  std::cout << fmt::format("index: {} values, {} ({}), opened in {:.2f} ms\n", ctx->index->size(), status.action,
-                           status.file.string(), load_ms);
-  std::cout << fmt::format("keywords ({}):", r.keywords.size());
-  for (const auto& k : r.keywords) std::cout << fmt::format(" \"{}\"[{}]", k.text, k.source);
-  std::cout << "\n";
-  if ((*builder)->settings().llm_keywords) {
-    // Where each model keyword went: new ones are tagged [llm] above; the rest the heuristic had.
-    std::vector<std::string> also;
-    for (const auto& k : ctx->llm_keywords)
-      for (const auto& h : r.keywords)
-        if (h.source != "llm" && context::normalize_text(h.text) == context::normalize_text(k)) also.push_back(k);
-    std::cout << fmt::format("  model keywords: {} ({} new, {} also found by the heuristic{}{})\n",
-                             ctx->llm_keywords.size(), ctx->llm_keywords.size() - also.size(), also.size(),
-                             also.empty() ? "" : ": ", fmt::join(also, ", "));
-  }
-  std::cout << fmt::format("matched values ({}, {} edit distances, context {:.2f} ms without the index opening{}):\n",
-                           r.values.size(), r.candidates_scored, ms,
-                           (*builder)->settings().embeddings.profile.empty() ? "" : ", re-ranked by embeddings");
-  for (const auto& v : r.values)
-    std::cout << fmt::format("  {}.{} = {} ({:.3f}, keyword \"{}\")\n", v.table, v.column,
-                             core::quote_sql_string(v.value), v.score, v.keyword);
-  std::cout << fmt::format("matched columns ({}):\n", r.columns.size());
-  for (const auto& c : r.columns)
-    std::cout << fmt::format("  {}.{} ({:.3f}, {} ~ \"{}\")\n", c.table, c.column, c.score, c.via, c.keyword);
-  if ((*builder)->settings().column_filter) {
-    std::cout << fmt::format("selected columns ({}{}):", ctx->selected_columns.size(),
-                             ctx->selected_columns.empty() ? ", i.e. the whole schema" : "");
-    for (const auto& c : ctx->selected_columns)
-      std::cout << " " << c << (ctx->join_keys.count(c) ? "[join key]" : "");
-    std::cout << "\n";
-    if (!ctx->dropped_tables.empty())
-      std::cout << fmt::format("dropped tables: {}\n", fmt::join(ctx->dropped_tables, ", "));
-  }
-  if (!ctx->calls.empty()) {
-    size_t simulated = 0;
-    for (const auto& c : ctx->calls) simulated += c.provider == "sim";
-    std::cout << fmt::format("model calls: {}{}\n", ctx->calls.size(),
-                             simulated ? fmt::format(" ({} simulated: gold-derived answers, not a model's)", simulated) : "");
-  }
-  for (const auto& e : ctx->errors) std::cout << "error: " << e << "\n";
+  std::cout << context::context_to_text({.task = *q,
+                                         .context = *ctx,
+                                         .settings = (*builder)->settings(),
+                                         .index = status,
+                                         .index_load_ms = load_ms,
+                                         .context_ms = ms});
   return kExitOk;
 }
 

@@ -30,48 +30,81 @@ struct SchemaArgs {
   bool stats = false, inferred_fks = false;
 };
 
+// The database to render: --db, or the question's (--question-id); both must agree. `q`: the
+// question, when one is given. Errors are logged.
+std::optional<std::string> database_to_render(const SchemaArgs& a, const data::Dataset& ds, const data::Question** q) {
+  std::string db_id = a.db_id;
+  if (!a.question_id.empty()) {
+    *q = ds.find_question(a.question_id);
+    if (!*q) {
+      spdlog::error("--question-id {}: not found in {}", a.question_id, ds.questions_file.string());
+      return std::nullopt;
+    }
+    if (!db_id.empty() && db_id != (*q)->db_id) {
+      spdlog::error("--db {} but question {} is on database {}", db_id, (*q)->question_id, (*q)->db_id);
+      return std::nullopt;
+    }
+    db_id = (*q)->db_id;
+  }
+  if (db_id.empty()) {
+    spdlog::error("--db or --question-id is required");
+    return std::nullopt;
+  }
+  if (!ds.db_paths.count(db_id)) {
+    spdlog::error("--db {}: no such database in {}", db_id, ds.db_root.string());
+    return std::nullopt;
+  }
+  return db_id;
+}
+
+// The context settings of the config for a schema: model features only matter for a question
+// (keywords, column filter) or descriptions; --stats and --inferred-fks need the metadata.
+Result<context::ContextSettings> schema_settings(const SchemaArgs& a, const core::Config& config, bool question) {
+  auto settings = context::load_context_settings(config);
+  if (!settings) return settings.status();
+  if (!a.index_dir.empty()) settings->index.index_dir = a.index_dir;
+  if (!question) {
+    settings->llm_keywords = false;
+    settings->column_filter = false;
+    settings->embeddings.profile.clear();
+  }
+  if (a.stats || a.inferred_fks) settings->metadata = true;
+  return settings;
+}
+
+// The flags as render options; a --columns entry that is not table.column is logged.
+std::optional<context::RenderOptions> render_options(const SchemaArgs& a) {
+  context::RenderOptions ro;
+  ro.examples = a.examples;
+  ro.descriptions = !a.no_descriptions;
+  ro.shuffle_seed = a.shuffle_seed;
+  ro.stats = a.stats;
+  ro.inferred_fks = a.inferred_fks;
+  for (const auto& c : a.columns) {
+    if (c.find('.') == std::string::npos) {
+      spdlog::error("--columns {}: expected table.column", c);
+      return std::nullopt;
+    }
+    ro.columns.insert(c);
+  }
+  return ro;
+}
+
 int run_schema(const SchemaArgs& a) {
   auto config = a.config.load();  // first: a bad config stops the command before any work
   if (!config) return kExitBadInput;
   auto ds = a.dataset.load(*config);
   if (!ds) return kExitBadInput;
   const data::Question* q = nullptr;
-  std::string db_id = a.db_id;
-  if (!a.question_id.empty()) {
-    q = ds->find_question(a.question_id);
-    if (!q) {
-      spdlog::error("--question-id {}: not found in {}", a.question_id, ds->questions_file.string());
-      return kExitBadInput;
-    }
-    if (!db_id.empty() && db_id != q->db_id) {
-      spdlog::error("--db {} but question {} is on database {}", db_id, q->question_id, q->db_id);
-      return kExitBadInput;
-    }
-    db_id = q->db_id;
-  }
-  if (db_id.empty()) {
-    spdlog::error("--db or --question-id is required");
-    return kExitBadInput;
-  }
-  if (!ds->db_paths.count(db_id)) {
-    spdlog::error("--db {}: no such database in {}", db_id, ds->db_root.string());
-    return kExitBadInput;
-  }
-  auto settings = context::load_context_settings(*config);
+  const auto db_id = database_to_render(a, *ds, &q);
+  if (!db_id) return kExitBadInput;
+  auto settings = schema_settings(a, *config, q != nullptr);
   if (!settings) {
     spdlog::error("{}", settings.status().message());
     return kExitBadInput;
   }
-  if (!a.index_dir.empty()) settings->index.index_dir = a.index_dir;
-  // Model features only matter for a question (keywords, column filter) or descriptions.
-  if (!q) {
-    settings->llm_keywords = false;
-    settings->column_filter = false;
-    settings->embeddings.profile.clear();
-  }
-  if (a.stats || a.inferred_fks) settings->metadata = true;
   std::unique_ptr<llm::Client> client;
-  if (settings->llm_keywords || settings->column_filter || settings->describe || !settings->embeddings.profile.empty()) {
+  if (settings->calls_a_model()) {
     auto c = sim::make_client(*config, &*ds);
     if (!c) {
       spdlog::error("{}", c.status().message());
@@ -85,29 +118,18 @@ int run_schema(const SchemaArgs& a) {
     spdlog::error("{}", builder.status().message());
     return kExitBadInput;
   }
-  const auto& schema = ds->schemas.at(db_id);
-  const auto& path = ds->db_paths.at(db_id);
-  auto index = (*builder)->index(db_id, path, schema);
+  const auto& schema = ds->schemas.at(*db_id);
+  const auto& path = ds->db_paths.at(*db_id);
+  auto index = (*builder)->index(*db_id, path, schema);
   if (!index) {
     spdlog::error("{}", index.status().message());
     return kExitFailure;
   }
-  context::RenderOptions ro;
-  ro.examples = a.examples;
-  ro.descriptions = !a.no_descriptions;
-  ro.shuffle_seed = a.shuffle_seed;
-  ro.stats = a.stats;
-  ro.inferred_fks = a.inferred_fks;
-  for (const auto& c : a.columns) {
-    if (c.find('.') == std::string::npos) {
-      spdlog::error("--columns {}: expected table.column", c);
-      return kExitBadInput;
-    }
-    ro.columns.insert(c);
-  }
+  auto ro = render_options(a);
+  if (!ro) return kExitBadInput;
   std::shared_ptr<const context::DatabaseMetadata> meta;
   if (settings->metadata) {
-    auto m = (*builder)->metadata(db_id, path, schema);
+    auto m = (*builder)->metadata(*db_id, path, schema);
     if (!m) {
       spdlog::error("{}", m.status().message());
       return kExitFailure;
@@ -122,14 +144,13 @@ int run_schema(const SchemaArgs& a) {
       return kExitFailure;
     }
     ctx = std::move(*c);
-    if (ro.columns.empty()) ro.columns = ctx->selected_columns;
+    if (ro->columns.empty()) ro->columns = ctx->selected_columns;
     for (const auto& e : ctx->errors) spdlog::warn("{}", e);
     std::cout << fmt::format("-- question {}: {}\n", q->question_id, q->question);
     if (!ctx->selected_columns.empty())
       std::cout << fmt::format("-- columns selected by the column filter: {}\n", ctx->selected_columns.size());
   }
-  std::cout << context::render_schema(schema, ro, index->get(), ctx ? &ctx->retrieval.values : nullptr,
-                                      meta.get());
+  std::cout << context::render_schema(schema, *ro, index->get(), ctx ? &ctx->retrieval.values : nullptr, meta.get());
   return kExitOk;
 }
 

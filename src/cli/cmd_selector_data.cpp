@@ -37,6 +37,87 @@ struct DatabaseInputs {
   std::shared_ptr<const context::DatabaseMetadata> metadata;
 };
 
+// The tournament saw each candidate's result as the run's executor returned it: the run's
+// eval.timeout_s and eval.row_cap.
+Result<db::ExecutorOptions> run_executor_options(const core::Config& config) {
+  db::ExecutorOptions eo;
+  auto timeout = config.get_number("eval.timeout_s");
+  auto row_cap = config.get_int("eval.row_cap");
+  if (!timeout) return timeout.status();
+  if (!row_cap) return row_cap.status();
+  eo.limits.timeout_s = *timeout;
+  eo.limits.row_cap = static_cast<size_t>(std::max<int64_t>(0, *row_cap));
+  return eo;
+}
+
+// A record's gold-judged candidates, each clustered one with its result run again (once per SQL).
+std::vector<select::TrainingCandidate> training_candidates(const run::QuestionRecord& r,
+                                                           const std::filesystem::path& db_path,
+                                                           const db::Executor& executor) {
+  std::vector<select::TrainingCandidate> out;
+  std::map<std::string, std::shared_ptr<const db::ResultSet>> results;  // by SQL
+  for (const auto& c : r.candidates) {
+    if (!c.judged || !c.judged->correct) continue;
+    select::TrainingCandidate tc;
+    tc.sql = c.sql;
+    tc.cluster = static_cast<int>(c.judged->cluster);
+    tc.correct = *c.judged->correct;
+    if (tc.cluster >= 0) {
+      auto [it, first] = results.try_emplace(c.sql);
+      if (first) {
+        auto e = executor.run(db_path, c.sql);
+        if (e.ok()) it->second = std::make_shared<const db::ResultSet>(std::move(e.result));
+        else spdlog::warn("question {}: candidate {} did not run again ({}): its result is not shown",
+                          r.question_id, c.id, e.error);
+      }
+      tc.result = it->second;
+    }
+    out.push_back(std::move(tc));
+  }
+  return out;
+}
+
+// The run's successful questions as the tournament saw them: question, schemas, metadata and
+// judged candidates. Returns kExitOk, or the exit code of the failure it logged.
+int training_questions(const run::RunData& run, const data::Dataset& ds, const context::ContextSettings& settings,
+                       const std::filesystem::path& index_dir, const db::Executor& executor,
+                       std::vector<select::TrainingQuestion>& questions) {
+  std::map<std::string, DatabaseInputs> databases;
+  for (const auto& r : run.records) {
+    if (!r.ok) continue;
+    auto schema = ds.schemas.find(r.db_id);
+    auto path = ds.db_paths.find(r.db_id);
+    if (schema == ds.schemas.end() || path == ds.db_paths.end()) {
+      spdlog::error("question {}: database {} is not in the dataset", r.question_id, r.db_id);
+      return kExitBadInput;
+    }
+    auto [db, fresh] = databases.try_emplace(r.db_id);
+    if (fresh) {
+      auto info = db::inspect_schema(path->second);
+      if (info) db->second.sql_schema = std::make_shared<const sql::Schema>(std::move(*info));
+      if (settings.metadata) {
+        auto m = context::open_metadata(r.db_id, path->second, schema->second, settings.meta, index_dir, false,
+                                        executor);
+        if (!m) {
+          spdlog::error("{}", m.status().message());
+          return kExitFailure;
+        }
+        db->second.metadata = std::make_shared<const context::DatabaseMetadata>(std::move(*m));
+      }
+    }
+    select::TrainingQuestion q;
+    q.question_id = r.question_id;
+    q.question = r.question;
+    q.evidence = r.evidence;
+    q.schema = &schema->second;
+    q.sql_schema = db->second.sql_schema.get();
+    q.metadata = db->second.metadata.get();
+    q.candidates = training_candidates(r, path->second, executor);
+    questions.push_back(std::move(q));
+  }
+  return kExitOk;
+}
+
 int run_selector_data(const SelectorDataArgs& a) {
   auto run = run::load_run(a.run);
   if (!run) {
@@ -62,73 +143,17 @@ int run_selector_data(const SelectorDataArgs& a) {
     spdlog::error("{} (the run's config)", settings.status().message());
     return kExitBadInput;
   }
-  // The tournament saw each candidate's result as the run's executor returned it.
-  db::ExecutorOptions eo;
-  auto timeout = config.get_number("eval.timeout_s");
-  auto row_cap = config.get_int("eval.row_cap");
-  if (!timeout || !row_cap) {
-    spdlog::error("{} (the run's config)", (!timeout ? timeout.status() : row_cap.status()).message());
+  auto eo = run_executor_options(config);
+  if (!eo) {
+    spdlog::error("{} (the run's config)", eo.status().message());
     return kExitBadInput;
   }
-  eo.limits.timeout_s = *timeout;
-  eo.limits.row_cap = static_cast<size_t>(std::max<int64_t>(0, *row_cap));
-  db::Executor executor(eo);
+  db::Executor executor(*eo);
   const std::filesystem::path index_dir = a.index_dir.empty() ? settings->index.index_dir : std::filesystem::path(a.index_dir);
-
-  std::map<std::string, DatabaseInputs> databases;
   std::vector<select::TrainingQuestion> questions;
+  if (int code = training_questions(*run, *ds, *settings, index_dir, executor, questions); code != kExitOk) return code;
   size_t usable = 0;
-  for (const auto& r : run->records) {
-    if (!r.ok) continue;
-    auto schema = ds->schemas.find(r.db_id);
-    auto path = ds->db_paths.find(r.db_id);
-    if (schema == ds->schemas.end() || path == ds->db_paths.end()) {
-      spdlog::error("question {}: database {} is not in the dataset", r.question_id, r.db_id);
-      return kExitBadInput;
-    }
-    auto [db, fresh] = databases.try_emplace(r.db_id);
-    if (fresh) {
-      auto info = db::inspect_schema(path->second);
-      if (info) db->second.sql_schema = std::make_shared<const sql::Schema>(std::move(*info));
-      if (settings->metadata) {
-        auto m = context::open_metadata(r.db_id, path->second, schema->second, settings->meta, index_dir, false,
-                                        executor);
-        if (!m) {
-          spdlog::error("{}", m.status().message());
-          return kExitFailure;
-        }
-        db->second.metadata = std::make_shared<const context::DatabaseMetadata>(std::move(*m));
-      }
-    }
-    select::TrainingQuestion q;
-    q.question_id = r.question_id;
-    q.question = r.question;
-    q.evidence = r.evidence;
-    q.schema = &schema->second;
-    q.sql_schema = db->second.sql_schema.get();
-    q.metadata = db->second.metadata.get();
-    std::map<std::string, std::shared_ptr<const db::ResultSet>> results;  // by SQL
-    for (const auto& c : r.candidates) {
-      if (!c.judged || !c.judged->correct) continue;
-      select::TrainingCandidate tc;
-      tc.sql = c.sql;
-      tc.cluster = static_cast<int>(c.judged->cluster);
-      tc.correct = *c.judged->correct;
-      if (tc.cluster >= 0) {
-        auto [it, first] = results.try_emplace(c.sql);
-        if (first) {
-          auto e = executor.run(path->second, c.sql);
-          if (e.ok()) it->second = std::make_shared<const db::ResultSet>(std::move(e.result));
-          else spdlog::warn("question {}: candidate {} did not run again ({}): its result is not shown",
-                            r.question_id, c.id, e.error);
-        }
-        tc.result = it->second;
-      }
-      q.candidates.push_back(std::move(tc));
-    }
-    usable += !q.candidates.empty();
-    questions.push_back(std::move(q));
-  }
+  for (const auto& q : questions) usable += !q.candidates.empty();
   select::TrainingOptions options;
   options.seed = a.seed;
   options.max_pairs_per_question = a.max_pairs;

@@ -31,8 +31,8 @@ using core::lower;
 std::string squash(const std::string& s) {
   std::string out;
   for (char c : s)
-    if (std::isalnum(static_cast<unsigned char>(c)) || (c & 0x80)) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return out;
+    if (std::isalnum(static_cast<unsigned char>(c)) || (c & 0x80)) out.push_back(c);
+  return lower(out);
 }
 
 std::string display(const db::Value& v) {
@@ -208,6 +208,184 @@ Result<DatabaseMetadata> DatabaseMetadata::from_json(const json& j, const std::s
   }
 }
 
+namespace {
+
+// One metadata build: the database's queries (with the build's limits and error messages) and
+// the metadata they fill, a step per member.
+class MetadataBuild {
+ public:
+  MetadataBuild(const std::string& db_id, const fs::path& db_path, const MetadataOptions& options,
+                const db::Executor& executor, DatabaseMetadata& m)
+      : db_id_(db_id), db_path_(db_path), options_(options), executor_(executor), m_(m) {
+    limits_.timeout_s = options.query_timeout_s;
+    limits_.row_cap = 0;
+  }
+
+  // A table's row count and column statistics, its columns' top values and, without a declared
+  // primary key, a key candidate.
+  Status describe_table(const data::Table& t) {
+    if (!t.primary_key.empty()) m_.primary_keys[t.name] = t.primary_key;
+    // One scan per chunk of columns: COUNT(*) plus 11 aggregates per column.
+    for (size_t from = 0; from < t.columns.size(); from += kColumnsPerStatsQuery)
+      NL2SQL_RETURN_IF_ERROR(column_statistics(t, from, std::min(t.columns.size(), from + kColumnsPerStatsQuery)));
+    NL2SQL_RETURN_IF_ERROR(top_values(t));
+    if (t.primary_key.empty()) {
+      // A key candidate: a unique non-null column, identifier-named ones first.
+      const ColumnStats* best = nullptr;
+      for (const auto& s : m_.columns)
+        if (s.table == t.name && s.unique() && (s.storage_class() == "integer" || s.storage_class() == "text"))
+          if (!best || (is_identifier_name(s.column) && !is_identifier_name(best->column))) best = &s;
+      if (best) m_.key_candidates[t.name] = best->column;
+    }
+    return Status::ok();
+  }
+
+  // Foreign keys by inclusion of a column's distinct values in a key of another table, with a
+  // name that says so; one referenced key per referencing column, the best.
+  Status infer_foreign_keys(const data::Schema& schema) {
+    std::vector<const ColumnStats*> keys;
+    for (const auto& s : m_.columns) {
+      auto pk = m_.primary_keys.find(s.table);
+      bool declared = pk != m_.primary_keys.end() && pk->second.size() == 1 && lower(pk->second[0]) == lower(s.column);
+      if ((declared || s.unique()) && s.distinct > 0 &&
+          (s.storage_class() == "integer" || s.storage_class() == "text"))
+        keys.push_back(&s);
+    }
+    for (const auto& from : m_.columns) {
+      if (from.distinct < static_cast<int64_t>(options_.min_distinct)) continue;
+      const std::string cls = from.storage_class();
+      if (cls != "integer" && cls != "text") continue;
+      bool declared_source = std::any_of(schema.foreign_keys.begin(), schema.foreign_keys.end(), [&](const data::ForeignKey& f) {
+        return lower(f.from_table) == lower(from.table) && lower(f.from_column) == lower(from.column);
+      });
+      if (declared_source) continue;
+      for (const ColumnStats* k : keys) NL2SQL_RETURN_IF_ERROR(try_reference(from, *k));
+    }
+    keep_best_references();
+    return Status::ok();
+  }
+
+ private:
+  Status fail(const std::string& what, const db::ExecutionResult& r) const {
+    return Status(ErrorCode::kSql, fmt::format("{}: {}: {}", db_id_, what, r.error));
+  }
+
+  Status column_statistics(const data::Table& t, size_t from, size_t to) {
+    std::string sql = "SELECT COUNT(*)";
+    for (size_t i = from; i < to; ++i) {
+      const std::string c = core::quote_sql_identifier(t.columns[i].name);
+      sql += fmt::format(
+          ", COUNT({0}), COUNT(DISTINCT {0}), MIN({0}), MAX({0}), MIN(LENGTH({0})), MAX(LENGTH({0})), "
+          "AVG(LENGTH({0})), SUM(typeof({0}) = 'text'), SUM(typeof({0}) = 'integer'), "
+          "SUM(typeof({0}) = 'real'), SUM(typeof({0}) = 'blob')",
+          c);
+    }
+    sql += " FROM " + core::quote_sql_identifier(t.name);
+    auto r = executor_.run(db_path_, sql, limits_);
+    if (!r.ok() || r.result.rows.size() != 1) return fail("statistics of table " + t.name, r);
+    const auto& row = r.result.rows[0];
+    const int64_t rows = as_int(row[0]);
+    m_.table_rows[t.name] = rows;
+    for (size_t i = from; i < to; ++i) {
+      const size_t b = 1 + (i - from) * 11;
+      ColumnStats s;
+      s.table = t.name;
+      s.column = t.columns[i].name;
+      s.rows = rows;
+      s.nulls = rows - as_int(row[b]);
+      s.distinct = as_int(row[b + 1]);
+      s.min = display(row[b + 2]);
+      s.max = display(row[b + 3]);
+      s.min_length = as_int(row[b + 4]);
+      s.max_length = as_int(row[b + 5]);
+      s.avg_length = as_double(row[b + 6]);
+      s.text_values = as_int(row[b + 7]);
+      s.integer_values = as_int(row[b + 8]);
+      s.real_values = as_int(row[b + 9]);
+      s.blob_values = as_int(row[b + 10]);
+      m_.columns.push_back(std::move(s));
+    }
+    return Status::ok();
+  }
+
+  Status top_values(const data::Table& t) {
+    const std::string tab = core::quote_sql_identifier(t.name);
+    for (auto& s : m_.columns) {
+      if (s.table != t.name || options_.top_values == 0 || s.distinct == 0) continue;
+      if (s.distinct == s.rows - s.nulls || s.blob_values > 0) continue;  // every count is 1: nothing to tell
+      const std::string c = core::quote_sql_identifier(s.column);
+      auto r = executor_.run(db_path_,
+                             fmt::format("SELECT {0}, COUNT(*) AS n FROM {1} WHERE {0} IS NOT NULL GROUP BY {0} "
+                                         "ORDER BY n DESC, {0} LIMIT {2}",
+                                         c, tab, options_.top_values),
+                             limits_);
+      if (!r.ok()) return fail("top values of " + t.name + "." + s.column, r);
+      for (const auto& row : r.result.rows) s.top_values.emplace_back(display(row[0]), as_int(row[1]));
+    }
+    return Status::ok();
+  }
+
+  // Whether `c` is its table's own key (declared, or the key candidate).
+  bool own_key(const ColumnStats& c) const {
+    auto pk = m_.primary_keys.find(c.table);
+    if (pk != m_.primary_keys.end()) return pk->second.size() == 1 && lower(pk->second[0]) == lower(c.column);
+    auto kc = m_.key_candidates.find(c.table);
+    return kc != m_.key_candidates.end() && kc->second == c.column;
+  }
+
+  // `from` as a reference to the key `to`, kept when its values are included well enough.
+  Status try_reference(const ColumnStats& from, const ColumnStats& to) {
+    if (lower(to.table) == lower(from.table) || to.storage_class() != from.storage_class()) return Status::ok();
+    const double name = fk_name_score(from.column, to.table, to.column);
+    if (name < options_.min_name_score) return Status::ok();
+    // A table's own key referencing another table (1:1) needs the name to say so: small
+    // integer keys are included in each other by accident.
+    if (own_key(from) && name < 0.9) return Status::ok();
+    // The referencing side cannot have more distinct values than the key and still be included.
+    if (from.distinct > to.distinct) return Status::ok();
+    auto r = executor_.run(
+        db_path_,
+        fmt::format("SELECT COUNT(*), COALESCE(SUM(EXISTS (SELECT 1 FROM {0} AS k WHERE k.{1} = d.v)), 0) "
+                    "FROM (SELECT DISTINCT {2} AS v FROM {3} WHERE {2} IS NOT NULL) AS d",
+                    core::quote_sql_identifier(to.table), core::quote_sql_identifier(to.column),
+                    core::quote_sql_identifier(from.column), core::quote_sql_identifier(from.table)),
+        limits_);
+    if (!r.ok() || r.result.rows.size() != 1) return fail("inclusion check " + from.table + "." + from.column, r);
+    InferredForeignKey f{from.table, from.column, to.table, to.column};
+    f.from_distinct = as_int(r.result.rows[0][0]);
+    f.matched = as_int(r.result.rows[0][1]);
+    f.to_distinct = to.distinct;
+    f.name_score = name;
+    f.coverage = f.from_distinct ? static_cast<double>(f.matched) / static_cast<double>(f.from_distinct) : 0;
+    if (f.coverage + 1e-12 >= options_.min_coverage) m_.inferred_fks.push_back(std::move(f));
+    return Status::ok();
+  }
+
+  // One referenced key per referencing column: the best (coverage, name score).
+  void keep_best_references() {
+    std::stable_sort(m_.inferred_fks.begin(), m_.inferred_fks.end(), [](const auto& a, const auto& b) {
+      if (a.from_table != b.from_table) return a.from_table < b.from_table;
+      if (a.from_column != b.from_column) return a.from_column < b.from_column;
+      if (a.coverage != b.coverage) return a.coverage > b.coverage;
+      return a.name_score > b.name_score;
+    });
+    std::vector<InferredForeignKey> best;
+    for (auto& f : m_.inferred_fks)
+      if (best.empty() || best.back().from_table != f.from_table || best.back().from_column != f.from_column)
+        best.push_back(std::move(f));
+    m_.inferred_fks = std::move(best);
+  }
+
+  const std::string& db_id_;
+  const fs::path& db_path_;
+  const MetadataOptions& options_;
+  const db::Executor& executor_;
+  DatabaseMetadata& m_;
+  db::QueryLimits limits_;
+};
+
+}  // namespace
+
 Result<DatabaseMetadata> build_metadata(const std::string& db_id, const fs::path& db_path,
                                         const data::Schema& schema, const MetadataOptions& options,
                                         const db::Executor& executor) {
@@ -220,143 +398,10 @@ Result<DatabaseMetadata> build_metadata(const std::string& db_id, const fs::path
   m.fingerprint = *fp;
   m.options_key = options.key();
   m.declared_fks = schema.foreign_keys;
-  db::QueryLimits limits;
-  limits.timeout_s = options.query_timeout_s;
-  limits.row_cap = 0;
-  auto fail = [&](const std::string& what, const db::ExecutionResult& r) {
-    return Status(ErrorCode::kSql, fmt::format("{}: {}: {}", db_id, what, r.error));
-  };
-
-  for (const auto& t : schema.tables) {
-    if (!t.primary_key.empty()) m.primary_keys[t.name] = t.primary_key;
-    const std::string tab = core::quote_sql_identifier(t.name);
-    // One scan per chunk of columns: COUNT(*) plus 11 aggregates per column.
-    for (size_t from = 0; from < t.columns.size(); from += kColumnsPerStatsQuery) {
-      const size_t to = std::min(t.columns.size(), from + kColumnsPerStatsQuery);
-      std::string sql = "SELECT COUNT(*)";
-      for (size_t i = from; i < to; ++i) {
-        const std::string c = core::quote_sql_identifier(t.columns[i].name);
-        sql += fmt::format(
-            ", COUNT({0}), COUNT(DISTINCT {0}), MIN({0}), MAX({0}), MIN(LENGTH({0})), MAX(LENGTH({0})), "
-            "AVG(LENGTH({0})), SUM(typeof({0}) = 'text'), SUM(typeof({0}) = 'integer'), "
-            "SUM(typeof({0}) = 'real'), SUM(typeof({0}) = 'blob')",
-            c);
-      }
-      sql += " FROM " + tab;
-      auto r = executor.run(db_path, sql, limits);
-      if (!r.ok() || r.result.rows.size() != 1) return fail("statistics of table " + t.name, r);
-      const auto& row = r.result.rows[0];
-      const int64_t rows = as_int(row[0]);
-      m.table_rows[t.name] = rows;
-      for (size_t i = from; i < to; ++i) {
-        const size_t b = 1 + (i - from) * 11;
-        ColumnStats s;
-        s.table = t.name;
-        s.column = t.columns[i].name;
-        s.rows = rows;
-        s.nulls = rows - as_int(row[b]);
-        s.distinct = as_int(row[b + 1]);
-        s.min = display(row[b + 2]);
-        s.max = display(row[b + 3]);
-        s.min_length = as_int(row[b + 4]);
-        s.max_length = as_int(row[b + 5]);
-        s.avg_length = as_double(row[b + 6]);
-        s.text_values = as_int(row[b + 7]);
-        s.integer_values = as_int(row[b + 8]);
-        s.real_values = as_int(row[b + 9]);
-        s.blob_values = as_int(row[b + 10]);
-        m.columns.push_back(std::move(s));
-      }
-    }
-    for (auto& s : m.columns) {
-      if (s.table != t.name || options.top_values == 0 || s.distinct == 0) continue;
-      if (s.distinct == s.rows - s.nulls || s.blob_values > 0) continue;  // every count is 1: nothing to tell
-      const std::string c = core::quote_sql_identifier(s.column);
-      auto r = executor.run(db_path,
-                            fmt::format("SELECT {0}, COUNT(*) AS n FROM {1} WHERE {0} IS NOT NULL GROUP BY {0} "
-                                        "ORDER BY n DESC, {0} LIMIT {2}",
-                                        c, tab, options.top_values),
-                            limits);
-      if (!r.ok()) return fail("top values of " + t.name + "." + s.column, r);
-      for (const auto& row : r.result.rows) s.top_values.emplace_back(display(row[0]), as_int(row[1]));
-    }
-    if (t.primary_key.empty()) {
-      // A key candidate: a unique non-null column, identifier-named ones first.
-      const ColumnStats* best = nullptr;
-      for (const auto& s : m.columns)
-        if (s.table == t.name && s.unique() && (s.storage_class() == "integer" || s.storage_class() == "text"))
-          if (!best || (is_identifier_name(s.column) && !is_identifier_name(best->column))) best = &s;
-      if (best) m.key_candidates[t.name] = best->column;
-    }
-  }
-
+  MetadataBuild build(db_id, db_path, options, executor, m);
+  for (const auto& t : schema.tables) NL2SQL_RETURN_IF_ERROR(build.describe_table(t));
   const bool infer = options.infer_fks == "always" || (options.infer_fks == "auto" && schema.foreign_keys.empty());
-  if (infer) {
-    struct Key {
-      const ColumnStats* stats;
-    };
-    std::vector<Key> keys;
-    for (const auto& s : m.columns) {
-      auto pk = m.primary_keys.find(s.table);
-      bool declared = pk != m.primary_keys.end() && pk->second.size() == 1 && lower(pk->second[0]) == lower(s.column);
-      if ((declared || s.unique()) && s.distinct > 0 &&
-          (s.storage_class() == "integer" || s.storage_class() == "text"))
-        keys.push_back({&s});
-    }
-    auto own_key = [&](const ColumnStats& c) {
-      auto pk = m.primary_keys.find(c.table);
-      if (pk != m.primary_keys.end()) return pk->second.size() == 1 && lower(pk->second[0]) == lower(c.column);
-      auto kc = m.key_candidates.find(c.table);
-      return kc != m.key_candidates.end() && kc->second == c.column;
-    };
-    for (const auto& from : m.columns) {
-      if (from.distinct < static_cast<int64_t>(options.min_distinct)) continue;
-      const std::string cls = from.storage_class();
-      if (cls != "integer" && cls != "text") continue;
-      bool declared_source = std::any_of(schema.foreign_keys.begin(), schema.foreign_keys.end(), [&](const data::ForeignKey& f) {
-        return lower(f.from_table) == lower(from.table) && lower(f.from_column) == lower(from.column);
-      });
-      if (declared_source) continue;
-      for (const auto& k : keys) {
-        const ColumnStats& to = *k.stats;
-        if (lower(to.table) == lower(from.table) || to.storage_class() != cls) continue;
-        const double name = fk_name_score(from.column, to.table, to.column);
-        if (name < options.min_name_score) continue;
-        // A table's own key referencing another table (1:1) needs the name to say so: small
-        // integer keys are included in each other by accident.
-        if (own_key(from) && name < 0.9) continue;
-        // The referencing side cannot have more distinct values than the key and still be included.
-        if (from.distinct > to.distinct) continue;
-        auto r = executor.run(
-            db_path,
-            fmt::format("SELECT COUNT(*), COALESCE(SUM(EXISTS (SELECT 1 FROM {0} AS k WHERE k.{1} = d.v)), 0) "
-                        "FROM (SELECT DISTINCT {2} AS v FROM {3} WHERE {2} IS NOT NULL) AS d",
-                        core::quote_sql_identifier(to.table), core::quote_sql_identifier(to.column), core::quote_sql_identifier(from.column),
-                        core::quote_sql_identifier(from.table)),
-            limits);
-        if (!r.ok() || r.result.rows.size() != 1) return fail("inclusion check " + from.table + "." + from.column, r);
-        InferredForeignKey f{from.table, from.column, to.table, to.column};
-        f.from_distinct = as_int(r.result.rows[0][0]);
-        f.matched = as_int(r.result.rows[0][1]);
-        f.to_distinct = to.distinct;
-        f.name_score = name;
-        f.coverage = f.from_distinct ? static_cast<double>(f.matched) / static_cast<double>(f.from_distinct) : 0;
-        if (f.coverage + 1e-12 >= options.min_coverage) m.inferred_fks.push_back(std::move(f));
-      }
-    }
-    // One referenced key per referencing column: the best (coverage, name score).
-    std::stable_sort(m.inferred_fks.begin(), m.inferred_fks.end(), [](const auto& a, const auto& b) {
-      if (a.from_table != b.from_table) return a.from_table < b.from_table;
-      if (a.from_column != b.from_column) return a.from_column < b.from_column;
-      if (a.coverage != b.coverage) return a.coverage > b.coverage;
-      return a.name_score > b.name_score;
-    });
-    std::vector<InferredForeignKey> best;
-    for (auto& f : m.inferred_fks)
-      if (best.empty() || best.back().from_table != f.from_table || best.back().from_column != f.from_column)
-        best.push_back(std::move(f));
-    m.inferred_fks = std::move(best);
-  }
+  if (infer) NL2SQL_RETURN_IF_ERROR(build.infer_foreign_keys(schema));
   m.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return m;
 }

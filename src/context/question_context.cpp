@@ -2,10 +2,13 @@
 
 #include <future>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "llm_calls.h"
 #include "nl2sql/llm/client.h"
+#include "nl2sql/context/text_match.h"
+#include "nl2sql/core/text.h"
 
 namespace nl2sql::context {
 namespace fs = std::filesystem;
@@ -124,6 +127,69 @@ json QuestionContext::to_json() const {
   for (const auto& c : calls) j["calls"].push_back(call_to_json(c));
   j["errors"] = errors;
   return j;
+}
+
+namespace {
+
+// The keywords; with model keywords, where each went: new ones are tagged [llm], the rest the
+// heuristic had.
+std::string keywords_text(const QuestionContext& ctx, const ContextSettings& settings) {
+  const auto& r = ctx.retrieval;
+  std::string out = fmt::format("keywords ({}):", r.keywords.size());
+  for (const auto& k : r.keywords) out += fmt::format(" \"{}\"[{}]", k.text, k.source);
+  out += "\n";
+  if (settings.llm_keywords) {
+    std::vector<std::string> also;
+    for (const auto& k : ctx.llm_keywords)
+      for (const auto& h : r.keywords)
+        if (h.source != "llm" && normalize_text(h.text) == normalize_text(k)) also.push_back(k);
+    out += fmt::format("  model keywords: {} ({} new, {} also found by the heuristic{}{})\n", ctx.llm_keywords.size(),
+                       ctx.llm_keywords.size() - also.size(), also.size(), also.empty() ? "" : ": ",
+                       fmt::join(also, ", "));
+  }
+  return out;
+}
+
+// The selected columns (join keys marked), the dropped tables, the model calls and the errors.
+std::string selection_text(const QuestionContext& ctx, const ContextSettings& settings) {
+  std::string out;
+  if (settings.column_filter) {
+    out += fmt::format("selected columns ({}{}):", ctx.selected_columns.size(),
+                       ctx.selected_columns.empty() ? ", i.e. the whole schema" : "");
+    for (const auto& c : ctx.selected_columns) out += " " + c + (ctx.join_keys.count(c) ? "[join key]" : "");
+    out += "\n";
+    if (!ctx.dropped_tables.empty()) out += fmt::format("dropped tables: {}\n", fmt::join(ctx.dropped_tables, ", "));
+  }
+  if (!ctx.calls.empty()) {
+    size_t simulated = 0;
+    for (const auto& c : ctx.calls) simulated += c.provider == "sim";
+    out += fmt::format("model calls: {}{}\n", ctx.calls.size(),
+                       simulated ? fmt::format(" ({} simulated: gold-derived answers, not a model's)", simulated) : "");
+  }
+  for (const auto& e : ctx.errors) out += "error: " + e + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string context_to_text(const ContextView& v) {
+  const QuestionContext& ctx = v.context;
+  const auto& r = ctx.retrieval;
+  std::string out = fmt::format("question {} ({}): {}\n", v.task.question_id, v.task.db_id, v.task.question);
+  if (!v.task.evidence.empty()) out += "evidence: " + v.task.evidence + "\n";
+  out += fmt::format("index: {} values, {} ({}), opened in {:.2f} ms\n", ctx.index ? ctx.index->size() : 0,
+                     v.index.action, v.index.file.string(), v.index_load_ms);
+  out += keywords_text(ctx, v.settings);
+  out += fmt::format("matched values ({}, {} edit distances, context {:.2f} ms without the index opening{}):\n",
+                     r.values.size(), r.candidates_scored, v.context_ms,
+                     v.settings.embeddings.profile.empty() ? "" : ", re-ranked by embeddings");
+  for (const auto& m : r.values)
+    out += fmt::format("  {}.{} = {} ({:.3f}, keyword \"{}\")\n", m.table, m.column, core::quote_sql_string(m.value),
+                       m.score, m.keyword);
+  out += fmt::format("matched columns ({}):\n", r.columns.size());
+  for (const auto& c : r.columns)
+    out += fmt::format("  {}.{} ({:.3f}, {} ~ \"{}\")\n", c.table, c.column, c.score, c.via, c.keyword);
+  return out + selection_text(ctx, v.settings);
 }
 
 ContextBuilder::ContextBuilder(ContextSettings settings, llm::Client* client, const db::Executor& executor)

@@ -21,15 +21,6 @@ std::string ident(const std::string& name) {
   return plain ? name : core::quote_sql_identifier(name);
 }
 
-std::string literal(std::string_view v) {
-  std::string out = "'";
-  for (char c : v) {
-    if (c == '\'') out.push_back('\'');
-    out.push_back(c);
-  }
-  return out + "'";
-}
-
 // One line: whitespace (newlines included) collapsed, cut at `max` code points.
 std::string one_line(const std::string& s, size_t max) {
   std::string flat;
@@ -69,71 +60,95 @@ std::string stats_comment(const ColumnStats& s) {
   if (!s.top_values.empty()) {
     std::vector<std::string> top;
     for (const auto& [v, n] : s.top_values)
-      top.push_back(fmt::format("{} x{}", cls == "text" || cls == "mixed" ? literal(v) : v, n));
+      top.push_back(fmt::format("{} x{}", cls == "text" || cls == "mixed" ? core::quote_sql_string(v) : v, n));
     out += fmt::format(", most frequent: {}", fmt::join(top, ", "));
   }
   return out;
 }
 
-std::string render_schema(const data::Schema& schema, const RenderOptions& options,
-                          const ValueIndex* index, const std::vector<ValueMatch>* retrieved,
-                          const DatabaseMetadata* metadata) {
-  // Foreign keys: declared, plus inferred ones when asked (with their evidence).
-  std::vector<data::ForeignKey> fks = schema.foreign_keys;
-  std::vector<std::string> fk_notes(fks.size());
-  if (metadata && options.inferred_fks)
-    for (const auto& f : metadata->inferred_fks) {
-      fks.push_back({f.from_table, f.from_column, f.to_table, f.to_column});
-      fk_notes.push_back("inferred: " + f.evidence());
+namespace {
+
+// One rendering: the foreign keys shown (declared, plus inferred ones when asked, with their
+// evidence), the columns kept, each column's example and retrieved values; a member per part of
+// the text.
+class SchemaRendering {
+ public:
+  SchemaRendering(const data::Schema& schema, const RenderOptions& options, const ValueIndex* index,
+                  const std::vector<ValueMatch>* retrieved, const DatabaseMetadata* metadata)
+      : schema_(schema), options_(options), metadata_(metadata), fks_(schema.foreign_keys), fk_notes_(fks_.size()) {
+    if (metadata && options.inferred_fks)
+      for (const auto& f : metadata->inferred_fks) {
+        fks_.push_back({f.from_table, f.from_column, f.to_table, f.to_column});
+        fk_notes_.push_back("inferred: " + f.evidence());
+      }
+    choose_columns();
+    // Example values per column (index order = SQLite's DISTINCT order) and retrieved values.
+    if (index && options.examples > 0)
+      for (const auto& c : index->columns()) {
+        auto& ex = examples_[lower(c.table + "." + c.column)];
+        for (uint32_t id = c.first; id < c.first + c.count && ex.size() < options.examples; ++id)
+          ex.push_back(core::quote_sql_string(one_line(std::string(index->value(id)), 60)));
+      }
+    if (retrieved)
+      for (const auto& v : *retrieved) matched_[lower(v.table + "." + v.column)].push_back(core::quote_sql_string(v.value));
+  }
+
+  std::string render() const {
+    std::vector<const data::Table*> tables;
+    for (const auto& t : schema_.tables)
+      if (options_.columns.empty() || kept_tables_.count(lower(t.name))) tables.push_back(&t);
+    std::mt19937_64 rng(options_.shuffle_seed.value_or(0));
+    if (options_.shuffle_seed) shuffle(tables, rng);
+    std::string out;
+    for (const auto* t : tables) out += create_table(*t, rng);
+    // The question's own values come after every table, in the schema's declared order (not the
+    // shuffled one): the tables above are the same for every question of the database, so a
+    // provider's prefix cache can serve them.
+    std::string values;
+    for (const auto& t : schema_.tables) {
+      if (!options_.columns.empty() && !kept_tables_.count(lower(t.name))) continue;
+      for (const auto& c : t.columns) {
+        if (!kept(t.name, c.name)) continue;
+        if (auto it = matched_.find(lower(t.name + "." + c.name)); it != matched_.end())
+          values += fmt::format("--   {}.{} matches question: {}\n", ident(t.name), ident(c.name), fmt::join(it->second, ", "));
+      }
     }
+    if (!values.empty()) out += "-- Stored values resembling words of the question:\n" + values;
+    return out;
+  }
+
+ private:
   // Columns kept: the subset, plus keys joining kept tables.
-  std::set<std::string> keep;
-  for (const auto& c : options.columns) keep.insert(lower(c));
-  std::set<std::string> kept_tables;
-  if (!keep.empty()) {
-    for (const auto& t : schema.tables)
+  void choose_columns() {
+    for (const auto& c : options_.columns) keep_.insert(lower(c));
+    if (keep_.empty()) return;
+    for (const auto& t : schema_.tables)
       for (const auto& c : t.columns)
-        if (keep.count(lower(t.name + "." + c.name))) kept_tables.insert(lower(t.name));
-    for (const auto& t : schema.tables) {
-      if (!kept_tables.count(lower(t.name))) continue;
-      for (const auto& pk : t.primary_key) keep.insert(lower(t.name + "." + pk));
+        if (keep_.count(lower(t.name + "." + c.name))) kept_tables_.insert(lower(t.name));
+    for (const auto& t : schema_.tables) {
+      if (!kept_tables_.count(lower(t.name))) continue;
+      for (const auto& pk : t.primary_key) keep_.insert(lower(t.name + "." + pk));
     }
-    for (const auto& fk : fks)
-      if (kept_tables.count(lower(fk.from_table)) && kept_tables.count(lower(fk.to_table))) {
-        keep.insert(lower(fk.from_table + "." + fk.from_column));
-        keep.insert(lower(fk.to_table + "." + fk.to_column));
+    for (const auto& fk : fks_)
+      if (kept_tables_.count(lower(fk.from_table)) && kept_tables_.count(lower(fk.to_table))) {
+        keep_.insert(lower(fk.from_table + "." + fk.from_column));
+        keep_.insert(lower(fk.to_table + "." + fk.to_column));
       }
   }
-  auto kept = [&](const std::string& t, const std::string& c) {
-    return options.columns.empty() || keep.count(lower(t + "." + c)) > 0;
-  };
 
-  // Example values per column (index order = SQLite's DISTINCT order) and retrieved values.
-  std::map<std::string, std::vector<std::string>> examples, matched;
-  if (index && options.examples > 0)
-    for (const auto& c : index->columns()) {
-      auto& ex = examples[lower(c.table + "." + c.column)];
-      for (uint32_t id = c.first; id < c.first + c.count && ex.size() < options.examples; ++id)
-        ex.push_back(literal(one_line(std::string(index->value(id)), 60)));
-    }
-  if (retrieved)
-    for (const auto& v : *retrieved) matched[lower(v.table + "." + v.column)].push_back(literal(v.value));
+  bool kept(const std::string& t, const std::string& c) const {
+    return options_.columns.empty() || keep_.count(lower(t + "." + c)) > 0;
+  }
 
-  std::vector<const data::Table*> tables;
-  for (const auto& t : schema.tables)
-    if (options.columns.empty() || kept_tables.count(lower(t.name))) tables.push_back(&t);
-  std::mt19937_64 rng(options.shuffle_seed.value_or(0));
-  if (options.shuffle_seed) shuffle(tables, rng);
-
-  std::string out;
-  for (const auto* t : tables) {
+  // The kept columns of a table; with a shuffle seed, keys first (a reader expects them), the
+  // rest shuffled.
+  std::vector<const data::Column*> columns_of(const data::Table& t, std::mt19937_64& rng) const {
     std::vector<const data::Column*> cols;
-    for (const auto& c : t->columns)
-      if (kept(t->name, c.name)) cols.push_back(&c);
-    if (options.shuffle_seed) {
-      // Keys first (a reader expects them), the rest shuffled.
+    for (const auto& c : t.columns)
+      if (kept(t.name, c.name)) cols.push_back(&c);
+    if (options_.shuffle_seed) {
       auto is_pk = [&](const data::Column* c) {
-        return std::find(t->primary_key.begin(), t->primary_key.end(), c->name) != t->primary_key.end();
+        return std::find(t.primary_key.begin(), t.primary_key.end(), c->name) != t.primary_key.end();
       };
       std::stable_partition(cols.begin(), cols.end(), is_pk);
       auto first_other = std::find_if_not(cols.begin(), cols.end(), is_pk);
@@ -141,69 +156,80 @@ std::string render_schema(const data::Schema& schema, const RenderOptions& optio
       shuffle(rest, rng);
       std::copy(rest.begin(), rest.end(), first_other);
     }
+    return cols;
+  }
+
+  // A column's comment: descriptions, statistics and example values, as the options ask.
+  std::string column_comment(const data::Table& t, const data::Column& c) const {
+    std::vector<std::string> parts;
+    if (options_.descriptions) {
+      std::string d = one_line(c.description, options_.max_comment_chars);
+      if (d.empty() && metadata_)
+        if (auto it = metadata_->descriptions.find(t.name + "." + c.name); it != metadata_->descriptions.end())
+          d = "(generated) " + one_line(it->second.text, options_.max_comment_chars);
+      if (!d.empty() && normalize_text(d) != normalize_text(c.name)) parts.push_back(d);
+      std::string vd = one_line(c.value_description, options_.max_comment_chars);
+      if (!vd.empty()) parts.push_back("values: " + vd);
+    }
+    const std::string key = lower(t.name + "." + c.name);
+    if (metadata_ && options_.stats)
+      if (const auto* st = metadata_->find(t.name, c.name)) parts.push_back(stats_comment(*st));
+    if (auto it = examples_.find(key); it != examples_.end() && !it->second.empty())
+      parts.push_back("examples: " + fmt::format("{}", fmt::join(it->second, ", ")));
+    return parts.empty() ? "" : fmt::format("{}", fmt::join(parts, "; "));
+  }
+
+  std::string create_table(const data::Table& t, std::mt19937_64& rng) const {
     std::vector<std::string> lines;
     std::vector<std::string> comments;
-    for (const auto* c : cols) {
+    for (const auto* c : columns_of(t, rng)) {
       std::string line = "  " + ident(c->name);
-      if (!c->type.empty()) line += " " + [&] { std::string u = c->type; for (auto& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch))); return u; }();
-      std::vector<std::string> parts;
-      if (options.descriptions) {
-        std::string d = one_line(c->description, options.max_comment_chars);
-        if (d.empty() && metadata)
-          if (auto it = metadata->descriptions.find(t->name + "." + c->name); it != metadata->descriptions.end())
-            d = "(generated) " + one_line(it->second.text, options.max_comment_chars);
-        if (!d.empty() && normalize_text(d) != normalize_text(c->name)) parts.push_back(d);
-        std::string vd = one_line(c->value_description, options.max_comment_chars);
-        if (!vd.empty()) parts.push_back("values: " + vd);
-      }
-      const std::string key = lower(t->name + "." + c->name);
-      if (metadata && options.stats)
-        if (const auto* st = metadata->find(t->name, c->name)) parts.push_back(stats_comment(*st));
-      if (auto it = examples.find(key); it != examples.end() && !it->second.empty())
-        parts.push_back("examples: " + fmt::format("{}", fmt::join(it->second, ", ")));
+      if (!c->type.empty()) line += " " + core::upper(c->type);
       lines.push_back(line);
-      comments.push_back(parts.empty() ? "" : fmt::format("{}", fmt::join(parts, "; ")));
+      comments.push_back(column_comment(t, *c));
     }
     std::vector<std::string> pk;
-    for (const auto& k : t->primary_key)
-      if (kept(t->name, k)) pk.push_back(ident(k));
+    for (const auto& k : t.primary_key)
+      if (kept(t.name, k)) pk.push_back(ident(k));
     if (!pk.empty()) {
       lines.push_back(fmt::format("  PRIMARY KEY ({})", fmt::join(pk, ", ")));
       comments.emplace_back();
     }
-    for (size_t i = 0; i < fks.size(); ++i) {
-      const auto& fk = fks[i];
-      if (lower(fk.from_table) != lower(t->name) || !kept(fk.from_table, fk.from_column) ||
+    for (size_t i = 0; i < fks_.size(); ++i) {
+      const auto& fk = fks_[i];
+      if (lower(fk.from_table) != lower(t.name) || !kept(fk.from_table, fk.from_column) ||
           !kept(fk.to_table, fk.to_column))
         continue;
-      if (!options.columns.empty() && !kept_tables.count(lower(fk.to_table))) continue;
+      if (!options_.columns.empty() && !kept_tables_.count(lower(fk.to_table))) continue;
       lines.push_back(fmt::format("  FOREIGN KEY ({}) REFERENCES {}({})", ident(fk.from_column),
                                   ident(fk.to_table), ident(fk.to_column)));
-      comments.push_back(fk_notes[i]);
+      comments.push_back(fk_notes_[i]);
     }
-    out += "CREATE TABLE " + ident(t->name) + " (\n";
+    std::string out = "CREATE TABLE " + ident(t.name) + " (\n";
     for (size_t i = 0; i < lines.size(); ++i) {
       out += lines[i];
       if (i + 1 < lines.size()) out += ",";
       if (!comments[i].empty()) out += " -- " + comments[i];
       out += "\n";
     }
-    out += ");\n";
+    return out + ");\n";
   }
-  // The question's own values come after every table, in the schema's declared order (not the
-  // shuffled one): the tables above are the same for every question of the database, so a
-  // provider's prefix cache can serve them.
-  std::string values;
-  for (const auto& t : schema.tables) {
-    if (!options.columns.empty() && !kept_tables.count(lower(t.name))) continue;
-    for (const auto& c : t.columns) {
-      if (!kept(t.name, c.name)) continue;
-      if (auto it = matched.find(lower(t.name + "." + c.name)); it != matched.end())
-        values += fmt::format("--   {}.{} matches question: {}\n", ident(t.name), ident(c.name), fmt::join(it->second, ", "));
-    }
-  }
-  if (!values.empty()) out += "-- Stored values resembling words of the question:\n" + values;
-  return out;
+
+  const data::Schema& schema_;
+  const RenderOptions& options_;
+  const DatabaseMetadata* metadata_;
+  std::vector<data::ForeignKey> fks_;
+  std::vector<std::string> fk_notes_;
+  std::set<std::string> keep_, kept_tables_;
+  std::map<std::string, std::vector<std::string>> examples_, matched_;
+};
+
+}  // namespace
+
+std::string render_schema(const data::Schema& schema, const RenderOptions& options,
+                          const ValueIndex* index, const std::vector<ValueMatch>* retrieved,
+                          const DatabaseMetadata* metadata) {
+  return SchemaRendering(schema, options, index, retrieved, metadata).render();
 }
 
 std::string render_schema(const SchemaSources& sources, const RenderOptions& options) {

@@ -39,12 +39,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 bool looks_like_url(std::string_view s) {
-  auto starts = [&](std::string_view p) {
-    if (s.size() < p.size()) return false;
-    for (size_t i = 0; i < p.size(); ++i)
-      if (std::tolower(static_cast<unsigned char>(s[i])) != p[i]) return false;
-    return true;
-  };
+  auto starts = [&](std::string_view p) { return core::iequals(s.substr(0, p.size()), p); };
   return starts("http://") || starts("https://") || starts("www.") || starts("ftp://");
 }
 
@@ -126,16 +121,12 @@ class DistinctValues {
   std::vector<uint32_t> slots_;
 };
 
-void process_column(const fs::path& db_path, const IndexParams& p, const db::Executor& ex, ColumnWork& w) {
+// Why a column is not worth indexing, judged on a sample of its non-null values (identifier
+// names, too little text, URLs, long free text); "" when it is.
+std::string skip_reason(const fs::path& db_path, const IndexParams& p, const db::Executor& ex, const std::string& col,
+                        const std::string& tab, ColumnWork& w) {
   const auto& rules = p.skip;
-  const std::string& name = w.column->name;
-  auto skip = [&](std::string why) {
-    w.skipped = true;
-    w.reason = std::move(why);
-  };
-  if (rules.skip_id_columns && is_identifier_name(name)) return skip("identifier name");
-  const std::string col = core::quote_sql_identifier(name), tab = core::quote_sql_identifier(w.table->name);
-
+  if (rules.skip_id_columns && is_identifier_name(w.column->name)) return "identifier name";
   auto t0 = std::chrono::steady_clock::now();
   db::QueryLimits sample_limits;
   sample_limits.timeout_s = p.scan_timeout_s;
@@ -145,9 +136,9 @@ void process_column(const fs::path& db_path, const IndexParams& p, const db::Exe
                                    rules.sample_rows),
                        sample_limits);
   w.scan_s += seconds_since(t0);
-  if (!sample.ok()) return skip("sample query failed: " + sample.error);
+  if (!sample.ok()) return "sample query failed: " + sample.error;
   const auto& rows = sample.result.rows;
-  if (rows.empty()) return skip("empty");
+  if (rows.empty()) return "empty";
   size_t text = 0, urls = 0, chars = 0;
   for (const auto& r : rows) {
     if (r[0].type != db::ValueType::kText) continue;
@@ -157,68 +148,72 @@ void process_column(const fs::path& db_path, const IndexParams& p, const db::Exe
   }
   double text_share = static_cast<double>(text) / static_cast<double>(rows.size());
   if (text_share < rules.min_text_share)
-    return skip(fmt::format("not text ({:.0f}% of sampled values are text)", 100 * text_share));
+    return fmt::format("not text ({:.0f}% of sampled values are text)", 100 * text_share);
   double url_share = static_cast<double>(urls) / static_cast<double>(text);
-  if (url_share > rules.max_url_share)
-    return skip(fmt::format("URLs ({:.0f}% of sampled values)", 100 * url_share));
+  if (url_share > rules.max_url_share) return fmt::format("URLs ({:.0f}% of sampled values)", 100 * url_share);
   double avg_len = static_cast<double>(chars) / static_cast<double>(text);
-  if (avg_len > rules.max_avg_length)
-    return skip(fmt::format("long free text (average {:.0f} characters)", avg_len));
+  if (avg_len > rules.max_avg_length) return fmt::format("long free text (average {:.0f} characters)", avg_len);
+  return "";
+}
 
-  const std::string distinct_sql =
-      fmt::format("SELECT DISTINCT {} FROM {} WHERE typeof({}) = 'text'", col, tab, col);
-  t0 = std::chrono::steady_clock::now();
-  if (distinct_is_a_table_scan(ex, db_path, distinct_sql, w)) {
-    // The same rows without SQLite's temporary B-tree (its seeks and compares were most of a
-    // BIRD-scale scan): the table scanned in its stored order, repeats dropped here by exact
-    // bytes, the distinct values normalized afterwards and compacted in place.
-    db::QueryLimits plain_limits;
-    plain_limits.timeout_s = p.scan_timeout_s;
-    plain_limits.row_cap = 0;
-    DistinctValues distinct(w.raw, w.raw_len);
-    bool over = false;
-    auto scan = ex.run(db_path, fmt::format("SELECT {} FROM {} NOT INDEXED WHERE typeof({}) = 'text'", col, tab, col),
-                       plain_limits, [&](const db::Row& r) {
-                         if (over || r[0].type != db::ValueType::kText) return;
-                         if (distinct.insert(r[0].s) && distinct.size() > rules.max_distinct) over = true;
-                       });
-    distinct.release();
-    w.scan_s += seconds_since(t0);
-    if (!scan.ok() || over) {
-      w.raw = std::string();
-      w.raw_len = std::vector<uint32_t>();
-      if (over) return skip(fmt::format("more than {} distinct values", rules.max_distinct));
-      return skip("scan failed: " + scan.error);
-    }
-    t0 = std::chrono::steady_clock::now();
-    std::vector<uint32_t> all_len;
-    all_len.swap(w.raw_len);
-    size_t read = 0, write = 0;
-    for (uint32_t len : all_len) {
-      const std::string_view v = std::string_view(w.raw).substr(read, len);
-      read += len;
-      const std::u32string n = normalize_code_points(v);
-      if (n.empty()) continue;
-      if (n.size() > rules.max_value_length) {
-        ++w.dropped_long;
-        continue;
-      }
-      if (write != read - len) std::memmove(w.raw.data() + write, v.data(), len);
-      write += len;
-      w.raw_len.push_back(len);
-      const size_t before = w.norm.size();
-      w.norm += encode_utf8(n);
-      w.norm_len.push_back(static_cast<uint32_t>(w.norm.size() - before));
-      w.norm_points.push_back(static_cast<uint32_t>(n.size()));
-    }
-    w.raw.resize(write);
-    w.index_s += seconds_since(t0);
-    return;
+// The distinct values by a plain scan of the table in its stored order (see
+// distinct_is_a_table_scan): the same rows without SQLite's temporary B-tree (its seeks and
+// compares were most of a BIRD-scale scan), repeats dropped here by exact bytes, the distinct
+// values normalized afterwards and compacted in place. A skip reason, or "".
+std::string scan_in_stored_order(const fs::path& db_path, const IndexParams& p, const db::Executor& ex,
+                                 const std::string& col, const std::string& tab,
+                                 std::chrono::steady_clock::time_point t0, ColumnWork& w) {
+  const auto& rules = p.skip;
+  db::QueryLimits plain_limits;
+  plain_limits.timeout_s = p.scan_timeout_s;
+  plain_limits.row_cap = 0;
+  DistinctValues distinct(w.raw, w.raw_len);
+  bool over = false;
+  auto scan = ex.run(db_path, fmt::format("SELECT {} FROM {} NOT INDEXED WHERE typeof({}) = 'text'", col, tab, col),
+                     plain_limits, [&](const db::Row& r) {
+                       if (over || r[0].type != db::ValueType::kText) return;
+                       if (distinct.insert(r[0].s) && distinct.size() > rules.max_distinct) over = true;
+                     });
+  distinct.release();
+  w.scan_s += seconds_since(t0);
+  if (!scan.ok() || over) {
+    w.raw = std::string();
+    w.raw_len = std::vector<uint32_t>();
+    if (over) return fmt::format("more than {} distinct values", rules.max_distinct);
+    return "scan failed: " + scan.error;
   }
+  t0 = std::chrono::steady_clock::now();
+  std::vector<uint32_t> all_len;
+  all_len.swap(w.raw_len);
+  size_t read = 0, write = 0;
+  for (uint32_t len : all_len) {
+    const std::string_view v = std::string_view(w.raw).substr(read, len);
+    read += len;
+    const std::u32string n = normalize_code_points(v);
+    if (n.empty()) continue;
+    if (n.size() > rules.max_value_length) {
+      ++w.dropped_long;
+      continue;
+    }
+    if (write != read - len) std::memmove(w.raw.data() + write, v.data(), len);
+    write += len;
+    w.raw_len.push_back(len);
+    const size_t before = w.norm.size();
+    w.norm += encode_utf8(n);
+    w.norm_len.push_back(static_cast<uint32_t>(w.norm.size() - before));
+    w.norm_points.push_back(static_cast<uint32_t>(n.size()));
+  }
+  w.raw.resize(write);
+  w.index_s += seconds_since(t0);
+  return "";
+}
 
-  // Otherwise the DISTINCT scan itself, streamed: values are normalized in batches as they
-  // arrive (no result set is kept), its temporary B-tree in memory (a temporary file made the
-  // scan wait on the file system about as long as it computed).
+// The DISTINCT scan itself, streamed: values are normalized in batches as they arrive (no
+// result set is kept), its temporary B-tree in memory (a temporary file made the scan wait on
+// the file system about as long as it computed). A skip reason, or "".
+std::string scan_distinct(const fs::path& db_path, const IndexParams& p, const db::Executor& ex,
+                          const std::string& distinct_sql, std::chrono::steady_clock::time_point t0, ColumnWork& w) {
+  const auto& rules = p.skip;
   db::QueryLimits scan_limits;
   scan_limits.timeout_s = p.scan_timeout_s;
   scan_limits.row_cap = rules.max_distinct;
@@ -259,9 +254,25 @@ void process_column(const fs::path& db_path, const IndexParams& p, const db::Exe
     w.raw = w.norm = std::string();
     w.raw_len = w.norm_len = w.norm_points = std::vector<uint32_t>();
     w.dropped_long = 0;
-    if (scan.status == db::ExecStatus::kRowCap)
-      return skip(fmt::format("more than {} distinct values", rules.max_distinct));
-    return skip("scan failed: " + scan.error);
+    if (scan.status == db::ExecStatus::kRowCap) return fmt::format("more than {} distinct values", rules.max_distinct);
+    return "scan failed: " + scan.error;
+  }
+  return "";
+}
+
+void process_column(const fs::path& db_path, const IndexParams& p, const db::Executor& ex, ColumnWork& w) {
+  const std::string col = core::quote_sql_identifier(w.column->name), tab = core::quote_sql_identifier(w.table->name);
+  std::string why = skip_reason(db_path, p, ex, col, tab, w);
+  if (why.empty()) {
+    const std::string distinct_sql =
+        fmt::format("SELECT DISTINCT {} FROM {} WHERE typeof({}) = 'text'", col, tab, col);
+    const auto t0 = std::chrono::steady_clock::now();  // the plan's question counts as scanning
+    why = distinct_is_a_table_scan(ex, db_path, distinct_sql, w) ? scan_in_stored_order(db_path, p, ex, col, tab, t0, w)
+                                                                  : scan_distinct(db_path, p, ex, distinct_sql, t0, w);
+  }
+  if (!why.empty()) {
+    w.skipped = true;
+    w.reason = std::move(why);
   }
 }
 
@@ -359,17 +370,9 @@ auto move_into_place(const fs::path& tmp, const fs::path& file, Then&& then) -> 
   return result;
 }
 
-}  // namespace
-
-Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& db_path,
-                                     const data::Schema& schema, const IndexParams& params,
-                                     const db::Executor& executor, size_t threads, const fs::path& file) {
-  NL2SQL_RETURN_IF_ERROR(params.validate());
-  if (threads == 0) threads = core::default_threads();
-  auto fp = db::database_fingerprint(db_path);
-  if (!fp) return fp.status().with_context(db_id);
-
-  // 1. Scan: every column's distinct values, columns in parallel.
+// 1. Scan: every column's distinct values, columns in parallel.
+std::vector<ColumnWork> scan_columns(const fs::path& db_path, const data::Schema& schema, const IndexParams& params,
+                                     const db::Executor& executor, size_t threads) {
   auto declared = db::inspect_schema(db_path);  // for the tables' declarations (collations)
   std::vector<ColumnWork> work;
   for (const auto& t : schema.tables) {
@@ -384,185 +387,246 @@ Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& d
     }
   }
   core::parallel_for(work.size(), threads, [&](size_t i) { process_column(db_path, params, executor, work[i]); });
+  return work;
+}
 
-  BuildTimings timings;
-  auto t0 = std::chrono::steady_clock::now();
+// The columns a scan kept (and how many values and bytes they bring) and those it skipped.
+struct ScannedColumns {
   std::vector<IndexedColumn> columns;
   std::vector<SkippedColumn> skipped;
   size_t total = 0, raw_bytes = 0, norm_bytes = 0;
+};
+
+// Sorts the scanned columns into kept and skipped (a column without text values is skipped);
+// only the kept ones stay in `work`. Adds the columns' scan and normalization times.
+ScannedColumns sort_out_columns(std::vector<ColumnWork>& work, BuildTimings& timings) {
+  ScannedColumns s;
   for (auto& w : work) {
     timings.scan_s += w.scan_s;
     timings.index_s += w.index_s;
     if (w.skipped) {
-      skipped.push_back({w.table->name, w.column->name, w.reason});
+      s.skipped.push_back({w.table->name, w.column->name, w.reason});
     } else if (w.raw_len.empty()) {
-      skipped.push_back({w.table->name, w.column->name, "no text values"});
+      s.skipped.push_back({w.table->name, w.column->name, "no text values"});
     } else {
-      columns.push_back({w.table->name, w.column->name, static_cast<uint32_t>(total),
-                         static_cast<uint32_t>(w.raw_len.size()), w.dropped_long});
-      total += w.raw_len.size();
-      raw_bytes += w.raw.size();
-      norm_bytes += w.norm.size();
+      s.columns.push_back({w.table->name, w.column->name, static_cast<uint32_t>(s.total),
+                           static_cast<uint32_t>(w.raw_len.size()), w.dropped_long});
+      s.total += w.raw_len.size();
+      s.raw_bytes += w.raw.size();
+      s.norm_bytes += w.norm.size();
       continue;
     }
     w = ColumnWork{};
   }
   std::erase_if(work, [](const ColumnWork& w) { return w.raw_len.empty(); });
-  if (total >= 0xFFFFFFFFull) return invalid_input(db_id + ": more than 2^32 - 1 values");
-  const size_t n = total;
+  return s;
+}
 
-  // 2. The file: header and values written in order (each column's stored values straight from
-  // its buffer), the normalized values concatenated for the signatures, the tables reserved.
-  std::error_code ec;
-  fs::create_directories(file.parent_path(), ec);
-  const fs::path tmp = detail::temporary_index_path(file);
-  struct Remover {
-    const fs::path& p;
-    bool keep = false;
-    ~Remover() {
-      std::error_code e;
-      if (!keep) fs::remove(p, e);
-    }
-  } remover{tmp};
-  detail::IndexFileWriter out;
-  NL2SQL_RETURN_IF_ERROR(out.open(tmp));
-  const std::string header = detail::index_header(db_id, *fp, params, n, columns, skipped);
-  auto section = [&](const void* p, size_t bytes) {
-    out.begin_section(bytes);
-    out.append(p, bytes);
-    out.end_section();
-  };
-  section(header.data(), header.size());
-  out.begin_section(raw_bytes);
-  for (auto& w : work) {
-    out.append(w.raw.data(), w.raw.size());
-    std::string().swap(w.raw);
+// The temporary index file, removed unless the build keeps it.
+struct TemporaryFile {
+  const fs::path& p;
+  bool keep = false;
+  ~TemporaryFile() {
+    std::error_code e;
+    if (!keep) fs::remove(p, e);
   }
-  out.end_section();
-  // A section of n + 1 running offsets from the columns' lengths (each list freed once written).
-  auto offsets = [&](std::vector<uint32_t> ColumnWork::*lengths) {
-    out.begin_section((n + 1) * 8);
-    uint64_t at = 0;
-    out.append(&at, 8);
+};
+
+}  // namespace
+
+// Steps 2 to 5 of a build: the index file written section by section, with what the steps hand
+// on (the normalized values for the signatures, the bands' reserved sections, the short values'
+// deletion keys, each table's lookup).
+class ValueIndex::Build {
+ public:
+  Build(const IndexParams& params, size_t n, size_t threads)
+      : params_(params), n_(n), bands_(static_cast<size_t>(params.bands)), workers_(std::max<size_t>(1, threads)),
+        tables_(bands_ + 1) {}
+
+  Status open(const fs::path& tmp) { return out_.open(tmp); }
+
+  // 2. Header and values written in order (each column's stored values straight from its
+  // buffer), the normalized values concatenated for the signatures, the tables reserved.
+  void write_values(const std::string& header, std::vector<ColumnWork>& work, size_t raw_bytes, size_t norm_bytes) {
+    section(header.data(), header.size());
+    out_.begin_section(raw_bytes);
     for (auto& w : work) {
-      for (uint32_t len : w.*lengths) {
-        at += len;
-        out.append(&at, 8);
-      }
-      std::vector<uint32_t>().swap(w.*lengths);
+      out_.append(w.raw.data(), w.raw.size());
+      std::string().swap(w.raw);
     }
-    out.end_section();
-  };
-  offsets(&ColumnWork::raw_len);
-  // The normalized values: their offsets in code points (the file's), then their bytes (kept,
-  // with byte offsets, for the signatures).
-  offsets(&ColumnWork::norm_points);
-  std::string norm;
-  norm.reserve(norm_bytes);
-  std::vector<uint64_t> norm_off;
-  norm_off.reserve(n + 1);
-  norm_off.push_back(0);
-  for (auto& w : work) {
-    norm += w.norm;
-    for (uint32_t len : w.norm_len) norm_off.push_back(norm_off.back() + len);
-    w = ColumnWork{};
+    out_.end_section();
+    offsets(work, &ColumnWork::raw_len);
+    // The normalized values: their offsets in code points (the file's), then their bytes (kept,
+    // with byte offsets, for the signatures).
+    offsets(work, &ColumnWork::norm_points);
+    norm_.reserve(norm_bytes);
+    norm_off_.reserve(n_ + 1);
+    norm_off_.push_back(0);
+    for (auto& w : work) {
+      norm_ += w.norm;
+      for (uint32_t len : w.norm_len) norm_off_.push_back(norm_off_.back() + len);
+      w = ColumnWork{};
+    }
+    section(norm_.data(), norm_.size());
+    band_at_.resize(bands_);
+    band_section_.resize(bands_);
+    for (size_t b = 0; b < bands_; ++b) band_at_[b] = out_.reserve_section(n_ * 8, &band_section_[b]);
   }
-  section(norm.data(), norm.size());
-  const size_t bands = static_cast<size_t>(params.bands);
-  std::vector<uint64_t> band_at(bands);
-  std::vector<size_t> band_section(bands);
-  for (size_t b = 0; b < bands; ++b) band_at[b] = out.reserve_section(n * 8, &band_section[b]);
-  const size_t workers = std::max<size_t>(1, threads);
 
-  // 3. Signatures in chunks of values, in parallel: each chunk's band keys (u32) go into the first
-  // half of each band's reserved section (the page cache holds them, not the process); short
-  // values' deletion keys are kept (they are few).
-  constexpr size_t kChunk = 8192;
-  const size_t chunks = (n + kChunk - 1) / kChunk;
-  const size_t short_limit = static_cast<size_t>(params.short_length);
-  std::vector<std::vector<uint64_t>> short_parts(chunks);
-  MinHasher hasher(params.num_perm, params.seed);
-  std::atomic<bool> write_failed{false};
-  std::atomic<size_t> next_chunk{0};
-  core::parallel_for(workers, workers, [&](size_t) {
-    std::vector<uint32_t> keys(bands * kChunk);
-    std::vector<uint32_t> sig(static_cast<size_t>(params.num_perm)), band(bands), deletions;
-    std::vector<uint64_t> grams;
-    std::u32string v;
-    for (size_t c; (c = next_chunk++) < chunks;) {
-      const size_t first = c * kChunk, count = std::min(kChunk, n - first);
-      auto& shorts = short_parts[c];
-      for (size_t j = 0; j < count; ++j) {
-        const uint32_t id = static_cast<uint32_t>(first + j);
-        decode_utf8_into(std::string_view(norm).substr(norm_off[id], norm_off[id + 1] - norm_off[id]), v);
-        char_ngram_hashes_unsorted(v, params.ngram, grams);
-        hasher.signature_into(grams, sig.data());
-        detail::band_keys(sig.data(), params.bands, params.rows, band.data());
-        for (size_t b = 0; b < bands; ++b) keys[b * count + j] = band[b];
-        if (v.size() <= short_limit) {
-          detail::short_keys(v, deletions);
-          for (uint32_t k : deletions) shorts.push_back((static_cast<uint64_t>(k) << 32) | id);
+  // 3. Signatures in chunks of values, in parallel: each chunk's band keys (u32) go into the
+  // first half of each band's reserved section (the page cache holds them, not the process);
+  // short values' deletion keys are kept (they are few).
+  void write_band_keys() {
+    const size_t chunks = (n_ + kChunk - 1) / kChunk;
+    short_parts_.resize(chunks);
+    MinHasher hasher(params_.num_perm, params_.seed);
+    std::atomic<size_t> next_chunk{0};
+    core::parallel_for(workers_, workers_, [&](size_t) {
+      std::vector<uint32_t> keys(bands_ * kChunk);
+      std::vector<uint32_t> sig(static_cast<size_t>(params_.num_perm)), band(bands_), deletions;
+      std::vector<uint64_t> grams;
+      std::u32string v;
+      for (size_t c; (c = next_chunk++) < chunks;) {
+        const size_t first = c * kChunk, count = std::min(kChunk, n_ - first);
+        auto& shorts = short_parts_[c];
+        for (size_t j = 0; j < count; ++j) {
+          const uint32_t id = static_cast<uint32_t>(first + j);
+          decode_utf8_into(std::string_view(norm_).substr(norm_off_[id], norm_off_[id + 1] - norm_off_[id]), v);
+          char_ngram_hashes_unsorted(v, params_.ngram, grams);
+          hasher.signature_into(grams, sig.data());
+          detail::band_keys(sig.data(), params_.bands, params_.rows, band.data());
+          for (size_t b = 0; b < bands_; ++b) keys[b * count + j] = band[b];
+          if (v.size() <= static_cast<size_t>(params_.short_length)) {
+            detail::short_keys(v, deletions);
+            for (uint32_t k : deletions) shorts.push_back((static_cast<uint64_t>(k) << 32) | id);
+          }
         }
+        for (size_t b = 0; b < bands_; ++b)
+          if (!out_.write_at(keys.data() + b * count, count * 4, band_at_[b] + first * 4)) write_failed_ = true;
       }
-      for (size_t b = 0; b < bands; ++b)
-        if (!out.write_at(keys.data() + b * count, count * 4, band_at[b] + first * 4)) write_failed = true;
-    }
-  });
-  std::string().swap(norm);
-  std::vector<uint64_t>().swap(norm_off);
+    });
+    std::string().swap(norm_);
+    std::vector<uint64_t>().swap(norm_off_);
+  }
 
   // 4. Each band: its keys read back, sorted into (key, id) entries, its lookup (block directory
   // and key filter) taken from the sorted entries, hashed, written in place. A worker's buffers
   // serve all its bands.
-  std::vector<FileTable> tables(bands + 1);
-  auto lookup_of = [](const uint64_t* entries, size_t count, FileTable& t) {
+  void sort_bands() {
+    core::parallel_for(workers_, workers_, [&](size_t w) {
+      std::vector<uint32_t> keys(n_);
+      std::vector<uint64_t> table(n_);
+      for (size_t b = w; b < bands_; b += workers_) {
+        if (!out_.read_at(keys.data(), n_ * 4, band_at_[b])) {
+          write_failed_ = true;
+          return;
+        }
+        sort_band(keys.data(), n_, table.data());
+        lookup_of(table.data(), n_, tables_[b]);
+        out_.set_sum(band_section_[b], core::xxh64({reinterpret_cast<const char*>(table.data()), n_ * 8}));
+        if (!out_.write_at(table.data(), n_ * 8, band_at_[b])) write_failed_ = true;
+      }
+    });
+  }
+
+  // 5. The short-value table, the lookup section, then the checksum.
+  Status finish(const fs::path& tmp) {
+    std::vector<uint64_t> short_table;
+    size_t short_n = 0;
+    for (const auto& p : short_parts_) short_n += p.size();
+    short_table.reserve(short_n);
+    for (auto& p : short_parts_) {
+      short_table.insert(short_table.end(), p.begin(), p.end());
+      std::vector<uint64_t>().swap(p);
+    }
+    {
+      std::vector<uint64_t> sorted;
+      sort_entries(short_table, sorted);
+      short_table.swap(sorted);
+    }
+    lookup_of(short_table.data(), short_table.size(), tables_[bands_]);
+    section(short_table.data(), short_table.size() * 8);
+    std::vector<uint64_t>().swap(short_table);
+    {
+      std::vector<const FileTable*> all;
+      for (const auto& t : tables_) all.push_back(&t);
+      const std::string lookup = lookup_section(all);
+      section(lookup.data(), lookup.size());
+    }
+    if (write_failed_) return io_error("write failed for " + tmp.string());
+    return out_.finish();
+  }
+
+ private:
+  static constexpr size_t kChunk = 8192;
+
+  void section(const void* p, size_t bytes) {
+    out_.begin_section(bytes);
+    out_.append(p, bytes);
+    out_.end_section();
+  }
+
+  // A section of n + 1 running offsets from the columns' lengths (each list freed once written).
+  void offsets(std::vector<ColumnWork>& work, std::vector<uint32_t> ColumnWork::*lengths) {
+    out_.begin_section((n_ + 1) * 8);
+    uint64_t at = 0;
+    out_.append(&at, 8);
+    for (auto& w : work) {
+      for (uint32_t len : w.*lengths) {
+        at += len;
+        out_.append(&at, 8);
+      }
+      std::vector<uint32_t>().swap(w.*lengths);
+    }
+    out_.end_section();
+  }
+
+  static void lookup_of(const uint64_t* entries, size_t count, FileTable& t) {
     t.entries = count;
     t.first_keys.resize((count + kBlock - 1) / kBlock);
     for (size_t i = 0; i < t.first_keys.size(); ++i) t.first_keys[i] = static_cast<uint32_t>(entries[i * kBlock] >> 32);
     t.filter = KeyFilter(count);
     if (t.filter.enabled())
       for (size_t e = 0; e < count; ++e) t.filter.add(static_cast<uint32_t>(entries[e] >> 32));
-  };
-  core::parallel_for(workers, workers, [&](size_t w) {
-    std::vector<uint32_t> keys(n);
-    std::vector<uint64_t> table(n);
-    for (size_t b = w; b < bands; b += workers) {
-      if (!out.read_at(keys.data(), n * 4, band_at[b])) {
-        write_failed = true;
-        return;
-      }
-      sort_band(keys.data(), n, table.data());
-      lookup_of(table.data(), n, tables[b]);
-      out.set_sum(band_section[b], core::xxh64({reinterpret_cast<const char*>(table.data()), n * 8}));
-      if (!out.write_at(table.data(), n * 8, band_at[b])) write_failed = true;
-    }
-  });
+  }
 
-  // 5. The short-value table, the lookup section, then the checksum.
-  std::vector<uint64_t> short_table;
-  size_t short_n = 0;
-  for (const auto& p : short_parts) short_n += p.size();
-  short_table.reserve(short_n);
-  for (auto& p : short_parts) {
-    short_table.insert(short_table.end(), p.begin(), p.end());
-    std::vector<uint64_t>().swap(p);
-  }
-  {
-    std::vector<uint64_t> sorted;
-    sort_entries(short_table, sorted);
-    short_table.swap(sorted);
-  }
-  lookup_of(short_table.data(), short_table.size(), tables[bands]);
-  section(short_table.data(), short_table.size() * 8);
-  std::vector<uint64_t>().swap(short_table);
-  {
-    std::vector<const FileTable*> all;
-    for (const auto& t : tables) all.push_back(&t);
-    const std::string lookup = lookup_section(all);
-    section(lookup.data(), lookup.size());
-  }
-  if (write_failed) return io_error("write failed for " + tmp.string());
-  NL2SQL_RETURN_IF_ERROR(out.finish());
+  const IndexParams& params_;
+  const size_t n_, bands_, workers_;
+  detail::IndexFileWriter out_;
+  std::string norm_;               // the normalized values, concatenated (steps 2-3)
+  std::vector<uint64_t> norm_off_;  // and their byte offsets
+  std::vector<uint64_t> band_at_;   // each band's reserved section: file offset and number
+  std::vector<size_t> band_section_;
+  std::vector<std::vector<uint64_t>> short_parts_;  // per chunk: the short values' deletion keys
+  std::vector<FileTable> tables_;                   // the bands', then the short-value table
+  std::atomic<bool> write_failed_{false};
+};
+
+Result<ValueIndex> ValueIndex::build(const std::string& db_id, const fs::path& db_path,
+                                     const data::Schema& schema, const IndexParams& params,
+                                     const db::Executor& executor, size_t threads, const fs::path& file) {
+  NL2SQL_RETURN_IF_ERROR(params.validate());
+  if (threads == 0) threads = core::default_threads();
+  auto fp = db::database_fingerprint(db_path);
+  if (!fp) return fp.status().with_context(db_id);
+  std::vector<ColumnWork> work = scan_columns(db_path, schema, params, executor, threads);
+  BuildTimings timings;
+  auto t0 = std::chrono::steady_clock::now();
+  const ScannedColumns scanned = sort_out_columns(work, timings);
+  if (scanned.total >= 0xFFFFFFFFull) return invalid_input(db_id + ": more than 2^32 - 1 values");
+  const size_t n = scanned.total;
+
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  const fs::path tmp = detail::temporary_index_path(file);
+  TemporaryFile remover{tmp};
+  Build b(params, n, threads);
+  NL2SQL_RETURN_IF_ERROR(b.open(tmp));
+  b.write_values(detail::index_header(db_id, *fp, params, n, scanned.columns, scanned.skipped), work,
+                 scanned.raw_bytes, scanned.norm_bytes);
+  b.write_band_keys();
+  b.sort_bands();
+  NL2SQL_RETURN_IF_ERROR(b.finish(tmp));
   timings.index_s += seconds_since(t0);
   auto idx = move_into_place(tmp, file, [&]() -> Result<ValueIndex> {
     remover.keep = true;

@@ -304,10 +304,208 @@ bool read_block(int fd, void* p, size_t n, uint64_t offset) { return context::re
 
 Result<ValueIndex> ValueIndex::load(const fs::path& file) { return open_file(file, true); }
 
-Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
-  auto corrupt = [&](const std::string& what) {
-    return Status(ErrorCode::kInvalidInput, file.string() + ": not a usable value index (" + what + ")");
+// Opening an index file: the sections walked in file order: 0 header, 1 values, 2 their
+// offsets, 3 the normalized values' offsets, 4 the normalized values (decoded to code points as
+// they are read, in 64 KB pieces cut before a byte that starts a UTF-8 sequence, which decodes
+// as the values one by one would: every value is whole UTF-8), then the tables (read only when
+// verifying, through a 1 MB buffer, for their XXH3; lookups read them in place later) and, last,
+// the lookup section (read straight into the tables' filters and directories). No section is
+// held twice. Every section's XXH3 is taken on the way; the checksum is compared before any
+// inconsistency found on the way is reported.
+class ValueIndex::FileReader {
+ public:
+  FileReader(const fs::path& file, int fd, uint64_t size, bool verify, Storage& storage)
+      : file_(file), fd_(fd), size_(size), verify_(verify), storage_(storage), st_(XXH3_createState()) {}
+  ~FileReader() { XXH3_freeState(st_); }
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+
+  Status corrupt(const std::string& what) const {
+    return Status(ErrorCode::kInvalidInput, file_.string() + ": not a usable value index (" + what + ")");
+  }
+
+  Status check_prologue() const {
+    char prologue[detail::kIndexPrologue];
+    if (size_ < detail::kIndexPrologue + 8 || !read_at(fd_, prologue, detail::kIndexPrologue, 0))
+      return corrupt("truncated");
+    if (std::memcmp(prologue, detail::kIndexMagic, sizeof(detail::kIndexMagic)) != 0) return corrupt("bad magic");
+    uint32_t version = 0;
+    std::memcpy(&version, prologue + 8, 4);
+    if (version != detail::kIndexFormatVersion)
+      return corrupt(fmt::format("format version {}, this binary reads version {}", version, detail::kIndexFormatVersion));
+    return Status::ok();
+  }
+
+  // Every section, then the stored checksum.
+  Status read_sections() {
+    uint64_t pos = detail::kIndexPrologue;
+    const uint64_t end = size_ - 8;
+    while (pos < end) {
+      uint64_t len = 0;
+      if (pos + 8 > end || !read_at(fd_, &len, 8, pos)) return corrupt("truncated");
+      if (len > end - pos - 8 || detail::padded8(len) > end - pos - 8) return corrupt("truncated");
+      const uint64_t at = pos + 8;
+      const size_t i = sections_.size();
+      const bool last = at + detail::padded8(len) == end;
+      sections_.push_back({at, len});
+      XXH3_64bits_reset(st_);
+      NL2SQL_RETURN_IF_ERROR(read_section(i, at, len, last));
+      sums_.push_back(XXH3_64bits_digest(st_));
+      pos = at + detail::padded8(len);
+    }
+    std::vector<char>().swap(buf_);
+    uint64_t stored = 0;
+    if (pos != end || !read_at(fd_, &stored, 8, end)) return corrupt("truncated");
+    if (verify_ && stored != core::xxh64({reinterpret_cast<const char*>(sums_.data()), sums_.size() * 8}))
+      return corrupt("checksum mismatch");
+    if (sections_.size() < 8) return corrupt("truncated");
+    if (!problem_.empty()) return corrupt(problem_);
+    return Status::ok();
+  }
+
+  // The header's names, parameters, columns and skipped columns into `idx`.
+  Status read_header(ValueIndex& idx) const {
+    try {
+      json hj = json::parse(header_);
+      idx.db_id_ = hj.at("db_id").get<std::string>();
+      idx.fingerprint_ = hj.at("fingerprint").get<std::string>();
+      const json& pj = hj.at("params");
+      if (pj.at("normalization_version").get<int>() != kNormalizationVersion) return corrupt("normalization version");
+      idx.params_ = params_from_json(pj);
+      idx.params_key_ = idx.params_.key();
+      for (const auto& c : hj.at("columns"))
+        idx.columns_.push_back({c.at("table").get<std::string>(), c.at("column").get<std::string>(),
+                                c.at("first").get<uint32_t>(), c.at("count").get<uint32_t>(),
+                                c.at("dropped_long").get<size_t>()});
+      for (const auto& s : hj.at("skipped"))
+        idx.skipped_.push_back({s.at("table").get<std::string>(), s.at("column").get<std::string>(),
+                                s.at("reason").get<std::string>()});
+    } catch (const std::exception& e) {
+      return corrupt(std::string("header: ") + e.what());
+    }
+    return Status::ok();
+  }
+
+  // The tables into `idx`, once the header gave the number of bands.
+  Status take_tables(ValueIndex& idx) {
+    const size_t bands = static_cast<size_t>(idx.params_.bands);
+    if (sections_.size() != 7 + bands || tables_.size() != bands + 1) return corrupt("section count");
+    for (size_t t = 0; t < bands; ++t) idx.band_tables_.push_back(std::move(tables_[t]));
+    idx.short_table_ = std::move(tables_[bands]);
+    return Status::ok();
+  }
+
+ private:
+  struct Section {
+    uint64_t offset, size;
   };
+
+  // Reads n bytes at `from` into p, hashed.
+  bool take(void* p, size_t n, uint64_t from) {
+    if (!read_at(fd_, p, n, from)) return false;
+    XXH3_64bits_update(st_, p, n);
+    return true;
+  }
+
+  Status read_section(size_t i, uint64_t at, uint64_t len, bool last) {
+    bool ok = true;
+    if (i == 0) {
+      header_.resize(len);
+      ok = take(header_.data(), len, at);
+    } else if (i == 1) {
+      storage_.raw.resize(len);
+      ok = take(storage_.raw.data(), len, at);
+    } else if (i == 2 || i == 3) {
+      if (len % 8) return corrupt("section sizes");
+      auto& v = i == 2 ? storage_.raw_offsets : storage_.norm_offsets;
+      v.resize(len / 8);
+      ok = take(v.data(), len, at);
+    } else if (i == 4) {
+      return read_normalized(at, len);
+    } else if (last) {
+      return read_lookup(at, len);
+    } else {
+      if (len % 8) return corrupt("section sizes");
+      if (verify_) {
+        if (buf_.size() < (size_t{1} << 20)) buf_.resize(size_t{1} << 20);
+        for (uint64_t done = 0; ok && done < len;) {
+          const size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - done, buf_.size()));
+          ok = take(buf_.data(), chunk, at + done);
+          done += chunk;
+        }
+      }
+    }
+    return ok ? Status::ok() : corrupt("truncated");
+  }
+
+  // Section 4, decoded piece by piece into the storage's code points.
+  Status read_normalized(uint64_t at, uint64_t len) {
+    const uint64_t points = storage_.norm_offsets.empty() ? 0 : storage_.norm_offsets.back();
+    if (points > len) return corrupt("inconsistent sizes");  // a byte at least per code point
+    storage_.norm.reserve(points);
+    std::u32string part;
+    for (uint64_t done = 0; done < len;) {
+      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - done, buf_.size()));
+      if (!read_at(fd_, buf_.data(), chunk, at + done)) return corrupt("truncated");
+      size_t cut = chunk;
+      if (done + chunk < len) {
+        size_t start = chunk - 1;
+        while (start > 0 && (static_cast<unsigned char>(buf_[start]) & 0xC0) == 0x80) --start;
+        if (start > 0) cut = start;  // the sequence starting there goes with the next piece
+      }
+      XXH3_64bits_update(st_, buf_.data(), cut);
+      decode_utf8_into(std::string_view(buf_.data(), cut), part);
+      if (storage_.norm.size() + part.size() > points) {
+        if (problem_.empty()) problem_ = "inconsistent sizes";
+      } else {
+        storage_.norm += part;
+      }
+      done += cut;
+    }
+    if (storage_.norm.size() != points && problem_.empty()) problem_ = "inconsistent sizes";
+    return Status::ok();
+  }
+
+  // The lookup section: every table's filter words, then every table's directory.
+  Status read_lookup(uint64_t at, uint64_t len) {
+    tables_.resize(sections_.size() - 6);
+    uint64_t need = 0;
+    for (size_t t = 0; t < tables_.size(); ++t) {
+      FileTable& ft = tables_[t];
+      ft.offset = sections_[5 + t].offset;
+      ft.entries = sections_[5 + t].size / 8;
+      ft.filter = KeyFilter(ft.entries);
+      ft.first_keys.resize((ft.entries + kBlock - 1) / kBlock);
+      need += ft.filter.words().size() * 8 + ft.first_keys.size() * 4;
+    }
+    if (len != need) return corrupt("section sizes");
+    uint64_t from = at;
+    for (auto& ft : tables_) {
+      auto& words = ft.filter.words();
+      if (!take(words.data(), words.size() * 8, from)) return corrupt("truncated");
+      from += words.size() * 8;
+    }
+    for (auto& ft : tables_) {
+      if (!take(ft.first_keys.data(), ft.first_keys.size() * 4, from)) return corrupt("truncated");
+      from += ft.first_keys.size() * 4;
+    }
+    return Status::ok();
+  }
+
+  const fs::path& file_;
+  const int fd_;
+  const uint64_t size_;
+  const bool verify_;
+  Storage& storage_;
+  XXH3_state_t* st_;
+  std::vector<Section> sections_;
+  std::vector<uint64_t> sums_;
+  std::string header_, problem_;
+  std::vector<char> buf_ = std::vector<char>(size_t{1} << 16);
+  std::vector<FileTable> tables_;
+};
+
+Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
   auto storage = std::make_shared<Storage>();
   storage->fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   const int fd = storage->fd;
@@ -317,160 +515,12 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
   }
   struct stat sb {};
   if (::fstat(fd, &sb) != 0) return io_error("cannot stat " + file.string() + ": " + std::strerror(errno));
-  const uint64_t size = static_cast<uint64_t>(sb.st_size);
-
-  char prologue[detail::kIndexPrologue];
-  if (size < detail::kIndexPrologue + 8 || !read_at(fd, prologue, detail::kIndexPrologue, 0)) return corrupt("truncated");
-  if (std::memcmp(prologue, detail::kIndexMagic, sizeof(detail::kIndexMagic)) != 0) return corrupt("bad magic");
-  uint32_t version = 0;
-  std::memcpy(&version, prologue + 8, 4);
-  if (version != detail::kIndexFormatVersion)
-    return corrupt(fmt::format("format version {}, this binary reads version {}", version, detail::kIndexFormatVersion));
-
-  // Walk the sections in file order: 0 header, 1 values, 2 their offsets, 3 the normalized
-  // values' offsets, 4 the normalized values (decoded to code points as they are read, in 64 KB
-  // pieces cut before a byte that starts a UTF-8 sequence, which decodes as the values one by one
-  // would: every value is whole UTF-8), then the tables (read only when verifying, through a
-  // 1 MB buffer, for their XXH3; lookups read them in place later) and, last, the lookup section
-  // (read straight into the tables' filters and directories). No section is held twice. Every
-  // section's XXH3 is taken on the way; the checksum is compared before any inconsistency found
-  // on the way is reported.
-  struct Section {
-    uint64_t offset, size;
-  };
-  std::vector<Section> sections;
-  std::vector<uint64_t> sums;
-  std::string header, problem;
-  std::vector<char> buf(size_t{1} << 16);
-  std::vector<FileTable> tables;
-  uint64_t pos = detail::kIndexPrologue;
-  const uint64_t end = size - 8;
-  XXH3_state_t* st = XXH3_createState();
-  struct FreeState {
-    XXH3_state_t* s;
-    ~FreeState() { XXH3_freeState(s); }
-  } free_state{st};
-  while (pos < end) {
-    uint64_t len = 0;
-    if (pos + 8 > end || !read_at(fd, &len, 8, pos)) return corrupt("truncated");
-    if (len > end - pos - 8 || detail::padded8(len) > end - pos - 8) return corrupt("truncated");
-    const uint64_t at = pos + 8;
-    const size_t i = sections.size();
-    const bool last = at + detail::padded8(len) == end;
-    sections.push_back({at, len});
-    XXH3_64bits_reset(st);
-    // Reads n bytes at `from` into p, hashed.
-    auto take = [&](void* p, size_t n, uint64_t from) {
-      if (!read_at(fd, p, n, from)) return false;
-      XXH3_64bits_update(st, p, n);
-      return true;
-    };
-    bool ok = true;
-    if (i == 0) {
-      header.resize(len);
-      ok = take(header.data(), len, at);
-    } else if (i == 1) {
-      storage->raw.resize(len);
-      ok = take(storage->raw.data(), len, at);
-    } else if (i == 2 || i == 3) {
-      if (len % 8) return corrupt("section sizes");
-      auto& v = i == 2 ? storage->raw_offsets : storage->norm_offsets;
-      v.resize(len / 8);
-      ok = take(v.data(), len, at);
-    } else if (i == 4) {
-      const uint64_t points = storage->norm_offsets.empty() ? 0 : storage->norm_offsets.back();
-      if (points > len) return corrupt("inconsistent sizes");  // a byte at least per code point
-      storage->norm.reserve(points);
-      std::u32string part;
-      for (uint64_t done = 0; ok && done < len;) {
-        const size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - done, buf.size()));
-        ok = read_at(fd, buf.data(), chunk, at + done);
-        if (!ok) break;
-        size_t cut = chunk;
-        if (done + chunk < len) {
-          size_t start = chunk - 1;
-          while (start > 0 && (static_cast<unsigned char>(buf[start]) & 0xC0) == 0x80) --start;
-          if (start > 0) cut = start;  // the sequence starting there goes with the next piece
-        }
-        XXH3_64bits_update(st, buf.data(), cut);
-        decode_utf8_into(std::string_view(buf.data(), cut), part);
-        if (storage->norm.size() + part.size() > points) {
-          if (problem.empty()) problem = "inconsistent sizes";
-        } else {
-          storage->norm += part;
-        }
-        done += cut;
-      }
-      if (storage->norm.size() != points && problem.empty()) problem = "inconsistent sizes";
-    } else if (last) {
-      // The lookup section: every table's filter words, then every table's directory.
-      tables.resize(sections.size() - 6);
-      uint64_t need = 0;
-      for (size_t t = 0; t < tables.size(); ++t) {
-        FileTable& ft = tables[t];
-        ft.offset = sections[5 + t].offset;
-        ft.entries = sections[5 + t].size / 8;
-        ft.filter = KeyFilter(ft.entries);
-        ft.first_keys.resize((ft.entries + kBlock - 1) / kBlock);
-        need += ft.filter.words().size() * 8 + ft.first_keys.size() * 4;
-      }
-      if (len != need) return corrupt("section sizes");
-      uint64_t from = at;
-      for (auto& ft : tables) {
-        auto& words = ft.filter.words();
-        ok = ok && take(words.data(), words.size() * 8, from);
-        from += words.size() * 8;
-      }
-      for (auto& ft : tables) {
-        ok = ok && take(ft.first_keys.data(), ft.first_keys.size() * 4, from);
-        from += ft.first_keys.size() * 4;
-      }
-    } else {
-      if (len % 8) return corrupt("section sizes");
-      if (verify) {
-        if (buf.size() < (size_t{1} << 20)) buf.resize(size_t{1} << 20);
-        for (uint64_t done = 0; ok && done < len;) {
-          const size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - done, buf.size()));
-          ok = take(buf.data(), chunk, at + done);
-          done += chunk;
-        }
-      }
-    }
-    if (!ok) return corrupt("truncated");
-    sums.push_back(XXH3_64bits_digest(st));
-    pos = at + detail::padded8(len);
-  }
-  std::vector<char>().swap(buf);
-  uint64_t stored = 0;
-  if (pos != end || !read_at(fd, &stored, 8, end)) return corrupt("truncated");
-  if (verify && stored != core::xxh64({reinterpret_cast<const char*>(sums.data()), sums.size() * 8}))
-    return corrupt("checksum mismatch");
-  if (sections.size() < 8) return corrupt("truncated");
-  if (!problem.empty()) return corrupt(problem);
-
+  FileReader reader(file, fd, static_cast<uint64_t>(sb.st_size), verify, *storage);
+  NL2SQL_RETURN_IF_ERROR(reader.check_prologue());
+  NL2SQL_RETURN_IF_ERROR(reader.read_sections());
   ValueIndex idx;
-  try {
-    json hj = json::parse(header);
-    idx.db_id_ = hj.at("db_id").get<std::string>();
-    idx.fingerprint_ = hj.at("fingerprint").get<std::string>();
-    const json& pj = hj.at("params");
-    if (pj.at("normalization_version").get<int>() != kNormalizationVersion) return corrupt("normalization version");
-    idx.params_ = params_from_json(pj);
-    idx.params_key_ = idx.params_.key();
-    for (const auto& c : hj.at("columns"))
-      idx.columns_.push_back({c.at("table").get<std::string>(), c.at("column").get<std::string>(),
-                              c.at("first").get<uint32_t>(), c.at("count").get<uint32_t>(),
-                              c.at("dropped_long").get<size_t>()});
-    for (const auto& s : hj.at("skipped"))
-      idx.skipped_.push_back({s.at("table").get<std::string>(), s.at("column").get<std::string>(),
-                              s.at("reason").get<std::string>()});
-  } catch (const std::exception& e) {
-    return corrupt(std::string("header: ") + e.what());
-  }
-  const size_t bands = static_cast<size_t>(idx.params_.bands);
-  if (sections.size() != 7 + bands || tables.size() != bands + 1) return corrupt("section count");
-  for (size_t t = 0; t < bands; ++t) idx.band_tables_.push_back(std::move(tables[t]));
-  idx.short_table_ = std::move(tables[bands]);
+  NL2SQL_RETURN_IF_ERROR(reader.read_header(idx));
+  NL2SQL_RETURN_IF_ERROR(reader.take_tables(idx));
   idx.raw_ = storage->raw;
   idx.raw_offsets_ = storage->raw_offsets;
   idx.norm_ = storage->norm;
@@ -480,19 +530,19 @@ Result<ValueIndex> ValueIndex::open_file(const fs::path& file, bool verify) {
   const size_t n = idx.raw_offsets_.empty() ? 0 : idx.raw_offsets_.size() - 1;
   if (idx.norm_offsets_.size() != n + 1 ||
       (n > 0 && (idx.raw_offsets_.back() != idx.raw_.size() || idx.norm_offsets_.back() != idx.norm_.size())))
-    return corrupt("inconsistent sizes");
+    return reader.corrupt("inconsistent sizes");
   for (size_t id = 0; id < n; ++id)
     if (idx.raw_offsets_[id] > idx.raw_offsets_[id + 1] || idx.norm_offsets_[id] > idx.norm_offsets_[id + 1])
-      return corrupt("inconsistent sizes");
+      return reader.corrupt("inconsistent sizes");
   for (const auto& t : idx.band_tables_)
-    if (t.entries != n) return corrupt("band tables");
+    if (t.entries != n) return reader.corrupt("band tables");
   // Columns must tile the ids in order (column_of searches them).
   uint64_t next = 0;
   for (const auto& col : idx.columns_) {
-    if (col.first != next || col.count == 0) return corrupt("column ranges");
+    if (col.first != next || col.count == 0) return reader.corrupt("column ranges");
     next += col.count;
   }
-  if (next != n) return corrupt("column ranges");
+  if (next != n) return reader.corrupt("column ranges");
   return idx;
 }
 

@@ -50,11 +50,7 @@ std::string remove_distinct(std::string_view sql) {
     } else if (is_word(static_cast<unsigned char>(c))) {
       while (i < n && is_word(static_cast<unsigned char>(sql[i]))) ++i;
       std::string_view w = sql.substr(start, i - start);
-      if (w.size() == 8) {
-        std::string lw(w);
-        std::transform(lw.begin(), lw.end(), lw.begin(), ::tolower);
-        if (lw == "distinct") continue;
-      }
+      if (core::iequals(w, "distinct")) continue;
     } else {
       ++i;
     }
@@ -64,17 +60,13 @@ std::string remove_distinct(std::string_view sql) {
 }
 
 std::string replace_cur_year(std::string_view sql) {
-  std::string low(sql);
-  std::transform(low.begin(), low.end(), low.begin(), ::tolower);
-  if (low.find("curdate") == std::string::npos) return std::string(sql);  // skip the slow regex
+  if (core::lower(sql).find("curdate") == std::string::npos) return std::string(sql);  // skip the slow regex
   static const std::regex kCurYear(R"(YEAR\s*\(\s*CURDATE\s*\(\s*\)\s*\)\s*)", std::regex::icase);
   return std::regex_replace(std::string(sql), kCurYear, "2020");
 }
 
 bool spider_order_matters(std::string_view gold_sql) {
-  std::string s(gold_sql);
-  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-  return s.find("order by") != std::string::npos;
+  return core::lower(gold_sql).find("order by") != std::string::npos;
 }
 
 namespace {

@@ -243,6 +243,226 @@ bool wants(const EfficiencyOptions& o, EfficiencyMetric m) {
 
 }  // namespace
 
+namespace {
+
+// One efficiency measurement: correctness and step counts for every pair (parallel, cached),
+// then the timed rounds one pair at a time. Holds what the steps share: the dataset, the
+// predictions, the cache, each database's fingerprint and each pair's used budget.
+class EfficiencyMeasurement {
+ public:
+  EfficiencyMeasurement(const data::Dataset& ds, const std::vector<PredictedSql>& preds,
+                        const EfficiencyOptions& options, db::ResultCache* cache,
+                        std::map<std::string, std::string> fingerprints, EfficiencyReport& report)
+      : ds_(ds), preds_(preds), options_(options), cache_(cache), fingerprints_(std::move(fingerprints)),
+        report_(report),
+        budget_s_(options.timeout_s > 0 ? options.timeout_s * std::max(1, options.repeats) : 0.0),
+        budget_used_s_(ds.questions.size(), 0.0) {}
+
+  // Correctness (BIRD's set rule) and, for the steps metrics, step counts of pair i.
+  void check_pair(size_t i) {
+    const data::Question& q = ds_.questions[i];
+    EfficiencyItem& item = report_.items[i];
+    item.question_id = q.question_id;
+    item.db_id = q.db_id;
+    item.difficulty = q.difficulty;
+    for (EfficiencyMetric m : options_.metrics) item.scores[efficiency_metric_name(m)] = {};
+    if (!preds_[i].present) {
+      item.status = "missing";
+      return;
+    }
+    const fs::path& db_path = ds_.db_paths.at(q.db_id);
+    const std::string& fp = fingerprints_.at(q.db_id);
+    // The official fetchall has no row cap; the whole pair shares timeout × repeats.
+    db::QueryLimits limits;
+    limits.timeout_s = budget_s_;
+    limits.row_cap = 0;
+    const auto started = Clock::now();
+    auto pred = run_cached(db_path, fp, preds_[i].sql, limits);
+    if (!pred.ok()) {
+      item.status = pred.status == db::ExecStatus::kTimeout ? "timeout" : "pred_error";
+      item.error = pred.error;
+      return;
+    }
+    if (budget_s_ > 0) {
+      limits.timeout_s = budget_s_ - std::chrono::duration<double>(Clock::now() - started).count();
+      if (limits.timeout_s <= 0) {
+        item.status = "timeout";
+        return;
+      }
+    }
+    auto gold = run_cached(db_path, fp, q.gold_sql, limits);
+    if (!gold.ok()) {
+      item.status = gold.status == db::ExecStatus::kTimeout ? "timeout" : "gold_error";
+      item.error = gold.error;
+      return;
+    }
+    budget_used_s_[i] = std::chrono::duration<double>(Clock::now() - started).count();
+    if (!db::bird_equal(pred.result, gold.result)) {
+      item.status = "incorrect";
+      return;
+    }
+    item.status = "ok";
+    if (wants(options_, EfficiencyMetric::kVesSteps) || wants(options_, EfficiencyMetric::kRvesSteps))
+      score_steps(db_path, fp, preds_[i].sql, q.gold_sql, item);
+  }
+
+  // The timed rounds of a correct pair i, then its VES / R-VES scores.
+  void time_pair(size_t i) {
+    EfficiencyItem& item = report_.items[i];
+    std::vector<double> first_ratios, whole_ratios;
+    const auto started = Clock::now();
+    std::string failure;
+    for (int round = 0; round < options_.repeats && failure.empty(); ++round) {
+      double first = 0, whole = 0;
+      if (!time_round(i, started, item, &failure, &first, &whole)) break;
+      first_ratios.push_back(first);
+      whole_ratios.push_back(whole);
+    }
+    if (!failure.empty()) {
+      // The timed scores are 0, as the script's; the steps ones do not depend on the clock.
+      item.timed_failure = failure;
+      for (EfficiencyMetric m : {EfficiencyMetric::kVes, EfficiencyMetric::kRves})
+        if (wants(options_, m)) item.scores[efficiency_metric_name(m)] = {};
+      return;
+    }
+    score_timed(first_ratios, whole_ratios, item);
+  }
+
+ private:
+  // Through the cache (timeouts are never stored there, so a pair that ran out is rerun).
+  db::ExecutionResult run_cached(const fs::path& db_path, const std::string& fp, const std::string& sql,
+                                 const db::QueryLimits& limits) {
+    std::string key;
+    if (cache_) {
+      key = db::ResultCache::key(fp, sql);
+      if (auto hit = cache_->get(key, limits.row_cap)) return std::move(hit->result);
+    }
+    db::CachedExecution e;
+    e.result = shared_.run(db_path, sql, limits);
+    e.row_cap = limits.row_cap;
+    if (cache_) cache_->put(key, e);
+    return std::move(e.result);
+  }
+
+  bool step_counts(const fs::path& db_path, const std::string& fp, const std::string& sql,
+                   const db::QueryLimits& limits, db::StatementCounters* c, std::string* error) {
+    std::string key;
+    if (cache_) {
+      key = db::ResultCache::key(fp, sql, steps_variant());
+      if (auto hit = cache_->get(key, 0); hit && counters_from_entry(*hit, c)) return true;
+    }
+    auto r = shared_.run(db_path, sql, limits);
+    if (!r.ok()) {
+      *error = r.error;
+      return false;
+    }
+    *c = r.counters;
+    if (cache_) cache_->put(key, counters_entry(*c));
+    return true;
+  }
+
+  void score_steps(const fs::path& db_path, const std::string& fp, const std::string& pred_sql,
+                   const std::string& gold_sql, EfficiencyItem& item) {
+    db::QueryLimits step_limits;
+    step_limits.timeout_s = options_.timeout_s;
+    step_limits.row_cap = 0;
+    std::string error;
+    if (!step_counts(db_path, fp, pred_sql, step_limits, &item.pred_counters, &error) ||
+        !step_counts(db_path, fp, gold_sql, step_limits, &item.gold_counters, &error)) {
+      item.error = "step count: " + error;
+      return;  // the steps scores stay 0
+    }
+    for (EfficiencyMetric m : {EfficiencyMetric::kVesSteps, EfficiencyMetric::kRvesSteps}) {
+      if (!wants(options_, m)) continue;
+      EfficiencyScore& s = item.scores[efficiency_metric_name(m)];
+      const bool first_row = m == EfficiencyMetric::kVesSteps;
+      s.ratio = first_row ? count_ratio(item.gold_counters.vm_steps_first_row, item.pred_counters.vm_steps_first_row)
+                          : count_ratio(item.gold_counters.vm_steps, item.pred_counters.vm_steps);
+      s.ratio_low = s.ratio_high = s.rerun_low = s.rerun_high = s.ratio;
+      s.rounds = s.kept = 1;
+      s.reward = first_row ? ves_reward(s.ratio) : rves_reward(s.ratio);
+    }
+  }
+
+  // One round of pair i: the prediction then gold, each on a fresh connection of a fresh
+  // executor (opened before the clock starts: the timings begin at prepare). Gives gold's time
+  // over the prediction's to the first row and to the end; false with `failure` when it fails.
+  bool time_round(size_t i, Clock::time_point started, EfficiencyItem& item, std::string* failure,
+                  double* first_ratio, double* whole_ratio) {
+    const data::Question& q = ds_.questions[i];
+    const fs::path& db_path = ds_.db_paths.at(q.db_id);
+    double t[2][2] = {{0, 0}, {0, 0}};  // [pred, gold][first row, whole]
+    for (int side = 0; side < 2; ++side) {
+      db::QueryLimits limits;
+      limits.row_cap = 0;
+      limits.step_on_caller = true;
+      if (budget_s_ > 0) {
+        limits.timeout_s =
+            budget_s_ - budget_used_s_[i] - std::chrono::duration<double>(Clock::now() - started).count();
+        if (limits.timeout_s <= 0) {
+          *failure = "timeout";
+          return false;
+        }
+      }
+      auto fresh = std::make_unique<db::Executor>(timed_executor_options());
+      auto r = fresh->run(db_path, side == 0 ? preds_[i].sql : q.gold_sql, limits);
+      // mini-dev's clock also covers conn.close(): closing the executor closes its connection.
+      const auto close_started = Clock::now();
+      fresh.reset();
+      const double close_ms = std::chrono::duration<double, std::milli>(Clock::now() - close_started).count();
+      if (!r.ok()) {
+        *failure = r.status == db::ExecStatus::kTimeout ? "timeout" : (side == 0 ? "pred_error" : "gold_error");
+        item.error = r.error;
+        return false;
+      }
+      t[side][0] = r.first_row_ms;
+      t[side][1] = r.statement_ms + close_ms;
+    }
+    if (t[0][0] <= 0 || t[0][1] <= 0) {  // the script's ZeroDivisionError: the pair scores 0
+      *failure = "pred_error";
+      item.error = "a prediction timing of 0";
+      return false;
+    }
+    *first_ratio = t[1][0] / t[0][0];
+    *whole_ratio = t[1][1] / t[0][1];
+    return true;
+  }
+
+  void score_timed(const std::vector<double>& first_ratios, const std::vector<double>& whole_ratios,
+                   EfficiencyItem& item) const {
+    for (EfficiencyMetric m : {EfficiencyMetric::kVes, EfficiencyMetric::kRves}) {
+      if (!wants(options_, m)) continue;
+      const bool first_row = m == EfficiencyMetric::kVes;
+      FilteredRatios f = drop_outliers(first_row ? first_ratios : whole_ratios);
+      EfficiencyScore& s = item.scores[efficiency_metric_name(m)];
+      s.ratio = f.mean;
+      s.ratio_sd = f.sd;
+      s.ratio_low = f.low;
+      s.ratio_high = f.high;
+      s.rerun_low = f.rerun_low;
+      s.rerun_high = f.rerun_high;
+      s.rounds = static_cast<size_t>(options_.repeats);
+      s.kept = f.kept;
+      s.reward = first_row ? ves_reward(f.mean) : rves_reward(f.mean);
+      if (!first_row && f.kept > 0)
+        s.near_boundary = rves_step(std::max(f.rerun_low, 1e-300)) != rves_step(std::max(f.rerun_high, 1e-300));
+    }
+  }
+
+  const data::Dataset& ds_;
+  const std::vector<PredictedSql>& preds_;
+  const EfficiencyOptions& options_;
+  db::ResultCache* cache_;
+  const std::map<std::string, std::string> fingerprints_;
+  EfficiencyReport& report_;
+  const double budget_s_;
+  db::Executor shared_;  // correctness and step counts (pooled connections)
+  // Seconds of each pair's budget its correctness executions used (the rounds get the rest).
+  std::vector<double> budget_used_s_;
+};
+
+}  // namespace
+
 Result<EfficiencyReport> measure_efficiency(const data::Dataset& ds,
                                             const std::vector<PredictedSql>& preds,
                                             const EfficiencyOptions& options,
@@ -255,191 +475,23 @@ Result<EfficiencyReport> measure_efficiency(const data::Dataset& ds,
   report.cpu = cpu_description();
   report.items.resize(ds.questions.size());
   const bool timed = wants(options, EfficiencyMetric::kVes) || wants(options, EfficiencyMetric::kRves);
-  const bool steps = wants(options, EfficiencyMetric::kVesSteps) || wants(options, EfficiencyMetric::kRvesSteps);
-  const double budget_s = options.timeout_s > 0 ? options.timeout_s * std::max(1, options.repeats) : 0.0;
   std::map<std::string, std::string> fingerprints;
   for (const auto& [db_id, path] : ds.db_paths) {
     auto f = db::database_fingerprint(path);
     if (!f) return f.status();
     fingerprints[db_id] = *f;
   }
-  db::Executor shared;  // correctness and step counts (pooled connections)
-  // Seconds of each pair's budget its correctness executions used (the rounds get the rest).
-  std::vector<double> budget_used_s(ds.questions.size(), 0.0);
-
-  // Through the cache (timeouts are never stored there, so a pair that ran out is rerun).
-  auto run_cached = [&](const fs::path& db_path, const std::string& fp, const std::string& sql,
-                        const db::QueryLimits& limits) {
-    std::string key;
-    if (cache) {
-      key = db::ResultCache::key(fp, sql);
-      if (auto hit = cache->get(key, limits.row_cap)) return std::move(hit->result);
-    }
-    db::CachedExecution e;
-    e.result = shared.run(db_path, sql, limits);
-    e.row_cap = limits.row_cap;
-    if (cache) cache->put(key, e);
-    return std::move(e.result);
-  };
-  auto step_counts = [&](const fs::path& db_path, const std::string& fp, const std::string& sql,
-                         const db::QueryLimits& limits, db::StatementCounters* c, std::string* error) {
-    std::string key;
-    if (cache) {
-      key = db::ResultCache::key(fp, sql, steps_variant());
-      if (auto hit = cache->get(key, 0); hit && counters_from_entry(*hit, c)) return true;
-    }
-    auto r = shared.run(db_path, sql, limits);
-    if (!r.ok()) {
-      *error = r.error;
-      return false;
-    }
-    *c = r.counters;
-    if (cache) cache->put(key, counters_entry(*c));
-    return true;
-  };
-
-  // Correctness (BIRD's set rule) and step counts: parallel, cached.
-  core::parallel_for(ds.questions.size(), std::max<size_t>(1, options.threads), [&](size_t i) {
-    const data::Question& q = ds.questions[i];
-    EfficiencyItem& item = report.items[i];
-    item.question_id = q.question_id;
-    item.db_id = q.db_id;
-    item.difficulty = q.difficulty;
-    for (EfficiencyMetric m : options.metrics) item.scores[efficiency_metric_name(m)] = {};
-    if (!preds[i].present) {
-      item.status = "missing";
-      return;
-    }
-    const fs::path& db_path = ds.db_paths.at(q.db_id);
-    const std::string& fp = fingerprints.at(q.db_id);
-    // The official fetchall has no row cap; the whole pair shares timeout × repeats.
-    db::QueryLimits limits;
-    limits.timeout_s = budget_s;
-    limits.row_cap = 0;
-    const auto started = Clock::now();
-    auto pred = run_cached(db_path, fp, preds[i].sql, limits);
-    if (!pred.ok()) {
-      item.status = pred.status == db::ExecStatus::kTimeout ? "timeout" : "pred_error";
-      item.error = pred.error;
-      return;
-    }
-    if (budget_s > 0) {
-      limits.timeout_s = budget_s - std::chrono::duration<double>(Clock::now() - started).count();
-      if (limits.timeout_s <= 0) {
-        item.status = "timeout";
-        return;
-      }
-    }
-    auto gold = run_cached(db_path, fp, q.gold_sql, limits);
-    if (!gold.ok()) {
-      item.status = gold.status == db::ExecStatus::kTimeout ? "timeout" : "gold_error";
-      item.error = gold.error;
-      return;
-    }
-    budget_used_s[i] = std::chrono::duration<double>(Clock::now() - started).count();
-    if (!db::bird_equal(pred.result, gold.result)) {
-      item.status = "incorrect";
-      return;
-    }
-    item.status = "ok";
-    if (!steps) return;
-    db::QueryLimits step_limits;
-    step_limits.timeout_s = options.timeout_s;
-    step_limits.row_cap = 0;
-    std::string error;
-    if (!step_counts(db_path, fp, preds[i].sql, step_limits, &item.pred_counters, &error) ||
-        !step_counts(db_path, fp, q.gold_sql, step_limits, &item.gold_counters, &error)) {
-      item.error = "step count: " + error;
-      return;  // the steps scores stay 0
-    }
-    for (EfficiencyMetric m : {EfficiencyMetric::kVesSteps, EfficiencyMetric::kRvesSteps}) {
-      if (!wants(options, m)) continue;
-      EfficiencyScore& s = item.scores[efficiency_metric_name(m)];
-      const bool first_row = m == EfficiencyMetric::kVesSteps;
-      s.ratio = first_row ? count_ratio(item.gold_counters.vm_steps_first_row, item.pred_counters.vm_steps_first_row)
-                          : count_ratio(item.gold_counters.vm_steps, item.pred_counters.vm_steps);
-      s.ratio_low = s.ratio_high = s.rerun_low = s.rerun_high = s.ratio;
-      s.rounds = s.kept = 1;
-      s.reward = first_row ? ves_reward(s.ratio) : rves_reward(s.ratio);
-    }
-  });
+  EfficiencyMeasurement measurement(ds, preds, options, cache, std::move(fingerprints), report);
+  core::parallel_for(ds.questions.size(), std::max<size_t>(1, options.threads),
+                     [&](size_t i) { measurement.check_pair(i); });
   if (cache) cache->flush();
   if (!timed) return report;
 
-  // The timed rounds: one pair at a time, prediction then gold, each on a fresh connection of
-  // a fresh executor (opened before the clock starts: the timings begin at prepare).
+  // The timed rounds: one pair at a time.
   report.load_before = load_average();
   const auto timed_started = Clock::now();
-  for (size_t i = 0; i < ds.questions.size(); ++i) {
-    EfficiencyItem& item = report.items[i];
-    if (item.status != "ok") continue;
-    const data::Question& q = ds.questions[i];
-    const fs::path& db_path = ds.db_paths.at(q.db_id);
-    std::vector<double> first_ratios, whole_ratios;
-    const auto started = Clock::now();
-    std::string failure;
-    for (int round = 0; round < options.repeats && failure.empty(); ++round) {
-      double t[2][2] = {{0, 0}, {0, 0}};  // [pred, gold][first row, whole]
-      for (int side = 0; side < 2; ++side) {
-        db::QueryLimits limits;
-        limits.row_cap = 0;
-        limits.step_on_caller = true;
-        if (budget_s > 0) {
-          limits.timeout_s =
-              budget_s - budget_used_s[i] - std::chrono::duration<double>(Clock::now() - started).count();
-          if (limits.timeout_s <= 0) {
-            failure = "timeout";
-            break;
-          }
-        }
-        auto fresh = std::make_unique<db::Executor>(timed_executor_options());
-        auto r = fresh->run(db_path, side == 0 ? preds[i].sql : q.gold_sql, limits);
-        // mini-dev's clock also covers conn.close(): closing the executor closes its connection.
-        const auto close_started = Clock::now();
-        fresh.reset();
-        const double close_ms = std::chrono::duration<double, std::milli>(Clock::now() - close_started).count();
-        if (!r.ok()) {
-          failure = r.status == db::ExecStatus::kTimeout ? "timeout" : (side == 0 ? "pred_error" : "gold_error");
-          item.error = r.error;
-          break;
-        }
-        t[side][0] = r.first_row_ms;
-        t[side][1] = r.statement_ms + close_ms;
-      }
-      if (!failure.empty()) break;
-      if (t[0][0] <= 0 || t[0][1] <= 0) {  // the script's ZeroDivisionError: the pair scores 0
-        failure = "pred_error";
-        item.error = "a prediction timing of 0";
-        break;
-      }
-      first_ratios.push_back(t[1][0] / t[0][0]);
-      whole_ratios.push_back(t[1][1] / t[0][1]);
-    }
-    if (!failure.empty()) {
-      // The timed scores are 0, as the script's; the steps ones do not depend on the clock.
-      item.timed_failure = failure;
-      for (EfficiencyMetric m : {EfficiencyMetric::kVes, EfficiencyMetric::kRves})
-        if (wants(options, m)) item.scores[efficiency_metric_name(m)] = {};
-      continue;
-    }
-    for (EfficiencyMetric m : {EfficiencyMetric::kVes, EfficiencyMetric::kRves}) {
-      if (!wants(options, m)) continue;
-      const bool first_row = m == EfficiencyMetric::kVes;
-      FilteredRatios f = drop_outliers(first_row ? first_ratios : whole_ratios);
-      EfficiencyScore& s = item.scores[efficiency_metric_name(m)];
-      s.ratio = f.mean;
-      s.ratio_sd = f.sd;
-      s.ratio_low = f.low;
-      s.ratio_high = f.high;
-      s.rerun_low = f.rerun_low;
-      s.rerun_high = f.rerun_high;
-      s.rounds = static_cast<size_t>(options.repeats);
-      s.kept = f.kept;
-      s.reward = first_row ? ves_reward(f.mean) : rves_reward(f.mean);
-      if (!first_row && f.kept > 0)
-        s.near_boundary = rves_step(std::max(f.rerun_low, 1e-300)) != rves_step(std::max(f.rerun_high, 1e-300));
-    }
-  }
+  for (size_t i = 0; i < ds.questions.size(); ++i)
+    if (report.items[i].status == "ok") measurement.time_pair(i);
   report.timed_s = std::chrono::duration<double>(Clock::now() - timed_started).count();
   report.load_after = load_average();
   return report;

@@ -84,6 +84,168 @@ Result<PredictionFormat> parse_prediction_format(const std::string& name) {
   return invalid_input("--pred-format \"" + name + "\": expected auto, bird, spider or jsonl");
 }
 
+namespace {
+
+void add_warning(std::vector<std::string>* warnings, std::string w) {
+  if (warnings) warnings->push_back(std::move(w));
+}
+
+// The first ten keys of a list, then how many there are in all.
+std::string listed_keys(const std::vector<std::string>& keys) {
+  std::string s;
+  for (size_t i = 0; i < keys.size() && i < 10; ++i) s += (i ? ", " : "") + keys[i];
+  return s + (keys.size() > 10 ? ", … (" + std::to_string(keys.size()) + " in all)" : "");
+}
+
+// What a BIRD prediction file does that the official script reads differently or not at all.
+struct BirdFileIrregularities {
+  std::vector<std::string> non_string, no_separator;
+  size_t out_of_order = 0;
+  std::string first_out_of_order;
+};
+
+void warn_irregularities(const fs::path& path, const BirdFileIrregularities& f, std::vector<std::string>* warnings) {
+  if (!f.non_string.empty())
+    add_warning(warnings, path.string() + ": " + std::to_string(f.non_string.size()) +
+                       " value(s) are not strings (keys " + listed_keys(f.non_string) +
+                       "); scored as the official script does: the query \" \" on database financial");
+  if (!f.no_separator.empty())
+    add_warning(warnings, path.string() + ": " + std::to_string(f.no_separator.size()) +
+                       " value(s) lack the \"\\t----- bird -----\\t\" separator (keys " + listed_keys(f.no_separator) +
+                       "); the whole value is taken as the SQL");
+  if (f.out_of_order > 0)
+    add_warning(warnings, path.string() + ": " + std::to_string(f.out_of_order) +
+                       " entries are not at the position their key names (first: " + f.first_out_of_order +
+                       "). nl2sql pairs each prediction with the question its key names; the official script "
+                       "pairs by file order, so its score for this file would differ");
+}
+
+// BIRD predict_dev.json: {"<position>": "SQL\t----- bird -----\tdb_id", …}.
+Status read_bird_predictions(const fs::path& path, const std::string& text, const data::Dataset& ds,
+                             std::vector<Prediction>& out, std::vector<std::string>* warnings) {
+  // File order is kept (ordered_json): the official script pairs the i-th entry with the i-th
+  // question whatever its key, and a file whose keys are out of order must say so.
+  auto checked = core::parse_json(text, path.string());  // errors name line and column
+  if (!checked) return checked.status();
+  const auto doc = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+  if (!doc.is_object())
+    return invalid_input(path.string() + ": expected a JSON object {\"0\": \"SQL\\t----- bird -----\\tdb_id\", …}");
+  std::map<size_t, size_t> by_index;  // file position -> our question
+  for (size_t i = 0; i < ds.questions.size(); ++i) by_index[ds.questions[i].index] = i;
+  static const std::string kSep = "\t----- bird -----\t";
+  BirdFileIrregularities odd;
+  size_t entry = 0;
+  for (auto it = doc.begin(); it != doc.end(); ++it, ++entry) {
+    size_t pos;
+    try {
+      size_t used = 0;
+      pos = std::stoul(it.key(), &used);
+      if (used != it.key().size()) throw std::invalid_argument("trailing");
+    } catch (...) {
+      return invalid_input(path.string() + ": key \"" + it.key() + "\" is not a question position");
+    }
+    if (pos != entry && odd.out_of_order++ == 0)
+      odd.first_out_of_order = "key \"" + it.key() + "\" is entry " + std::to_string(entry);
+    auto q = by_index.find(pos);
+    if (q == by_index.end()) {
+      if (pos >= ds.total_questions)
+        add_warning(warnings, path.string() + ": prediction \"" + it.key() + "\" has no question at that position");
+      continue;
+    }
+    if (!it->is_string()) {
+      // The official package_sqls turns it into the query " " on database "financial" and
+      // goes on; so do we (the question then scores 0 unless it is a financial question whose
+      // gold returns no rows).
+      odd.non_string.push_back(it.key());
+      out[q->second] = {" ", true, "financial"};
+      continue;
+    }
+    std::string v = it->get<std::string>();
+    std::string sql = v, db_id;
+    if (auto sep = v.find(kSep); sep != std::string::npos) {
+      sql = v.substr(0, sep);
+      db_id = v.substr(sep + kSep.size());
+    } else {
+      odd.no_separator.push_back(it.key());
+    }
+    if (!db_id.empty() && db_id != ds.questions[q->second].db_id)
+      add_warning(warnings, path.string() + ": prediction \"" + it.key() + "\" names db " + db_id + " but question " +
+                         ds.questions[q->second].question_id + " is on " + ds.questions[q->second].db_id);
+    out[q->second] = {sql, true, ""};
+  }
+  warn_irregularities(path, odd, warnings);
+  return Status::ok();
+}
+
+// Spider: one SQL per line in question-file order (text after a tab is the db_id).
+void read_spider_predictions(const fs::path& path, const std::string& t, const data::Dataset& ds,
+                             std::vector<Prediction>& out, std::vector<std::string>* warnings) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < t.size()) {
+    size_t nl = t.find('\n', start);
+    std::string line = t.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  if (lines.size() != ds.total_questions)
+    add_warning(warnings, path.string() + ": " + std::to_string(lines.size()) + " lines for " +
+                       std::to_string(ds.total_questions) + " questions; missing lines count as no prediction");
+  for (size_t i = 0; i < ds.questions.size(); ++i) {
+    size_t pos = ds.questions[i].index;
+    if (pos >= lines.size()) continue;
+    std::string sql = lines[pos];
+    // Text after a tab is not SQL (the official reader splits each line at tabs: "SQL\tdb_id");
+    // a tab inside a query therefore cuts it, in both tools: say so.
+    if (auto tab = sql.find('\t'); tab != std::string::npos) {
+      std::string after = sql.substr(tab + 1);
+      sql = sql.substr(0, tab);
+      if (after != ds.questions[i].db_id)
+        add_warning(warnings, path.string() + ":" + std::to_string(pos + 1) + ": a tab cuts the line; question " +
+                           ds.questions[i].question_id + " is scored on \"" + sql +
+                           "\" only (as the official evaluator)");
+    }
+    out[i] = {sql, true, ""};
+  }
+}
+
+// JSONL: {"question_id", "sql"} per line, each question at most once.
+Status read_jsonl_predictions(const fs::path& path, const std::string& t, const data::Dataset& ds,
+                              std::vector<Prediction>& out, std::vector<std::string>* warnings) {
+  std::map<std::string, size_t> by_id;
+  for (size_t i = 0; i < ds.questions.size(); ++i) by_id[ds.questions[i].question_id] = i;
+  std::map<std::string, size_t> seen_at;  // question id -> line, for the duplicate check
+  size_t start = 0, line_no = 0;
+  while (start < t.size()) {
+    size_t nl = t.find('\n', start);
+    std::string line = t.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    ++line_no;
+    start = nl == std::string::npos ? t.size() : nl + 1;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::string label = path.string() + ":" + std::to_string(line_no);
+    auto o = core::parse_json(line, label);
+    if (!o) return o.status();
+    if (!o->is_object() || !o->contains("question_id") || !o->contains("sql") || !(*o)["sql"].is_string())
+      return invalid_input(label + ": expected {\"question_id\": …, \"sql\": \"…\"}");
+    const auto& idj = (*o)["question_id"];
+    std::string id = idj.is_string() ? idj.get<std::string>() : idj.dump();
+    // Two predictions for one question: which one counts would be an accident of the file.
+    if (auto [it, fresh] = seen_at.emplace(id, line_no); !fresh)
+      return invalid_input(label + ": duplicate question_id " + id + " (also line " + std::to_string(it->second) + ")");
+    auto q = by_id.find(id);
+    if (q == by_id.end()) {
+      add_warning(warnings, label + ": question_id " + id + " is not among the evaluated questions");
+      continue;
+    }
+    out[q->second] = {(*o)["sql"].get<std::string>(), true, ""};
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<std::vector<Prediction>> read_predictions(const fs::path& path, PredictionFormat format,
                                                  const data::Dataset& ds,
                                                  std::vector<std::string>* warnings) {
@@ -96,140 +258,12 @@ Result<std::vector<Prediction>> read_predictions(const fs::path& path, Predictio
                                : PredictionFormat::kSpider;
   }
   std::vector<Prediction> out(ds.questions.size());
-  auto warn = [&](std::string w) {
-    if (warnings) warnings->push_back(std::move(w));
-  };
   if (format == PredictionFormat::kBird) {
-    // File order is kept (ordered_json): the official script pairs the i-th entry with the i-th
-    // question whatever its key, and a file whose keys are out of order must say so.
-    auto checked = core::parse_json(*text, path.string());  // errors name line and column
-    if (!checked) return checked.status();
-    const auto doc = nlohmann::ordered_json::parse(*text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
-    if (!doc.is_object())
-      return invalid_input(path.string() + ": expected a JSON object {\"0\": \"SQL\\t----- bird -----\\tdb_id\", …}");
-    std::map<size_t, size_t> by_index;  // file position -> our question
-    for (size_t i = 0; i < ds.questions.size(); ++i) by_index[ds.questions[i].index] = i;
-    static const std::string kSep = "\t----- bird -----\t";
-    std::vector<std::string> non_string, no_separator;
-    size_t entry = 0, out_of_order = 0;
-    std::string first_out_of_order;
-    for (auto it = doc.begin(); it != doc.end(); ++it, ++entry) {
-      size_t pos;
-      try {
-        size_t used = 0;
-        pos = std::stoul(it.key(), &used);
-        if (used != it.key().size()) throw std::invalid_argument("trailing");
-      } catch (...) {
-        return invalid_input(path.string() + ": key \"" + it.key() + "\" is not a question position");
-      }
-      if (pos != entry && out_of_order++ == 0)
-        first_out_of_order = "key \"" + it.key() + "\" is entry " + std::to_string(entry);
-      auto q = by_index.find(pos);
-      if (q == by_index.end()) {
-        if (pos >= ds.total_questions)
-          warn(path.string() + ": prediction \"" + it.key() + "\" has no question at that position");
-        continue;
-      }
-      if (!it->is_string()) {
-        // The official package_sqls turns it into the query " " on database "financial" and
-        // goes on; so do we (the question then scores 0 unless it is a financial question whose
-        // gold returns no rows).
-        non_string.push_back(it.key());
-        out[q->second] = {" ", true, "financial"};
-        continue;
-      }
-      std::string v = it->get<std::string>();
-      std::string sql = v, db_id;
-      if (auto sep = v.find(kSep); sep != std::string::npos) {
-        sql = v.substr(0, sep);
-        db_id = v.substr(sep + kSep.size());
-      } else {
-        no_separator.push_back(it.key());
-      }
-      if (!db_id.empty() && db_id != ds.questions[q->second].db_id)
-        warn(path.string() + ": prediction \"" + it.key() + "\" names db " + db_id +
-             " but question " + ds.questions[q->second].question_id + " is on " +
-             ds.questions[q->second].db_id);
-      out[q->second] = {sql, true, ""};
-    }
-    auto listed = [](const std::vector<std::string>& keys) {
-      std::string s;
-      for (size_t i = 0; i < keys.size() && i < 10; ++i) s += (i ? ", " : "") + keys[i];
-      return s + (keys.size() > 10 ? ", … (" + std::to_string(keys.size()) + " in all)" : "");
-    };
-    if (!non_string.empty())
-      warn(path.string() + ": " + std::to_string(non_string.size()) +
-           " value(s) are not strings (keys " + listed(non_string) +
-           "); scored as the official script does: the query \" \" on database financial");
-    if (!no_separator.empty())
-      warn(path.string() + ": " + std::to_string(no_separator.size()) +
-           " value(s) lack the \"\\t----- bird -----\\t\" separator (keys " + listed(no_separator) +
-           "); the whole value is taken as the SQL");
-    if (out_of_order > 0)
-      warn(path.string() + ": " + std::to_string(out_of_order) +
-           " entries are not at the position their key names (first: " + first_out_of_order +
-           "). nl2sql pairs each prediction with the question its key names; the official script "
-           "pairs by file order, so its score for this file would differ");
+    if (auto st = read_bird_predictions(path, *text, ds, out, warnings); !st.is_ok()) return st;
   } else if (format == PredictionFormat::kSpider) {
-    std::vector<std::string> lines;
-    size_t start = 0;
-    const std::string& t = *text;
-    while (start < t.size()) {
-      size_t nl = t.find('\n', start);
-      std::string line = t.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      lines.push_back(line);
-      if (nl == std::string::npos) break;
-      start = nl + 1;
-    }
-    if (lines.size() != ds.total_questions)
-      warn(path.string() + ": " + std::to_string(lines.size()) + " lines for " +
-           std::to_string(ds.total_questions) + " questions; missing lines count as no prediction");
-    for (size_t i = 0; i < ds.questions.size(); ++i) {
-      size_t pos = ds.questions[i].index;
-      if (pos >= lines.size()) continue;
-      std::string sql = lines[pos];
-      // Text after a tab is not SQL (the official reader splits each line at tabs: "SQL\tdb_id");
-      // a tab inside a query therefore cuts it, in both tools: say so.
-      if (auto tab = sql.find('\t'); tab != std::string::npos) {
-        std::string after = sql.substr(tab + 1);
-        sql = sql.substr(0, tab);
-        if (after != ds.questions[i].db_id)
-          warn(path.string() + ":" + std::to_string(pos + 1) + ": a tab cuts the line; question " +
-               ds.questions[i].question_id + " is scored on \"" + sql + "\" only (as the official evaluator)");
-      }
-      out[i] = {sql, true, ""};
-    }
+    read_spider_predictions(path, *text, ds, out, warnings);
   } else {
-    std::map<std::string, size_t> by_id;
-    for (size_t i = 0; i < ds.questions.size(); ++i) by_id[ds.questions[i].question_id] = i;
-    std::map<std::string, size_t> seen_at;  // question id -> line, for the duplicate check
-    size_t start = 0, line_no = 0;
-    const std::string& t = *text;
-    while (start < t.size()) {
-      size_t nl = t.find('\n', start);
-      std::string line = t.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-      ++line_no;
-      start = nl == std::string::npos ? t.size() : nl + 1;
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      std::string label = path.string() + ":" + std::to_string(line_no);
-      auto o = core::parse_json(line, label);
-      if (!o) return o.status();
-      if (!o->is_object() || !o->contains("question_id") || !o->contains("sql") ||
-          !(*o)["sql"].is_string())
-        return invalid_input(label + ": expected {\"question_id\": …, \"sql\": \"…\"}");
-      const auto& idj = (*o)["question_id"];
-      std::string id = idj.is_string() ? idj.get<std::string>() : idj.dump();
-      // Two predictions for one question: which one counts would be an accident of the file.
-      if (auto [it, fresh] = seen_at.emplace(id, line_no); !fresh)
-        return invalid_input(label + ": duplicate question_id " + id + " (also line " + std::to_string(it->second) + ")");
-      auto q = by_id.find(id);
-      if (q == by_id.end()) {
-        warn(label + ": question_id " + id + " is not among the evaluated questions");
-        continue;
-      }
-      out[q->second] = {(*o)["sql"].get<std::string>(), true, ""};
-    }
+    if (auto st = read_jsonl_predictions(path, *text, ds, out, warnings); !st.is_ok()) return st;
   }
   return out;
 }
@@ -442,245 +476,373 @@ db::CachedExecution ItemJudge::gold(const data::Question& q, const fs::path& db_
   return gold;
 }
 
-Judged ItemJudge::judge(const JudgeRequest& request) const {
-  const data::Question& q = request.question;
-  const fs::path& db_path = request.db_path;
-  const std::string& fp = request.fingerprint;
-  const Prediction& p = request.prediction;
-  const db::ExecutionResult* known_pred = request.known_prediction;
-  const db::CachedExecution* known_gold = request.known_gold;
-  auto t0 = std::chrono::steady_clock::now();
-  Judged judged;
-  ItemResult& item = judged.item;
-  item.question_id = q.question_id;
-  item.index = q.index;
-  item.db_id = q.db_id;
-  item.difficulty = q.difficulty;
-  if (item.difficulty.empty() && benchmark_ == data::Benchmark::kSpider) {
-    // The parsed "sql" field when the file has it (dev.json), else our own AST.
-    if (!q.spider_sql.is_null()) {
-      item.difficulty = spider_hardness(q.spider_sql);
-    } else if (auto stmt = sql::parse_query(q.gold_sql); stmt.is_ok()) {
-      item.difficulty = sql::spider_hardness(*stmt->select);
+namespace {
+
+// The official spider-ts preprocessing of one text: "> =" joined; without keep-distinct, the
+// first statement only (re-joined from sqlparse's first statement) with every DISTINCT removed;
+// with it, Python's one-statement rule (`runnable`); then YEAR(CURDATE()) → 2020.
+std::string spider_ts_text(const std::string& s, bool keep_distinct, bool* runnable) {
+  std::string t = spider_postprocess(s);
+  *runnable = true;
+  if (!keep_distinct) t = remove_distinct(first_statement(t));
+  else *runnable = python_runs_as_one_statement(t);
+  return replace_cur_year(t);
+}
+
+// An answer kept for the caller (selection compares rows): one past the row cap is what it was
+// before hashing, a row-cap status without rows.
+void unhash_past_row_cap(db::ExecutionResult& run, size_t cap) {
+  if (run.digest || (cap > 0 && run.result.rows.size() > cap)) {
+    run.status = ExecStatus::kRowCap;
+    run.error = "result has more than " + std::to_string(cap) + " rows";
+    run.result.rows.clear();
+    run.digest.reset();
+  }
+}
+
+}  // namespace
+
+// One judgement in progress: the request, the item being filled, gold's and the prediction's
+// executions and the SQLite time spent, with one member per step of ItemJudge::judge.
+class ItemJudge::Judging {
+ public:
+  Judging(const ItemJudge& judge, const JudgeRequest& request)
+      : j_(judge), request_(request), q_(request.question), p_(request.prediction), item_(judged_.item) {}
+
+  Judged judge() {
+    auto t0 = std::chrono::steady_clock::now();
+    describe_question();
+    take_gold();
+    blank_ = p_.present && holds_no_statement(p_.sql);
+    take_prediction();
+    score();
+    item_.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (request_.keep_prediction_run) {
+      judged_.prediction_run = std::move(pred_.result);
+      unhash_past_row_cap(judged_.prediction_run, j_.options_.pred_limits.row_cap);
+    }
+    judged_.exec_ms = exec_ms_;
+    return std::move(judged_);
+  }
+
+ private:
+  // The texts spider-ts compares, and gold's answer to its own (a test suite's variants too).
+  struct SpiderTsTexts {
+    std::string gold, pred;
+    bool order_matters = false;
+    const db::ExecutionResult* gold_run = nullptr;
+    const std::vector<fs::path>* variants = nullptr;
+  };
+
+  bool wants(Metric m) const { return std::count(j_.options_.metrics.begin(), j_.options_.metrics.end(), m) > 0; }
+
+  // Any SQL through the judge's cache; its time counts unless it was a cache hit.
+  db::CachedExecution run(const fs::path& db_path, const std::string& fp, const std::string& sql,
+                          const db::QueryLimits& limits) {
+    bool cached = false;
+    auto e = j_.run(db_path, fp, sql, limits, &cached);
+    exec_ms_ += cached ? 0 : e.result.elapsed_ms;
+    return e;
+  }
+
+  void describe_question() {
+    item_.question_id = q_.question_id;
+    item_.index = q_.index;
+    item_.db_id = q_.db_id;
+    item_.difficulty = q_.difficulty;
+    if (item_.difficulty.empty() && j_.benchmark_ == data::Benchmark::kSpider) {
+      // The parsed "sql" field when the file has it (dev.json), else our own AST.
+      if (!q_.spider_sql.is_null()) {
+        item_.difficulty = spider_hardness(q_.spider_sql);
+      } else if (auto stmt = sql::parse_query(q_.gold_sql); stmt.is_ok()) {
+        item_.difficulty = sql::spider_hardness(*stmt->select);
+      }
     }
   }
-  const bool want_bird =
-      std::count(options_.metrics.begin(), options_.metrics.end(), Metric::kBird);
-  const bool want_ts =
-      std::count(options_.metrics.begin(), options_.metrics.end(), Metric::kSpiderTs);
-  const bool want_relaxed =
-      std::count(options_.metrics.begin(), options_.metrics.end(), Metric::kRelaxed);
-  double exec_ms = 0;
 
-  db::CachedExecution gold;
-  if (known_gold) {
-    gold = *known_gold;
-    item.gold_cached = true;
-  } else {
-    gold = this->gold(q, db_path, fp, &item.gold_cached, &exec_ms);
-  }
-  item.gold_status = db::exec_status_name(gold.result.status);
-  item.gold_error = gold.result.error;
-  item.gold_unusable = !gold.result.ok();
-  item.gold_rows = gold.result.row_count();
-  item.gold_ms = gold.result.elapsed_ms;
-  item.gold_tie_dependent = options_.check_ties && gold.result.ok() && gold.tie_dependent;
-
-  db::CachedExecution pred;
-  const bool blank = p.present && holds_no_statement(p.sql);
-  // Gold that timed out or outgrew its caps decides every metric's verdict (0, RES6) whatever
-  // the prediction returns, so the prediction is not run (it could cost a timeout of its own),
-  // unless the caller wants its result (a run's selection does).
-  const bool gold_decides = !request.keep_prediction_run && (gold.result.status == ExecStatus::kTimeout ||
-                                          gold.result.status == ExecStatus::kRowCap);
-  if (!p.present || blank) {
-    item.pred_status = "missing";
-    item.error = p.present ? "empty prediction" : "no prediction for this question";
-    pred.result.status = ExecStatus::kError;
-    pred.result.error = item.error;
-  } else if (gold_decides) {
-    item.pred_status = "not_run";
-    item.error = std::string("not executed: gold's ") + db::exec_status_name(gold.result.status) +
-                 " decides every verdict";
-    pred.result.status = ExecStatus::kError;
-    pred.result.error = item.error;
-  } else {
-    if (known_pred && known_pred->ok()) {
-      pred.result = *known_pred;  // its first rows and the shared digest of the whole answer
-      item.pred_cached = true;
+  void take_gold() {
+    if (request_.known_gold) {
+      gold_ = *request_.known_gold;
+      item_.gold_cached = true;
     } else {
-      pred = run(db_path, fp, p.sql, verdict_limits_, &item.pred_cached);
+      gold_ = j_.gold(q_, request_.db_path, request_.fingerprint, &item_.gold_cached, &exec_ms_);
     }
-    exec_ms += item.pred_cached ? 0 : pred.result.elapsed_ms;
-    item.pred_status = db::exec_status_name(pred.result.status);
-    item.error = pred.result.error;
-    item.pred_rows = pred.result.row_count();
-    item.pred_ms = pred.result.elapsed_ms;
+    item_.gold_status = db::exec_status_name(gold_.result.status);
+    item_.gold_error = gold_.result.error;
+    item_.gold_unusable = !gold_.result.ok();
+    item_.gold_rows = gold_.result.row_count();
+    item_.gold_ms = gold_.result.elapsed_ms;
+    item_.gold_tie_dependent = j_.options_.check_ties && gold_.result.ok() && gold_.tie_dependent;
   }
-  const bool both_ok = pred.result.ok() && gold.result.ok();
-  const auto& pr = pred.result.result;
-  const auto& gr = gold.result.result;
-  // Answers hashed past the row cap are compared on their digests (same rules).
-  ComparedPair hashed(pred.result, gold.result);
-  const bool large = hashed.hashed();
-  // Identical results (same values, types and order) are equal under every metric; the BIRD
-  // rule still runs because of its UTF-8 quirk, which is cheap.
-  const bool identical = both_ok && !large && pr.rows == gr.rows;
-  const bool bird_primary = primary_ == Metric::kBird, ts_primary = primary_ == Metric::kSpiderTs;
-  if (want_bird) {
+
+  void take_prediction() {
+    // Gold that timed out or outgrew its caps decides every metric's verdict (0, RES6) whatever
+    // the prediction returns, so the prediction is not run (it could cost a timeout of its own),
+    // unless the caller wants its result (a run's selection does).
+    const bool gold_decides = !request_.keep_prediction_run && (gold_.result.status == ExecStatus::kTimeout ||
+                                                                gold_.result.status == ExecStatus::kRowCap);
+    if (!p_.present || blank_) {
+      item_.pred_status = "missing";
+      item_.error = p_.present ? "empty prediction" : "no prediction for this question";
+      pred_.result.status = ExecStatus::kError;
+      pred_.result.error = item_.error;
+    } else if (gold_decides) {
+      item_.pred_status = "not_run";
+      item_.error = std::string("not executed: gold's ") + db::exec_status_name(gold_.result.status) +
+                    " decides every verdict";
+      pred_.result.status = ExecStatus::kError;
+      pred_.result.error = item_.error;
+    } else {
+      const db::ExecutionResult* known = request_.known_prediction;
+      if (known && known->ok()) {
+        pred_.result = *known;  // its first rows and the shared digest of the whole answer
+        item_.pred_cached = true;
+      } else {
+        pred_ = j_.run(request_.db_path, request_.fingerprint, p_.sql, j_.verdict_limits_, &item_.pred_cached);
+      }
+      exec_ms_ += item_.pred_cached ? 0 : pred_.result.elapsed_ms;
+      item_.pred_status = db::exec_status_name(pred_.result.status);
+      item_.error = pred_.result.error;
+      item_.pred_rows = pred_.result.row_count();
+      item_.pred_ms = pred_.result.elapsed_ms;
+    }
+  }
+
+  // Every requested metric's verdict, Soft-F1 and the outcome code.
+  void score() {
+    const bool both_ok = pred_.result.ok() && gold_.result.ok();
+    const auto& pr = pred_.result.result;
+    const auto& gr = gold_.result.result;
+    // Answers hashed past the row cap are compared on their digests (same rules).
+    ComparedPair hashed(pred_.result, gold_.result);
+    const bool large = hashed.hashed();
+    // Identical results (same values, types and order) are equal under every metric; the BIRD
+    // rule still runs because of its UTF-8 quirk, which is cheap.
+    const bool identical = both_ok && !large && pr.rows == gr.rows;
+    if (wants(Metric::kBird)) score_bird(hashed, both_ok);
+    if (wants(Metric::kRelaxed))
+      item_.verdicts["relaxed"] =
+          identical || (both_ok && (large ? db::relaxed_equal(hashed.a(), hashed.b()) : db::relaxed_equal(pr, gr)));
+    if (wants(Metric::kSpiderTs)) item_.verdicts["spider_ts"] = score_spider_ts();
+    item_.soft_f1 = identical ? 1.0
+                    : both_ok ? (large ? db::soft_f1(hashed.a(), hashed.b()) : db::soft_f1(pr, gr))
+                              : 0.0;
+    const Metric primary = j_.primary_;
+    bool primary_ok = item_.verdicts.count(metric_name(primary)) && item_.verdicts[metric_name(primary)];
+    bool contains = both_ok && !primary_ok &&
+                    (large ? db::contains_gold(hashed.a(), hashed.b()) : db::contains_gold(pr, gr));
+    item_.outcome =
+        outcome_code(item_, primary_ok, pred_.result.ok() && pred_.result.row_count() == 0, contains);
+  }
+
+  void score_bird(ComparedPair& hashed, bool both_ok) {
     // The official script runs the text through Python's sqlite3: one statement only (`q;;` is
     // an error there), and a text with no statement runs as a query with no rows. A non-string
     // value in its file runs on "financial" instead of the question's database.
-    const bool python_ok = p.present && python_runs_as_one_statement(p.sql);
-    const bool other_db = !p.official_db.empty() && p.official_db != q.db_id;
+    const bool python_ok = p_.present && python_runs_as_one_statement(p_.sql);
+    const bool other_db = !p_.official_db.empty() && p_.official_db != q_.db_id;
     bool v = false;
     if (!python_ok || other_db) {
       v = false;
-    } else if (blank) {
-      v = gold.result.ok() && gold.result.row_count() == 0;
+    } else if (blank_) {
+      v = gold_.result.ok() && gold_.result.row_count() == 0;
     } else {
-      v = both_ok && (large ? db::bird_equal(hashed.a(), hashed.b()) : db::bird_equal(pr, gr));
+      v = both_ok && (hashed.hashed() ? db::bird_equal(hashed.a(), hashed.b())
+                                      : db::bird_equal(pred_.result.result, gold_.result.result));
     }
-    item.verdicts["bird"] = v;
-    if (bird_primary && p.present && !python_ok && pred.result.ok()) {
-      item.pred_status = "error";
-      item.error = "You can only execute one statement at a time (Python's sqlite3, which the official script uses)";
-    } else if (bird_primary && blank && v) {
-      item.note = "empty prediction: Python runs it as a query with no rows, and gold has none";
+    item_.verdicts["bird"] = v;
+    const bool bird_primary = j_.primary_ == Metric::kBird;
+    if (bird_primary && p_.present && !python_ok && pred_.result.ok()) {
+      item_.pred_status = "error";
+      item_.error = "You can only execute one statement at a time (Python's sqlite3, which the official script uses)";
+    } else if (bird_primary && blank_ && v) {
+      item_.note = "empty prediction: Python runs it as a query with no rows, and gold has none";
     }
   }
-  if (want_relaxed)
-    item.verdicts["relaxed"] =
-        identical || (both_ok && (large ? db::relaxed_equal(hashed.a(), hashed.b()) : db::relaxed_equal(pr, gr)));
-  if (want_ts) {
-    bool ok = false;
-    if (gold.result.ok() && p.present && !blank) {
-      // The official preprocessing: "> =" joined; without keep-distinct, the first statement
-      // only (re-joined from sqlparse's first statement) with every DISTINCT removed; with it,
-      // Python's one-statement rule; then YEAR(CURDATE()) → 2020.
-      auto prep = [&](const std::string& s, bool* runnable) {
-        std::string t = spider_postprocess(s);
-        *runnable = true;
-        if (!options_.keep_distinct) t = remove_distinct(first_statement(t));
-        else *runnable = python_runs_as_one_statement(t);
-        return replace_cur_year(t);
-      };
-      bool g_runnable = true, p_runnable = true;
-      std::string g_ts = prep(q.gold_sql, &g_runnable), p_ts = prep(p.sql, &p_runnable);
-      bool order = spider_order_matters(g_ts);
-      // Runs the preprocessed text only when preprocessing changed it.
-      auto variant = [&](const std::string& original, const std::string& processed,
-                         const db::ExecutionResult& base, const db::QueryLimits& limits,
-                         db::ExecutionResult& storage) -> const db::ExecutionResult* {
-        if (processed == original) return &base;
-        bool c = false;
-        auto e = run(db_path, fp, processed, limits, &c);
-        exec_ms += c ? 0 : e.result.elapsed_ms;
-        storage = std::move(e.result);
-        return &storage;
-      };
-      db::ExecutionResult g_alt, p_alt;
-      const db::ExecutionResult* g_use = variant(q.gold_sql, g_ts, gold.result, gold_limits_, g_alt);
-      const db::ExecutionResult* p_use = p_runnable ? variant(p.sql, p_ts, pred.result, verdict_limits_, p_alt) : nullptr;
-      auto equal_to_gold = [&](const db::ExecutionResult& e) { return e.ok() && spider_ts_equal(*g_use, e, order); };
-      if (g_runnable && g_use->ok()) {
-        // A test suite: gold and the prediction must agree on every other database file of the
-        // folder too (the official evaluator's rule); the first disagreement is recorded.
-        const auto vit = options_.variants.find(q.db_id);
-        const std::vector<fs::path> none;
-        const std::vector<fs::path>& variants = vit == options_.variants.end() ? none : vit->second;
-        item.ts_databases = 1 + variants.size();
-        auto on_every_variant = [&](const std::string& text) {
-          for (const auto& v : variants) {
-            const std::string vfp = variant_fingerprint(v);
-            bool c = false;
-            auto g = run(v, vfp, g_ts, gold_limits_, &c);
-            exec_ms += c ? 0 : g.result.elapsed_ms;
-            if (!g.result.ok()) {
-              item.ts_failed_on = v.filename().string();
-              item.ts_failure = "gold fails there (" + g.result.error + "); the official evaluator stops on this";
-              return false;
-            }
-            auto e = run(v, vfp, text, verdict_limits_, &c);
-            exec_ms += c ? 0 : e.result.elapsed_ms;
-            const bool same = e.result.ok() && spider_ts_equal(g.result, e.result, order);
-            if (!same) {
-              item.ts_failed_on = v.filename().string();
-              item.ts_failure = e.result.ok() ? "gold: " + rows_preview(g.result, 3) + " / prediction: " + rows_preview(e.result, 3)
-                                              : "the prediction fails there: " + e.result.error;
-              return false;
-            }
-          }
-          return true;
-        };
-        item.ts_original = p_use && equal_to_gold(*p_use);
-        ok = item.ts_original && on_every_variant(p_ts);
-        if (ts_primary && p_use && p_use != &pred.result && p_use->ok() && !pred.result.ok()) {
-          // Scored on its first statement: report that execution, not the refused full text.
-          item.note = "spider-ts scored the first statement only, as the official evaluator (" + item.error + ")";
-          item.pred_status = db::exec_status_name(p_use->status);
-          item.error = p_use->error;
-          item.pred_rows = p_use->row_count();
-        }
-        if (!ok && options_.plug_value) {
-          // --plug_value: gold's literal values in the prediction's value slots, every filling;
-          // one filling must pass on every database file.
-          bool truncated = false;
-          for (const auto& alt : plugged_predictions(g_ts, p_ts, options_.plug_value_limit, &truncated)) {
-            const std::string& text = alt;  // from p_ts: YEAR(CURDATE()) is already replaced
-            bool c = false;
-            auto e = run(db_path, fp, text, verdict_limits_, &c);
-            exec_ms += c ? 0 : e.result.elapsed_ms;
-            if (!equal_to_gold(e.result)) continue;
-            item.ts_original = true;
-            if (on_every_variant(text)) {
-              ok = true;
-              item.ts_failed_on.clear();
-              item.ts_failure.clear();
-              if (ts_primary) item.note = "correct with gold's values plugged in (--plug-value): " + alt;
-              break;
-            }
-          }
-          if (!ok && truncated && ts_primary)
-            item.note = "--plug-value tried the first " + std::to_string(options_.plug_value_limit) + " fillings only";
-        }
-      } else if (ts_primary && !g_runnable) {
-        item.note = "gold holds more than one statement, which Python's sqlite3 refuses";
+
+  // Runs the preprocessed text only when preprocessing changed it.
+  const db::ExecutionResult* run_if_changed(const std::string& original, const std::string& processed,
+                                            const db::ExecutionResult& base, const db::QueryLimits& limits,
+                                            db::ExecutionResult& storage) {
+    if (processed == original) return &base;
+    storage = run(request_.db_path, request_.fingerprint, processed, limits).result;
+    return &storage;
+  }
+
+  bool equal_to_gold(const SpiderTsTexts& ts, const db::ExecutionResult& e) const {
+    return e.ok() && spider_ts_equal(*ts.gold_run, e, ts.order_matters);
+  }
+
+  bool score_spider_ts() {
+    if (!gold_.result.ok() || !p_.present || blank_) return false;
+    const bool ts_primary = j_.primary_ == Metric::kSpiderTs;
+    bool g_runnable = true, p_runnable = true;
+    SpiderTsTexts ts;
+    ts.gold = spider_ts_text(q_.gold_sql, j_.options_.keep_distinct, &g_runnable);
+    ts.pred = spider_ts_text(p_.sql, j_.options_.keep_distinct, &p_runnable);
+    ts.order_matters = spider_order_matters(ts.gold);
+    db::ExecutionResult g_alt, p_alt;
+    ts.gold_run = run_if_changed(q_.gold_sql, ts.gold, gold_.result, j_.gold_limits_, g_alt);
+    const db::ExecutionResult* p_use =
+        p_runnable ? run_if_changed(p_.sql, ts.pred, pred_.result, j_.verdict_limits_, p_alt) : nullptr;
+    if (!g_runnable || !ts.gold_run->ok()) {
+      if (ts_primary && !g_runnable) item_.note = "gold holds more than one statement, which Python's sqlite3 refuses";
+      return false;
+    }
+    // A test suite: gold and the prediction must agree on every other database file of the
+    // folder too (the official evaluator's rule); the first disagreement is recorded.
+    static const std::vector<fs::path> kNone;
+    const auto vit = j_.options_.variants.find(q_.db_id);
+    ts.variants = vit == j_.options_.variants.end() ? &kNone : &vit->second;
+    item_.ts_databases = 1 + ts.variants->size();
+    item_.ts_original = p_use && equal_to_gold(ts, *p_use);
+    bool ok = item_.ts_original && on_every_variant(ts, ts.pred);
+    if (ts_primary && p_use && p_use != &pred_.result && p_use->ok() && !pred_.result.ok()) {
+      // Scored on its first statement: report that execution, not the refused full text.
+      item_.note = "spider-ts scored the first statement only, as the official evaluator (" + item_.error + ")";
+      item_.pred_status = db::exec_status_name(p_use->status);
+      item_.error = p_use->error;
+      item_.pred_rows = p_use->row_count();
+    }
+    if (!ok && j_.options_.plug_value) ok = passes_with_gold_values(ts);
+    return ok;
+  }
+
+  // Whether `text` agrees with gold on every variant of the suite; else records the first where
+  // it does not, and why.
+  bool on_every_variant(const SpiderTsTexts& ts, const std::string& text) {
+    for (const auto& v : *ts.variants) {
+      const std::string vfp = j_.variant_fingerprint(v);
+      auto g = run(v, vfp, ts.gold, j_.gold_limits_);
+      if (!g.result.ok()) {
+        item_.ts_failed_on = v.filename().string();
+        item_.ts_failure = "gold fails there (" + g.result.error + "); the official evaluator stops on this";
+        return false;
+      }
+      auto e = run(v, vfp, text, j_.verdict_limits_);
+      const bool same = e.result.ok() && spider_ts_equal(g.result, e.result, ts.order_matters);
+      if (!same) {
+        item_.ts_failed_on = v.filename().string();
+        item_.ts_failure = e.result.ok() ? "gold: " + rows_preview(g.result, 3) + " / prediction: " + rows_preview(e.result, 3)
+                                         : "the prediction fails there: " + e.result.error;
+        return false;
       }
     }
-    item.verdicts["spider_ts"] = ok;
+    return true;
   }
-  item.soft_f1 = identical ? 1.0
-                 : both_ok  ? (large ? db::soft_f1(hashed.a(), hashed.b()) : db::soft_f1(pr, gr))
-                            : 0.0;
-  bool primary_ok =
-      item.verdicts.count(metric_name(primary_)) && item.verdicts[metric_name(primary_)];
-  bool contains = both_ok && !primary_ok &&
-                  (large ? db::contains_gold(hashed.a(), hashed.b()) : db::contains_gold(pr, gr));
-  item.outcome = outcome_code(item, primary_ok, pred.result.ok() && pred.result.row_count() == 0, contains);
-  item.total_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (request.keep_prediction_run) {
-    db::ExecutionResult& run = judged.prediction_run;
-    run = std::move(pred.result);
-    const size_t cap = options_.pred_limits.row_cap;
-    if (run.digest || (cap > 0 && run.result.rows.size() > cap)) {
-      // The caller keeps rows (selection compares them): an answer past the row cap is what it
-      // was before hashing, a row-cap status without rows.
-      run.status = ExecStatus::kRowCap;
-      run.error = "result has more than " + std::to_string(cap) + " rows";
-      run.result.rows.clear();
-      run.digest.reset();
+
+  // --plug_value: gold's literal values in the prediction's value slots, every filling; one
+  // filling must pass on every database file.
+  bool passes_with_gold_values(const SpiderTsTexts& ts) {
+    const bool ts_primary = j_.primary_ == Metric::kSpiderTs;
+    bool truncated = false;
+    for (const auto& alt : plugged_predictions(ts.gold, ts.pred, j_.options_.plug_value_limit, &truncated)) {
+      const std::string& text = alt;  // from the preprocessed text: YEAR(CURDATE()) is already replaced
+      auto e = run(request_.db_path, request_.fingerprint, text, j_.verdict_limits_);
+      if (!equal_to_gold(ts, e.result)) continue;
+      item_.ts_original = true;
+      if (on_every_variant(ts, text)) {
+        item_.ts_failed_on.clear();
+        item_.ts_failure.clear();
+        if (ts_primary) item_.note = "correct with gold's values plugged in (--plug-value): " + alt;
+        return true;
+      }
     }
+    if (truncated && ts_primary)
+      item_.note = "--plug-value tried the first " + std::to_string(j_.options_.plug_value_limit) + " fillings only";
+    return false;
   }
-  judged.exec_ms = exec_ms;
-  return judged;
-}
+
+  const ItemJudge& j_;
+  const JudgeRequest& request_;
+  const data::Question& q_;
+  const Prediction& p_;
+  Judged judged_;
+  ItemResult& item_;
+  db::CachedExecution gold_, pred_;
+  bool blank_ = false;
+  double exec_ms_ = 0;
+};
+
+Judged ItemJudge::judge(const JudgeRequest& request) const { return Judging(*this, request).judge(); }
 
 bool ItemJudge::correct(const ItemResult& item) const {
   auto it = item.verdicts.find(metric_name(primary_));
   return it != item.verdicts.end() && it->second;
 }
+
+namespace {
+
+// Each database's fingerprint (the result cache's keys), by db_id.
+Result<std::map<std::string, std::string>> database_fingerprints(const data::Dataset& ds) {
+  std::map<std::string, std::string> fingerprints;
+  for (const auto& [db_id, path] : ds.db_paths) {
+    auto f = db::database_fingerprint(path);
+    if (!f) return f.status();
+    fingerprints[db_id] = *f;
+  }
+  return fingerprints;
+}
+
+// "judge" in eval.metrics: each question's two answers as tables for the model of role judge,
+// beside the rule-based verdicts already in report.items.
+Status judge_semantics(const data::Dataset& ds, const std::vector<Prediction>& preds, const EvalOptions& options,
+                       const ItemJudge& judge, const std::map<std::string, std::string>& fingerprints,
+                       EvalReport& report) {
+  if (!options.judge_client) return invalid_input("eval.metrics: judge needs a model client (role judge)");
+  auto prompt = options.prompts ? options.prompts->load("judge_semantic")
+                                : llm::PromptLibrary::bundled().load("judge_semantic");
+  if (!prompt) return prompt.status();
+  std::vector<JudgeInput> inputs(ds.questions.size());
+  report.judged.resize(ds.questions.size());
+  core::parallel_for(ds.questions.size(), report.threads, [&](size_t i) {
+    const data::Question& q = ds.questions[i];
+    const fs::path& db_path = ds.db_paths.at(q.db_id);
+    const std::string& fp = fingerprints.at(q.db_id);
+    db::ExecutionResult pred;
+    if (preds[i].present) {
+      pred = judge.run(db_path, fp, preds[i].sql, judge.options().pred_limits).result;
+    } else {
+      pred.status = ExecStatus::kError;
+      pred.error = "no prediction";
+    }
+    auto gold = judge.gold(q, db_path, fp);
+    JudgedItem& j = report.judged[i];
+    j.question_id = q.question_id;
+    j.question = q.question;
+    j.gold_sql = q.gold_sql;
+    j.pred_sql = preds[i].present ? preds[i].sql : "";
+    j.gold_table = judge_table(gold.result);
+    j.pred_table = judge_table(pred);
+    j.rule_code = report.items[i].outcome;
+    j.ex_correct = judge.correct(report.items[i]);
+    inputs[i] = {q.question_id, q.question, j.gold_table, j.pred_table};
+  });
+  auto results = judge_items(*options.judge_client, *prompt, inputs, report.threads);
+  if (!results) return results.status();
+  for (size_t i = 0; i < results->size(); ++i) report.judged[i].result = std::move((*results)[i]);
+  return Status::ok();
+}
+
+// VES / R-VES and their steps variants, after the correctness pass, so nothing else of this
+// evaluation runs SQL while pairs are timed.
+Status measure_efficiency_of(const data::Dataset& ds, const std::vector<Prediction>& preds,
+                             const EvalOptions& options, db::ResultCache* cache, EvalReport& report) {
+  std::vector<PredictedSql> sqls;
+  sqls.reserve(preds.size());
+  for (const auto& p : preds) sqls.push_back({p.sql, p.present});
+  EfficiencyOptions eo;
+  eo.metrics = options.efficiency;
+  eo.repeats = options.ves_repeats;
+  eo.timeout_s = options.pred_limits.timeout_s;
+  eo.threads = report.threads;
+  auto eff = measure_efficiency(ds, sqls, eo, cache);
+  if (!eff) return eff.status();
+  report.efficiency = std::move(*eff);
+  return Status::ok();
+}
+
+}  // namespace
 
 Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Prediction>& preds,
                             const EvalOptions& options) {
@@ -706,12 +868,8 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
   };
   phase("cache opened");
-  std::map<std::string, std::string> fingerprints;
-  for (const auto& [db_id, path] : ds.db_paths) {
-    auto f = db::database_fingerprint(path);
-    if (!f) return f.status();
-    fingerprints[db_id] = *f;
-  }
+  auto fingerprints = database_fingerprints(ds);
+  if (!fingerprints) return fingerprints.status();
   EvalOptions judged = options;
   if (judged.variants.empty()) {
     auto v = data::test_suite_variants(ds, options.test_suite);
@@ -728,7 +886,7 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
     const data::Question& q = ds.questions[i];
     auto judged = judge.judge({.question = q,
                                .db_path = ds.db_paths.at(q.db_id),
-                               .fingerprint = fingerprints.at(q.db_id),
+                               .fingerprint = fingerprints->at(q.db_id),
                                .prediction = preds[i]});
     report.items[i] = std::move(judged.item);
     std::lock_guard lock(exec_mu);
@@ -743,54 +901,11 @@ Result<EvalReport> evaluate(const data::Dataset& ds, const std::vector<Predictio
   auto fp = ds.fingerprint();
   report.dataset_fingerprint = fp ? *fp : "unavailable: " + fp.status().message();
   if (options.judge) {
-    if (!options.judge_client) return invalid_input("eval.metrics: judge needs a model client (role judge)");
-    auto prompt = options.prompts ? options.prompts->load("judge_semantic")
-                                  : llm::PromptLibrary::bundled().load("judge_semantic");
-    if (!prompt) return prompt.status();
-    std::vector<JudgeInput> inputs(ds.questions.size());
-    report.judged.resize(ds.questions.size());
-    core::parallel_for(ds.questions.size(), report.threads, [&](size_t i) {
-      const data::Question& q = ds.questions[i];
-      const fs::path& db_path = ds.db_paths.at(q.db_id);
-      const std::string& fp = fingerprints.at(q.db_id);
-      db::ExecutionResult pred;
-      if (preds[i].present) {
-        pred = judge.run(db_path, fp, preds[i].sql, judged.pred_limits).result;
-      } else {
-        pred.status = ExecStatus::kError;
-        pred.error = "no prediction";
-      }
-      auto gold = judge.gold(q, db_path, fp);
-      JudgedItem& j = report.judged[i];
-      j.question_id = q.question_id;
-      j.question = q.question;
-      j.gold_sql = q.gold_sql;
-      j.pred_sql = preds[i].present ? preds[i].sql : "";
-      j.gold_table = judge_table(gold.result);
-      j.pred_table = judge_table(pred);
-      j.rule_code = report.items[i].outcome;
-      j.ex_correct = judge.correct(report.items[i]);
-      inputs[i] = {q.question_id, q.question, j.gold_table, j.pred_table};
-    });
-    auto results = judge_items(*options.judge_client, *prompt, inputs, report.threads);
-    if (!results) return results.status();
-    for (size_t i = 0; i < results->size(); ++i) report.judged[i].result = std::move((*results)[i]);
+    if (auto st = judge_semantics(ds, preds, options, judge, *fingerprints, report); !st.is_ok()) return st;
     phase("judged");
   }
   if (!options.efficiency.empty()) {
-    // After the correctness pass, so nothing else of this evaluation runs SQL while pairs are
-    // timed.
-    std::vector<PredictedSql> sqls;
-    sqls.reserve(preds.size());
-    for (const auto& p : preds) sqls.push_back({p.sql, p.present});
-    EfficiencyOptions eo;
-    eo.metrics = options.efficiency;
-    eo.repeats = options.ves_repeats;
-    eo.timeout_s = options.pred_limits.timeout_s;
-    eo.threads = report.threads;
-    auto eff = measure_efficiency(ds, sqls, eo, cache.get());
-    if (!eff) return eff.status();
-    report.efficiency = std::move(*eff);
+    if (auto st = measure_efficiency_of(ds, preds, options, cache.get(), report); !st.is_ok()) return st;
     phase("efficiency measured");
   }
   report.wall_s =
@@ -847,49 +962,40 @@ nlohmann::json test_suite_summary(const std::vector<SuiteOutcome>& outcomes) {
           {"passes_original_fails_variant", original_only}};
 }
 
-void summarize(EvalReport& report, const EvalOptions& options) {
-  using nlohmann::json;
-  json s;
-  s["benchmark"] = report.benchmark;
-  s["split"] = report.split;
-  s["dataset_fingerprint"] = report.dataset_fingerprint;
-  s["questions_evaluated"] = report.items.size();
-  s["questions_skipped"] = report.skipped.size();
-  size_t unusable = 0, ties = 0;
-  for (const auto& it : report.items) {
-    unusable += it.gold_unusable;
-    ties += it.gold_tie_dependent;
+namespace {
+
+using nlohmann::json;
+
+double percent_of(const std::vector<int>& v) {
+  if (v.empty()) return 0.0;
+  long sum = 0;
+  for (int x : v) sum += x;
+  return 100.0 * static_cast<double>(sum) / static_cast<double>(v.size());
+}
+
+// One metric's EX over some items: all of them and those with usable gold, with a 95% CI.
+json ex_block(const std::vector<const ItemResult*>& items, const std::string& metric, const EvalOptions& options) {
+  std::vector<int> all, usable;
+  for (const auto* it : items) {
+    int v = it->verdicts.count(metric) && it->verdicts.at(metric) ? 1 : 0;
+    all.push_back(v);
+    if (!it->gold_unusable) usable.push_back(v);
   }
-  s["gold_unusable"] = unusable;
-  s["gold_tie_dependent"] = ties;
+  long correct = 0;
+  for (int x : all) correct += x;
+  auto ci = bootstrap_ci(all, options.bootstrap_samples, options.bootstrap_seed);
+  json b;
+  b["n"] = all.size();
+  b["correct"] = correct;
+  b["ex"] = percent_of(all);
+  b["ci95"] = {ci.low, ci.high};
+  b["n_usable_gold"] = usable.size();
+  b["ex_usable_gold"] = percent_of(usable);
+  return b;
+}
 
-  auto block = [&](const std::vector<const ItemResult*>& items, const std::string& metric,
-                   uint64_t seed) {
-    std::vector<int> all, usable;
-    for (const auto* it : items) {
-      int v = it->verdicts.count(metric) && it->verdicts.at(metric) ? 1 : 0;
-      all.push_back(v);
-      if (!it->gold_unusable) usable.push_back(v);
-    }
-    auto pct = [](const std::vector<int>& v) {
-      if (v.empty()) return 0.0;
-      long sum = 0;
-      for (int x : v) sum += x;
-      return 100.0 * static_cast<double>(sum) / static_cast<double>(v.size());
-    };
-    long correct = 0;
-    for (int x : all) correct += x;
-    auto ci = bootstrap_ci(all, options.bootstrap_samples, seed);
-    json b;
-    b["n"] = all.size();
-    b["correct"] = correct;
-    b["ex"] = pct(all);
-    b["ci95"] = {ci.low, ci.high};
-    b["n_usable_gold"] = usable.size();
-    b["ex_usable_gold"] = pct(usable);
-    return b;
-  };
-
+// Per metric: overall, by difficulty and by database.
+json metrics_summary(const EvalReport& report, const EvalOptions& options) {
   std::vector<const ItemResult*> all;
   std::map<std::string, std::vector<const ItemResult*>> by_diff, by_db;
   for (const auto& it : report.items) {
@@ -901,17 +1007,20 @@ void summarize(EvalReport& report, const EvalOptions& options) {
   for (Metric m : report.metrics) {
     std::string name = metric_name(m);
     json mj;
-    mj["overall"] = block(all, name, options.bootstrap_seed);
+    mj["overall"] = ex_block(all, name, options);
     json d = json::object();
-    for (auto& [k, v] : by_diff) d[k] = block(v, name, options.bootstrap_seed);
+    for (auto& [k, v] : by_diff) d[k] = ex_block(v, name, options);
     mj["by_difficulty"] = d;
     json dbs = json::object();
-    for (auto& [k, v] : by_db) dbs[k] = block(v, name, options.bootstrap_seed);
+    for (auto& [k, v] : by_db) dbs[k] = ex_block(v, name, options);
     mj["by_database"] = dbs;
     metrics[name] = mj;
   }
-  s["metrics"] = metrics;
+  return metrics;
+}
 
+// The outcome counts, AgentNLQ's rule-based semantic accuracy and Soft-F1.
+void add_outcomes(const EvalReport& report, json& s) {
   json outcomes = json::object();
   for (const char* code : {"RES1", "RES2", "RES3", "RES4", "RES5", "RES6"}) outcomes[code] = 0;
   double f1 = 0;
@@ -925,7 +1034,6 @@ void summarize(EvalReport& report, const EvalOptions& options) {
       report.items.empty() ? 0.0
                            : 100.0 * (outcomes["RES3"].get<double>() + outcomes["RES5"].get<double>()) /
                                  static_cast<double>(report.items.size());
-
   std::vector<SuiteOutcome> suite;
   for (const auto& it : report.items) {
     const auto v = it.verdicts.find("spider_ts");
@@ -934,7 +1042,10 @@ void summarize(EvalReport& report, const EvalOptions& options) {
   }
   if (auto t = test_suite_summary(suite); !t.is_null()) s["test_suite"] = std::move(t);
   s["soft_f1"] = report.items.empty() ? 0.0 : 100.0 * f1 / static_cast<double>(report.items.size());
+}
 
+// Unusable gold, tie-dependent gold and skipped questions, one entry each.
+void add_question_lists(const EvalReport& report, json& s) {
   json gold_bad = json::array(), tie_list = json::array(), skipped = json::array();
   for (const auto& it : report.items) {
     if (it.gold_unusable)
@@ -947,6 +1058,27 @@ void summarize(EvalReport& report, const EvalOptions& options) {
   s["gold_unusable_list"] = gold_bad;
   s["gold_tie_dependent_list"] = tie_list;
   s["skipped"] = skipped;
+}
+
+}  // namespace
+
+void summarize(EvalReport& report, const EvalOptions& options) {
+  json s;
+  s["benchmark"] = report.benchmark;
+  s["split"] = report.split;
+  s["dataset_fingerprint"] = report.dataset_fingerprint;
+  s["questions_evaluated"] = report.items.size();
+  s["questions_skipped"] = report.skipped.size();
+  size_t unusable = 0, ties = 0;
+  for (const auto& it : report.items) {
+    unusable += it.gold_unusable;
+    ties += it.gold_tie_dependent;
+  }
+  s["gold_unusable"] = unusable;
+  s["gold_tie_dependent"] = ties;
+  s["metrics"] = metrics_summary(report, options);
+  add_outcomes(report, s);
+  add_question_lists(report, s);
   s["warnings"] = report.warnings;
   if (!report.judged.empty()) s["judge"] = judge_summary(report.judged, options.bootstrap_samples, options.bootstrap_seed);
   if (!report.efficiency.empty())

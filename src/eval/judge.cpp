@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "nl2sql/core/hash.h"
+#include "nl2sql/core/text.h"
 #include "nl2sql/core/thread_pool.h"
 #include "nl2sql/eval/evaluator.h"
 #include "nl2sql/llm/answer.h"
@@ -17,6 +18,14 @@
 namespace nl2sql::eval {
 
 namespace {
+
+// A classification code as written, without its whitespace and upper-cased: " res 3" -> "RES3".
+std::string label_code(const std::string& text) {
+  std::string out;
+  for (char ch : text)
+    if (!std::isspace(static_cast<unsigned char>(ch))) out.push_back(ch);
+  return core::upper(out);
+}
 
 // A value as a record shows it: numbers bare, text quoted (JSON-style), NULL as null.
 std::string record_value(const db::Value& v) {
@@ -78,15 +87,12 @@ Result<JudgeVerdict> read_judge_answer(const std::string& answer) {
   const nlohmann::json* code = nullptr;
   const nlohmann::json* why = nullptr;
   for (auto it = j->begin(); it != j->end(); ++it) {
-    std::string k = it.key();
-    std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string k = core::lower(it.key());
     if (k == "classification code" || k == "classification_code" || k == "code") code = &it.value();
     if (k == "reasoning" || k == "reason") why = &it.value();
   }
   if (!code || !code->is_string()) return invalid_input("judge answer: no \"Classification code\" string");
-  std::string c;
-  for (char ch : code->get<std::string>())
-    if (!std::isspace(static_cast<unsigned char>(ch))) c.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(ch))));
+  const std::string c = label_code(code->get<std::string>());
   if (c.size() != 4 || c.rfind("RES", 0) != 0 || c[3] < '1' || c[3] > '6')
     return invalid_input("judge answer: \"" + code->get<std::string>() + "\" is not one of RES1-RES6");
   JudgeVerdict v;
@@ -221,9 +227,7 @@ double Alignment::f1() const {
 }
 
 int parse_label(const std::string& label, std::string* code) {
-  std::string l;
-  for (char ch : label)
-    if (!std::isspace(static_cast<unsigned char>(ch))) l.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(ch))));
+  const std::string l = label_code(label);
   if (l.size() == 4 && l.rfind("RES", 0) == 0 && l[3] >= '1' && l[3] <= '6') {
     if (code) *code = l;
     return judge_counts_correct(l) ? 1 : 0;

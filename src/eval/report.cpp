@@ -287,4 +287,73 @@ Status write_report(const EvalReport& report, const std::filesystem::path& out_d
   return Status::ok();
 }
 
+namespace {
+
+// The efficiency block of the console summary: the tables in the order the metrics were asked
+// for, and the rank correlations.
+std::string efficiency_console(const EvalReport& report, const json& e) {
+  std::string out = fmt::format("\nefficiency: {} timed round(s) per correct pair, one pair at a time; CPU {}",
+                                e["repeats"].get<int>(), e["cpu"].get<std::string>());
+  if (e.contains("load_average_before"))
+    out += fmt::format("; 1-min load {:.2f} before, {:.2f} after the timed pass",
+                       e["load_average_before"].get<double>(), e["load_average_after"].get<double>());
+  out += "\n";
+  for (EfficiencyMetric metric : report.efficiency.metrics) {
+    const std::string name = efficiency_metric_name(metric);
+    const auto& m = e["metrics"][name];
+    out += "\n" + efficiency_table(e, name);
+    if (m.contains("near_boundary"))
+      out += fmt::format("pairs whose ratio interval crosses a reward boundary: {}\n", m["near_boundary"].get<size_t>());
+  }
+  if (e.contains("rank_correlation"))
+    for (auto& [pair, c] : e["rank_correlation"].items())
+      out += fmt::format("Spearman rank correlation of per-question ratios, {}: {} ({} pairs)\n", pair,
+                         c["spearman"].is_null() ? std::string("n/a (fewer than 2 pairs, or one side constant)")
+                                                 : fmt::format("{:.3f}", c["spearman"].get<double>()),
+                         c["pairs"].get<size_t>());
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string report_to_console(const EvalReport& report) {
+  const json& s = report.summary;
+  std::string out = fmt::format("{} {}: {} questions evaluated, {} skipped, {} gold unusable\n", report.benchmark,
+                                report.split, report.items.size(), report.skipped.size(),
+                                s["gold_unusable"].get<size_t>());
+  for (auto& [name, m] : s["metrics"].items()) {
+    const auto& o = m["overall"];
+    out += fmt::format("  {:<10} EX {:6.2f}%  95% CI [{:.2f}, {:.2f}]  ({}/{})\n", name, o["ex"].get<double>(),
+                       o["ci95"][0].get<double>(), o["ci95"][1].get<double>(), o["correct"].get<long>(),
+                       o["n"].get<size_t>());
+  }
+  out += fmt::format("  (RES3 + RES5) / n on the rule codes {:6.2f}%\n", s["rule_semantic_accuracy"].get<double>());
+  if (s.contains("judge")) {
+    const auto& j = s["judge"];
+    out += fmt::format("  judge      semantic accuracy {:6.2f}%  95% CI [{:.2f}, {:.2f}]  ({} unreadable; {} disagree with EX; "
+                       "{} cached; {} + {} tokens, ${:.4f})\n",
+                       j["semantic_accuracy"].get<double>(), j["ci95"][0].get<double>(), j["ci95"][1].get<double>(),
+                       j["codes"]["unparsed"].get<size_t>(), j["disagreements_with_ex"].size(),
+                       j["cached_answers"].get<size_t>(), j["tokens"]["prompt"].get<int64_t>(),
+                       j["tokens"]["completion"].get<int64_t>(), j["cost_usd"].get<double>());
+  }
+  out += fmt::format("  soft-F1    {:6.2f}\n", s["soft_f1"].get<double>());
+  if (s.contains("test_suite")) {
+    const auto& t = s["test_suite"];
+    out += fmt::format("  test suite: {} question(s) on up to {} database files; spider-ts on the original databases alone "
+                       "{:.2f}%; {} pass there but fail on a variant (listed in the report)\n",
+                       t["questions_on_a_suite"].get<size_t>(), t["most_database_files"].get<size_t>(),
+                       t["ex_original_only"].get<double>(), t["passes_original_fails_variant"].size());
+  }
+  if (s.contains("efficiency")) out += efficiency_console(report, s["efficiency"]);
+  out += fmt::format("  {:.3f} s, {:.1f} questions/s\n", report.wall_s, s["timing"]["questions_per_s"].get<double>());
+  return out;
+}
+
+double first_metric_ex(const EvalReport& report) {
+  const json& metrics = report.summary["metrics"];
+  if (metrics.empty()) return 0;
+  return metrics.begin().value()["overall"]["ex"].get<double>();
+}
+
 }  // namespace nl2sql::eval

@@ -483,25 +483,24 @@ class DatabaseBuild {
     return chosen;
   }
 
-  ordered_json summarize(const std::vector<Variant>& chosen) const {
-    ordered_json s;
-    s["db_id"] = db_id_;
-    s["format"] = kFormat;
-    s["key"] = key_;
-    s["options"] = options_json(options_);
-    s["original"] = {{"file", db_id_ + ".sqlite"}, {"bytes", file_bytes(original_)}};
-    size_t generated = 0, runs = 0, by_original = 0;
+  // How many neighbours were generated, run on the original and told apart, in all and by kind.
+  struct NeighbourCounts {
+    size_t generated = 0, runs = 0, by_original = 0, by_suite = 0, by_any = 0;
     std::map<std::string, std::array<size_t, 5>> kinds;  // generated, run, original, suite, any
+  };
+
+  NeighbourCounts count_neighbours() const {
+    NeighbourCounts c;
     for (const auto& g : golds_) {
-      generated += g.neighbours.size();
+      c.generated += g.neighbours.size();
       for (size_t k = 0; k < g.neighbours.size(); ++k) {
-        auto& kind = kinds[g.neighbours[k].kind];
+        auto& kind = c.kinds[g.neighbours[k].kind];
         ++kind[0];
         if (g.runs.size() > k && g.runs[k]) {
-          ++runs;
+          ++c.runs;
           ++kind[1];
           if (g.by_original[k]) {
-            ++by_original;
+            ++c.by_original;
             ++kind[2];
             ++kind[3];
             ++kind[4];
@@ -509,44 +508,52 @@ class DatabaseBuild {
         }
       }
     }
-    for (size_t id : told_by_suite_) ++kinds[golds_[refs_[id].gold].neighbours[refs_[id].index].kind][3];
-    for (size_t id : told_by_any_) ++kinds[golds_[refs_[id].gold].neighbours[refs_[id].index].kind][4];
-    const size_t by_suite = by_original + told_by_suite_.size();
-    const size_t by_any = by_original + told_by_any_.size();
+    for (size_t id : told_by_suite_) ++c.kinds[golds_[refs_[id].gold].neighbours[refs_[id].index].kind][3];
+    for (size_t id : told_by_any_) ++c.kinds[golds_[refs_[id].gold].neighbours[refs_[id].index].kind][4];
+    c.by_suite = c.by_original + told_by_suite_.size();
+    c.by_any = c.by_original + told_by_any_.size();
+    return c;
+  }
+
+  ordered_json neighbours_summary(const NeighbourCounts& c) const {
     ordered_json n;
-    n["generated"] = generated;
-    n["run_on_original"] = runs;
+    n["generated"] = c.generated;
+    n["run_on_original"] = c.runs;
     n["original_checked"] = options_.original_check;
-    n["told_apart_by_original"] = by_original;
-    n["told_apart_by_suite"] = by_suite;
-    n["told_apart_by_any_candidate"] = by_any;
-    n["never_told_apart"] = runs - by_any;
-    n["coverage"] = by_any ? static_cast<double>(by_suite) / static_cast<double>(by_any) : 1.0;
+    n["told_apart_by_original"] = c.by_original;
+    n["told_apart_by_suite"] = c.by_suite;
+    n["told_apart_by_any_candidate"] = c.by_any;
+    n["never_told_apart"] = c.runs - c.by_any;
+    n["coverage"] = c.by_any ? static_cast<double>(c.by_suite) / static_cast<double>(c.by_any) : 1.0;
     if (options_.original_check)
-      n["original_coverage"] = by_any ? static_cast<double>(by_original) / static_cast<double>(by_any) : 1.0;
+      n["original_coverage"] = c.by_any ? static_cast<double>(c.by_original) / static_cast<double>(c.by_any) : 1.0;
     else
       n["original_coverage"] = nullptr;
     ordered_json by_kind = ordered_json::object();
-    for (const auto& [kind, c] : kinds)
-      by_kind[kind] = {{"generated", c[0]}, {"run_on_original", c[1]}, {"told_apart_by_original", c[2]},
-                       {"told_apart_by_suite", c[3]}, {"told_apart_by_any_candidate", c[4]}};
+    for (const auto& [kind, k] : c.kinds)
+      by_kind[kind] = {{"generated", k[0]}, {"run_on_original", k[1]}, {"told_apart_by_original", k[2]},
+                       {"told_apart_by_suite", k[3]}, {"told_apart_by_any_candidate", k[4]}};
     n["by_kind"] = std::move(by_kind);
-    s["neighbours"] = std::move(n);
+    return n;
+  }
 
-    auto describe = [&](size_t id) {
-      const NeighbourRef& r = refs_[id];
-      const GoldQuery& g = golds_[r.gold];
-      return ordered_json{{"question_ids", g.question_ids}, {"gold", g.sql},
-                          {"kind", g.neighbours[r.index].kind}, {"neighbour", g.neighbours[r.index].sql}};
-    };
+  ordered_json describe_neighbour(size_t id) const {
+    const NeighbourRef& r = refs_[id];
+    const GoldQuery& g = golds_[r.gold];
+    return ordered_json{{"question_ids", g.question_ids}, {"gold", g.sql},
+                        {"kind", g.neighbours[r.index].kind}, {"neighbour", g.neighbours[r.index].sql}};
+  }
+
+  // Up to 20 examples each: told apart by a candidate only, by a held-out one only, never.
+  void add_neighbour_examples(size_t by_suite, ordered_json& s) const {
     ordered_json uncovered = ordered_json::array();
     for (size_t id : told_by_any_)
-      if (!told_by_suite_.count(id) && uncovered.size() < 20) uncovered.push_back(describe(id));
+      if (!told_by_suite_.count(id) && uncovered.size() < 20) uncovered.push_back(describe_neighbour(id));
     s["told_apart_by_a_candidate_only"] = std::move(uncovered);
     if (options_.held_out > 0) {
       ordered_json missed = ordered_json::array();
       for (size_t id : held_out_told_)
-        if (missed.size() < 20) missed.push_back(describe(id));
+        if (missed.size() < 20) missed.push_back(describe_neighbour(id));
       s["held_out"] = {{"candidates", options_.held_out},
                        {"eligible", held_out_eligible_},
                        {"told_apart_by_held_out_only", held_out_told_.size()},
@@ -555,10 +562,12 @@ class DatabaseBuild {
     }
     ordered_json never = ordered_json::array();
     for (size_t id : standing_)
-      if (never.size() < 20) never.push_back(describe(id));
+      if (never.size() < 20) never.push_back(describe_neighbour(id));
     s["never_told_apart_examples"] = std::move(never);
+  }
 
-    ordered_json golds = ordered_json::array();
+  // The golds left out and those whose answer depends on tie order.
+  void add_gold_lists(ordered_json& s) const {
     ordered_json left_out = ordered_json::array();
     ordered_json unstable = ordered_json::array();
     for (const auto& g : golds_) {
@@ -574,10 +583,9 @@ class DatabaseBuild {
     s["golds"] = golds_.size();
     s["golds_left_out"] = std::move(left_out);
     s["unstable_golds"] = std::move(unstable);
-    ordered_json rejected = ordered_json::object();
-    for (const auto& [why, count] : rejected_) rejected[why] = count;
-    s["candidates"] = {{"generated", generated_}, {"rejected", std::move(rejected)},
-                       {"told_nothing_new", useless_}, {"kept_by_screen", kept_.size()}};
+  }
+
+  void add_variants(const std::vector<Variant>& chosen, ordered_json& s) const {
     ordered_json variants = ordered_json::array();
     size_t rows = 0;
     uint64_t bytes = 0;
@@ -591,6 +599,24 @@ class DatabaseBuild {
     s["variants"] = std::move(variants);
     s["variant_rows"] = rows;
     s["variant_bytes"] = bytes;
+  }
+
+  ordered_json summarize(const std::vector<Variant>& chosen) const {
+    ordered_json s;
+    s["db_id"] = db_id_;
+    s["format"] = kFormat;
+    s["key"] = key_;
+    s["options"] = options_json(options_);
+    s["original"] = {{"file", db_id_ + ".sqlite"}, {"bytes", file_bytes(original_)}};
+    const NeighbourCounts counts = count_neighbours();
+    s["neighbours"] = neighbours_summary(counts);
+    add_neighbour_examples(counts.by_suite, s);
+    add_gold_lists(s);
+    ordered_json rejected = ordered_json::object();
+    for (const auto& [why, count] : rejected_) rejected[why] = count;
+    s["candidates"] = {{"generated", generated_}, {"rejected", std::move(rejected)},
+                       {"told_nothing_new", useless_}, {"kept_by_screen", kept_.size()}};
+    add_variants(chosen, s);
     ordered_json pools = ordered_json::object();
     for (const auto& tp : pools_.tables)
       pools[tp.table->name] = {{"sampled_rows", tp.rows.size()}, {"from_lineage", tp.lineage_rows}};

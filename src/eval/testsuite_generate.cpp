@@ -217,6 +217,107 @@ bool selective_lineage(const sql::Lineage& lineage, const fs::path& db, const db
 
 }  // namespace
 
+namespace {
+
+// What the gold queries say about the original: the rows their lineage reads (by lower-cased
+// table name) and the literals they compare columns with.
+struct GoldFootprint {
+  std::map<std::string, std::set<int64_t>> lineage;
+  std::vector<std::pair<std::string, sql::LiteralComparison>> literals;
+};
+
+GoldFootprint gold_footprint(const fs::path& db, const db::SchemaInfo& schema, const std::vector<std::string>& golds,
+                             const SuiteOptions& options, const db::Executor& executor,
+                             const db::QueryLimits& limits, std::vector<std::string>& notes) {
+  GoldFootprint f;
+  std::map<std::string, int64_t> counts;
+  for (const auto& g : golds) {
+    auto stmt = sql::parse_query(g);
+    if (!stmt.is_ok()) continue;
+    auto refs = sql::analyze_references(*stmt->select, schema);
+    for (const auto& l : refs.literals) f.literals.emplace_back(g, l);
+    if (options.lineage_rows == 0) continue;
+    sql::LineageOptions lo;
+    lo.group_budget = 10000;
+    auto rows = sql::count_table_rows(*stmt->select, schema, db, executor, &counts);
+    if (rows.is_ok()) lo.table_rows = std::move(*rows);
+    auto lin = sql::rewrite_lineage(*stmt->select, schema, lo);
+    if (!lin.is_ok()) {
+      notes.push_back("lineage of " + g + ": " + lin.status().message());
+      continue;
+    }
+    std::string why;
+    if (!selective_lineage(*lin, db, executor, limits, options.lineage_rows, f.lineage, &why))
+      notes.push_back("lineage of " + g + ": " + why);
+  }
+  return f;
+}
+
+// A sample of a rowid table's rows: all of them when there are at most pool_rows, else rows at
+// random rowids.
+Status sample_table_rows(const fs::path& db, const db::TableInfo& t, const SuiteOptions& options,
+                         const db::Executor& executor, const db::QueryLimits& limits, core::SplitMix64& rng,
+                         std::vector<db::Row>& out) {
+  const std::string name = quote_sql_identifier(t.name);
+  auto span = executor.run(db, "SELECT min(rowid), max(rowid), count(*) FROM " + name, limits);
+  if (!span.ok() || span.result.rows.empty()) return Status(ErrorCode::kSql, "sampling " + t.name + ": " + span.error);
+  const auto& row = span.result.rows[0];
+  int64_t lo = row[0].type == db::ValueType::kInteger ? row[0].i : 0;
+  int64_t hi = row[1].type == db::ValueType::kInteger ? row[1].i : -1;
+  int64_t n = row[2].type == db::ValueType::kInteger ? row[2].i : 0;
+  if (n > 0 && static_cast<size_t>(n) <= options.pool_rows) {
+    auto all = executor.run(db, "SELECT " + column_list(t) + " FROM " + name, limits);
+    if (!all.ok()) return Status(ErrorCode::kSql, "sampling " + t.name + ": " + all.error);
+    out = std::move(all.result.rows);
+  } else if (n > 0) {
+    std::set<int64_t> ids;
+    uint64_t width = static_cast<uint64_t>(hi - lo) + 1;
+    for (size_t k = 0; k < options.pool_rows * 2 && ids.size() < options.pool_rows; ++k)
+      ids.insert(lo + static_cast<int64_t>(rng.below(width)));
+    NL2SQL_RETURN_IF_ERROR(fetch_rows(db, t, {ids.begin(), ids.end()}, executor, limits, out));
+  }
+  return Status::ok();
+}
+
+// The lineage rows of a table, the same ones for every seed: the smallest by hash.
+Status add_lineage_rows(const fs::path& db, const std::set<int64_t>& lineage, const SuiteOptions& options,
+                        const db::Executor& executor, const db::QueryLimits& limits, TablePool& tp) {
+  std::vector<std::pair<uint64_t, int64_t>> keyed;
+  for (int64_t id : lineage) keyed.emplace_back(core::xxh64(std::to_string(id), options.seed), id);
+  std::sort(keyed.begin(), keyed.end());
+  if (keyed.size() > options.lineage_rows) keyed.resize(options.lineage_rows);
+  std::vector<int64_t> ids;
+  for (const auto& [h, id] : keyed) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  size_t before = tp.rows.size();
+  NL2SQL_RETURN_IF_ERROR(fetch_rows(db, *tp.table, ids, executor, limits, tp.rows));
+  tp.lineage_rows = tp.rows.size() - before;
+  return Status::ok();
+}
+
+// Each column's sampled values, share of NULL and the gold literals compared with it.
+void fill_column_pools(const std::vector<std::pair<std::string, sql::LiteralComparison>>& literals, TablePool& tp) {
+  const db::TableInfo* t = tp.table;
+  for (size_t c = 0; c < t->columns.size(); ++c) {
+    ColumnPool& pool = tp.columns[c];
+    size_t nulls = 0;
+    for (const auto& r : tp.rows) {
+      if (c >= r.size()) continue;
+      if (r[c].is_null()) ++nulls;
+      else pool.sampled.push_back(r[c]);
+    }
+    pool.null_share = tp.rows.empty() ? 0 : static_cast<double>(nulls) / static_cast<double>(tp.rows.size());
+  }
+  for (const auto& [g, l] : literals) {
+    if (lower(l.column.first) != lower(t->name)) continue;
+    for (size_t c = 0; c < t->columns.size(); ++c)
+      if (lower(t->columns[c].name) == lower(l.column.second))
+        add_literal(tp.columns[c], l.op, l.literal, sql::type_class(t->columns[c].type));
+  }
+}
+
+}  // namespace
+
 Result<ValuePools> sample_value_pools(const fs::path& db, const db::SchemaInfo& schema,
                                       const std::vector<std::string>& golds, const SuiteOptions& options,
                                       const db::Executor& executor) {
@@ -225,94 +326,26 @@ Result<ValuePools> sample_value_pools(const fs::path& db, const db::SchemaInfo& 
   limits.timeout_s = options.original_timeout_s;
   limits.row_cap = 0;
   core::SplitMix64 rng(core::xxh64("pools", options.seed));
-
   // Rows the gold queries touch on the original.
-  std::map<std::string, std::set<int64_t>> lineage;
-  std::map<std::string, int64_t> counts;
-  std::vector<std::pair<std::string, sql::LiteralComparison>> literals;
-  for (const auto& g : golds) {
-    auto stmt = sql::parse_query(g);
-    if (!stmt.is_ok()) continue;
-    auto refs = sql::analyze_references(*stmt->select, schema);
-    for (const auto& l : refs.literals) literals.emplace_back(g, l);
-    if (options.lineage_rows == 0) continue;
-    sql::LineageOptions lo;
-    lo.group_budget = 10000;
-    auto rows = sql::count_table_rows(*stmt->select, schema, db, executor, &counts);
-    if (rows.is_ok()) lo.table_rows = std::move(*rows);
-    auto lin = sql::rewrite_lineage(*stmt->select, schema, lo);
-    if (!lin.is_ok()) {
-      pools.notes.push_back("lineage of " + g + ": " + lin.status().message());
-      continue;
-    }
-    std::string why;
-    if (!selective_lineage(*lin, db, executor, limits, options.lineage_rows, lineage, &why))
-      pools.notes.push_back("lineage of " + g + ": " + why);
-  }
-
+  const GoldFootprint gold = gold_footprint(db, schema, golds, options, executor, limits, pools.notes);
   for (const db::TableInfo* t : generation_order(schema)) {
     TablePool tp;
     tp.table = t;
     tp.columns.resize(t->columns.size());
-    const std::string name = quote_sql_identifier(t->name);
     if (t->without_rowid) {
-      auto r = executor.run(db, "SELECT " + column_list(*t) + " FROM " + name + " LIMIT " +
+      auto r = executor.run(db, "SELECT " + column_list(*t) + " FROM " + quote_sql_identifier(t->name) + " LIMIT " +
                                     std::to_string(options.pool_rows), limits);
       if (!r.ok()) return Status(ErrorCode::kSql, "sampling " + t->name + ": " + r.error);
       tp.rows = std::move(r.result.rows);
     } else {
-      auto span = executor.run(db, "SELECT min(rowid), max(rowid), count(*) FROM " + name, limits);
-      if (!span.ok() || span.result.rows.empty())
-        return Status(ErrorCode::kSql, "sampling " + t->name + ": " + span.error);
-      const auto& row = span.result.rows[0];
-      int64_t lo = row[0].type == db::ValueType::kInteger ? row[0].i : 0;
-      int64_t hi = row[1].type == db::ValueType::kInteger ? row[1].i : -1;
-      int64_t n = row[2].type == db::ValueType::kInteger ? row[2].i : 0;
-      if (n > 0 && static_cast<size_t>(n) <= options.pool_rows) {
-        auto all = executor.run(db, "SELECT " + column_list(*t) + " FROM " + name, limits);
-        if (!all.ok()) return Status(ErrorCode::kSql, "sampling " + t->name + ": " + all.error);
-        tp.rows = std::move(all.result.rows);
-      } else if (n > 0) {
-        std::set<int64_t> ids;
-        uint64_t width = static_cast<uint64_t>(hi - lo) + 1;
-        for (size_t k = 0; k < options.pool_rows * 2 && ids.size() < options.pool_rows; ++k)
-          ids.insert(lo + static_cast<int64_t>(rng.below(width)));
-        NL2SQL_RETURN_IF_ERROR(fetch_rows(db, *t, {ids.begin(), ids.end()}, executor, limits, tp.rows));
-      }
-      // The lineage rows, the same ones for every seed: the smallest by hash.
-      auto it = lineage.find(lower(t->name));
-      if (it != lineage.end() && options.lineage_rows > 0) {
-        std::vector<std::pair<uint64_t, int64_t>> keyed;
-        for (int64_t id : it->second) keyed.emplace_back(core::xxh64(std::to_string(id), options.seed), id);
-        std::sort(keyed.begin(), keyed.end());
-        if (keyed.size() > options.lineage_rows) keyed.resize(options.lineage_rows);
-        std::vector<int64_t> ids;
-        for (const auto& [h, id] : keyed) ids.push_back(id);
-        std::sort(ids.begin(), ids.end());
-        size_t before = tp.rows.size();
-        NL2SQL_RETURN_IF_ERROR(fetch_rows(db, *t, ids, executor, limits, tp.rows));
-        tp.lineage_rows = tp.rows.size() - before;
-      }
+      NL2SQL_RETURN_IF_ERROR(sample_table_rows(db, *t, options, executor, limits, rng, tp.rows));
+      auto it = gold.lineage.find(lower(t->name));
+      if (it != gold.lineage.end() && options.lineage_rows > 0)
+        NL2SQL_RETURN_IF_ERROR(add_lineage_rows(db, it->second, options, executor, limits, tp));
     }
-    for (size_t c = 0; c < t->columns.size(); ++c) {
-      ColumnPool& pool = tp.columns[c];
-      size_t nulls = 0;
-      for (const auto& r : tp.rows) {
-        if (c >= r.size()) continue;
-        if (r[c].is_null()) ++nulls;
-        else pool.sampled.push_back(r[c]);
-      }
-      pool.null_share = tp.rows.empty() ? 0 : static_cast<double>(nulls) / static_cast<double>(tp.rows.size());
-    }
-    for (const auto& [g, l] : literals) {
-      if (lower(l.column.first) != lower(t->name)) continue;
-      for (size_t c = 0; c < t->columns.size(); ++c)
-        if (lower(t->columns[c].name) == lower(l.column.second))
-          add_literal(tp.columns[c], l.op, l.literal, sql::type_class(t->columns[c].type));
-    }
+    fill_column_pools(gold.literals, tp);
     pools.tables.push_back(std::move(tp));
   }
-
   auto extra = executor.run(db, "SELECT type, sql FROM sqlite_master WHERE type IN ('index', 'view') AND sql IS NOT NULL ORDER BY rowid", limits);
   if (!extra.ok()) return Status(ErrorCode::kSql, "reading the schema of " + db.string() + ": " + extra.error);
   for (const auto& r : extra.result.rows) {
@@ -322,50 +355,78 @@ Result<ValuePools> sample_value_pools(const fs::path& db, const db::SchemaInfo& 
   return pools;
 }
 
-Result<GeneratedDatabase> write_candidate(const fs::path& file, const ValuePools& pools, uint64_t seed,
-                                          size_t max_rows) {
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  std::unique_ptr<sqlite3, Closer> db(raw);
-  if (rc != SQLITE_OK) return io_error("cannot create " + file.string() + ": " + sqlite3_errstr(rc));
-  auto exec = [&](const std::string& sql) -> Status {
+namespace {
+
+// A column's foreign key: the parent's generated rows and the parent column's position.
+struct ParentColumn {
+  const std::vector<db::Row>* rows = nullptr;
+  size_t column = 0;
+};
+
+// A candidate database being written: its connection, the generator and the rows generated so
+// far, table by table in generation order (parents first).
+class CandidateWriter {
+ public:
+  CandidateWriter(const fs::path& file, sqlite3* db, const ValuePools& pools, uint64_t seed, size_t max_rows)
+      : file_(file), db_(db), pools_(pools), rng_(seed), max_rows_(max_rows), rows_of_(pools.tables.size()) {}
+
+  Status exec(const std::string& sql) {
     char* err = nullptr;
-    if (sqlite3_exec(db.get(), sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
       std::string msg = err ? err : "unknown error";
       sqlite3_free(err);
-      return Status(ErrorCode::kSql, file.filename().string() + ": " + msg + " (" + sql.substr(0, 200) + ")");
+      return Status(ErrorCode::kSql, file_.filename().string() + ": " + msg + " (" + sql.substr(0, 200) + ")");
     }
     return Status::ok();
-  };
-  NL2SQL_RETURN_IF_ERROR(exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN"));
-  for (const auto& tp : pools.tables) NL2SQL_RETURN_IF_ERROR(exec(tp.table->create_sql));
-  for (const auto& s : pools.index_sql) NL2SQL_RETURN_IF_ERROR(exec(s));
+  }
 
-  core::SplitMix64 rng(seed);
-  GeneratedDatabase out;
-  std::map<std::string, const std::vector<db::Row>*> generated;  // by lower-cased table name
-  std::vector<std::vector<db::Row>> rows_of(pools.tables.size());
-  for (size_t ti = 0; ti < pools.tables.size(); ++ti) {
-    const TablePool& tp = pools.tables[ti];
+  // Draws table ti's rows; each row gets four attempts past the schema's constraints.
+  Status fill_table(size_t ti) {
+    const TablePool& tp = pools_.tables[ti];
     const db::TableInfo& t = *tp.table;
     std::vector<std::string> cls;
     for (const auto& c : t.columns) cls.push_back(sql::type_class(c.type));
-    // Each column's foreign key: the parent's rows and the parent column's position.
-    struct Reference {
-      const std::vector<db::Row>* rows = nullptr;
-      size_t column = 0;
-    };
-    std::vector<Reference> refs(t.columns.size());
+    const std::vector<ParentColumn> refs = parent_columns(ti);
+    std::string sql = "INSERT OR IGNORE INTO " + quote_sql_identifier(t.name) + " (" + column_list(t) + ") VALUES (";
+    for (size_t c = 0; c < t.columns.size(); ++c) sql += c ? ",?" : "?";
+    sql += ")";
+    sqlite3_stmt* st_raw = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st_raw, nullptr) != SQLITE_OK)
+      return Status(ErrorCode::kSql, file_.filename().string() + ": " + sqlite3_errmsg(db_));
+    std::unique_ptr<sqlite3_stmt, Finalizer> st(st_raw);
+    const size_t want = 1 + rng_.below(max_rows_);
+    for (size_t r = 0; r < want; ++r) {
+      for (int attempt = 0; attempt < 4; ++attempt) {
+        db::Row row = draw_row(tp, refs, cls);
+        if (insert(st.get(), t, row)) {
+          rows_of_[ti].push_back(std::move(row));
+          ++out_.rows;
+          break;
+        }
+        ++out_.refused;
+      }
+    }
+    generated_[lower(t.name)] = &rows_of_[ti];
+    return Status::ok();
+  }
+
+  const GeneratedDatabase& result() const { return out_; }
+
+ private:
+  // Each column's foreign key resolved to a table generated before (or this one).
+  std::vector<ParentColumn> parent_columns(size_t ti) const {
+    const db::TableInfo& t = *pools_.tables[ti].table;
+    std::vector<ParentColumn> refs(t.columns.size());
     for (const auto& fk : t.foreign_keys) {
       std::string parent = lower(fk.to_table);
       const std::vector<db::Row>* prow = nullptr;
       const db::TableInfo* pinfo = nullptr;
       if (parent == lower(t.name)) {
-        prow = &rows_of[ti];
+        prow = &rows_of_[ti];
         pinfo = &t;
-      } else if (auto it = generated.find(parent); it != generated.end()) {
+      } else if (auto it = generated_.find(parent); it != generated_.end()) {
         prow = it->second;
-        for (const auto& p : pools.tables)
+        for (const auto& p : pools_.tables)
           if (lower(p.table->name) == parent) pinfo = p.table;
       }
       if (!prow || !pinfo) continue;
@@ -381,49 +442,67 @@ Result<GeneratedDatabase> write_candidate(const fs::path& file, const ValuePools
           if (lower(pinfo->columns[pc].name) == lower(target)) refs[c] = {prow, pc};
       }
     }
-    std::string sql = "INSERT OR IGNORE INTO " + quote_sql_identifier(t.name) + " (" + column_list(t) + ") VALUES (";
-    for (size_t c = 0; c < t.columns.size(); ++c) sql += c ? ",?" : "?";
-    sql += ")";
-    sqlite3_stmt* st_raw = nullptr;
-    if (sqlite3_prepare_v2(db.get(), sql.c_str(), -1, &st_raw, nullptr) != SQLITE_OK)
-      return Status(ErrorCode::kSql, file.filename().string() + ": " + sqlite3_errmsg(db.get()));
-    std::unique_ptr<sqlite3_stmt, Finalizer> st(st_raw);
-    const size_t want = 1 + rng.below(max_rows);
-    for (size_t r = 0; r < want; ++r) {
-      for (int attempt = 0; attempt < 4; ++attempt) {
-        db::Row row(t.columns.size());
-        const db::Row* base = (!tp.rows.empty() && rng.uniform() < 0.7) ? &tp.rows[rng.below(tp.rows.size())] : nullptr;
-        for (size_t c = 0; c < t.columns.size(); ++c) {
-          const Reference& ref = refs[c];
-          if (ref.rows && !ref.rows->empty()) {
-            const db::Row& parent = (*ref.rows)[rng.below(ref.rows->size())];
-            row[c] = tp.columns[c].null_share > 0 && rng.uniform() < tp.columns[c].null_share
-                         ? db::Value::null()
-                         : parent[ref.column];
-          } else if (base && c < base->size() && rng.uniform() < 0.6) {
-            row[c] = (*base)[c];
-          } else {
-            row[c] = draw(tp.columns[c], cls[c], rng);
-          }
-        }
-        sqlite3_reset(st.get());
-        sqlite3_clear_bindings(st.get());
-        for (size_t c = 0; c < row.size(); ++c) bind(st.get(), static_cast<int>(c + 1), row[c]);
-        int step = sqlite3_step(st.get());
-        if (step == SQLITE_DONE && sqlite3_changes(db.get()) == 1) {
-          if (t.rowid_alias >= 0 && row[t.rowid_alias].is_null())
-            row[t.rowid_alias] = db::Value::integer(sqlite3_last_insert_rowid(db.get()));
-          rows_of[ti].push_back(std::move(row));
-          ++out.rows;
-          break;
-        }
-        ++out.refused;
+    return refs;
+  }
+
+  // A row: foreign keys from a parent row, else often a sampled row's value, else a draw.
+  db::Row draw_row(const TablePool& tp, const std::vector<ParentColumn>& refs, const std::vector<std::string>& cls) {
+    const size_t width = tp.table->columns.size();
+    db::Row row(width);
+    const db::Row* base = (!tp.rows.empty() && rng_.uniform() < 0.7) ? &tp.rows[rng_.below(tp.rows.size())] : nullptr;
+    for (size_t c = 0; c < width; ++c) {
+      const ParentColumn& ref = refs[c];
+      if (ref.rows && !ref.rows->empty()) {
+        const db::Row& parent = (*ref.rows)[rng_.below(ref.rows->size())];
+        row[c] = tp.columns[c].null_share > 0 && rng_.uniform() < tp.columns[c].null_share ? db::Value::null()
+                                                                                           : parent[ref.column];
+      } else if (base && c < base->size() && rng_.uniform() < 0.6) {
+        row[c] = (*base)[c];
+      } else {
+        row[c] = draw(tp.columns[c], cls[c], rng_);
       }
     }
-    generated[lower(t.name)] = &rows_of[ti];
+    return row;
   }
-  for (const auto& s : pools.view_sql) NL2SQL_RETURN_IF_ERROR(exec(s));
-  NL2SQL_RETURN_IF_ERROR(exec("COMMIT"));
+
+  // Whether the row went in; its rowid alias then takes the rowid SQLite gave it.
+  bool insert(sqlite3_stmt* st, const db::TableInfo& t, db::Row& row) {
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    for (size_t c = 0; c < row.size(); ++c) bind(st, static_cast<int>(c + 1), row[c]);
+    int step = sqlite3_step(st);
+    if (step != SQLITE_DONE || sqlite3_changes(db_) != 1) return false;
+    if (t.rowid_alias >= 0 && row[t.rowid_alias].is_null())
+      row[t.rowid_alias] = db::Value::integer(sqlite3_last_insert_rowid(db_));
+    return true;
+  }
+
+  const fs::path& file_;
+  sqlite3* db_;
+  const ValuePools& pools_;
+  core::SplitMix64 rng_;
+  const size_t max_rows_;
+  GeneratedDatabase out_;
+  std::map<std::string, const std::vector<db::Row>*> generated_;  // by lower-cased table name
+  std::vector<std::vector<db::Row>> rows_of_;
+};
+
+}  // namespace
+
+Result<GeneratedDatabase> write_candidate(const fs::path& file, const ValuePools& pools, uint64_t seed,
+                                          size_t max_rows) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  std::unique_ptr<sqlite3, Closer> db(raw);
+  if (rc != SQLITE_OK) return io_error("cannot create " + file.string() + ": " + sqlite3_errstr(rc));
+  CandidateWriter writer(file, db.get(), pools, seed, max_rows);
+  NL2SQL_RETURN_IF_ERROR(writer.exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN"));
+  for (const auto& tp : pools.tables) NL2SQL_RETURN_IF_ERROR(writer.exec(tp.table->create_sql));
+  for (const auto& s : pools.index_sql) NL2SQL_RETURN_IF_ERROR(writer.exec(s));
+  for (size_t ti = 0; ti < pools.tables.size(); ++ti) NL2SQL_RETURN_IF_ERROR(writer.fill_table(ti));
+  for (const auto& s : pools.view_sql) NL2SQL_RETURN_IF_ERROR(writer.exec(s));
+  NL2SQL_RETURN_IF_ERROR(writer.exec("COMMIT"));
+  GeneratedDatabase out = writer.result();
   db.reset();
   return out;
 }

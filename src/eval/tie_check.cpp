@@ -120,8 +120,7 @@ namespace {
 std::string collation_free(const std::string& s) {
   std::string out = s;
   while (!out.empty() && out.back() == ' ') out.pop_back();
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+  return core::lower(out);
 }
 
 // SQLite's storage classes in sort order; numbers form one class.

@@ -113,6 +113,182 @@ std::vector<std::string> keywords_of(const std::string& text) {
   return out;
 }
 
+// One answer per call task: the text of one choice, drawn with that choice's generator, or why
+// the facts do not allow it (`who` names the call).
+using Answer = Result<std::string>;
+
+Answer generate_answer(const SimSettings& settings, const Facts& c, SimRng& rng, const std::string& who) {
+  if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
+  double p = settings.p_correct_for(c.generator, c.difficulty);
+  std::string sql = c.gold_sql;
+  if (rng.uniform() >= p) sql = mutate_sql(c.gold_sql, rng).first;
+  if (c.generator.rfind("os_examples", 0) == 0) {
+    // The online-synthetic example writers answer in the "Question:/SQL:" form their prompts
+    // ask for: simple queries over the tables gold reads (never gold itself, which would hand
+    // the generator its answer as a demonstration).
+    const bool filtered = c.generator == "os_examples_filtered";
+    std::string text;
+    for (const auto& t : outline_of(c.gold_sql).tables)
+      text += filtered ? "Question: Show five rows of the " + t + " table.\nSQL: SELECT * FROM " + t + " LIMIT 5\n\n"
+                       : "Question: How many rows does the " + t + " table hold?\nSQL: SELECT COUNT(*) FROM " + t + "\n\n";
+    if (text.empty()) text = "Question: What is one plus one?\nSQL: SELECT 1 + 1\n";
+    return text;
+  }
+  return "The question asks: " + short_question(c.question) +
+         "\nI identify the tables and columns it refers to, apply the conditions it states, "
+         "and write one SQLite query.\n\n" + fenced("sql", sql) + "\n";
+}
+
+Answer fix_answer(const SimSettings& settings, const Facts& c, SimRng& rng, const std::string& who) {
+  if (c.gold_sql.empty() || c.failing_sql.empty())
+    return invalid_input(who + ": needs gold (Simulator::add) and failing_sql");
+  bool fixed = rng.uniform() < settings.p_fix;
+  return "The query failed (" + (c.failure.empty() ? std::string("error") : c.failure) + "). " +
+         (fixed ? "I corrected it." : "I checked it again and kept it.") + "\n\n" +
+         fenced("sql", fixed ? c.gold_sql : c.failing_sql) + "\n";
+}
+
+Answer select_pair_answer(const SimSettings& settings, const Facts& c, SimRng& rng, const std::string& who) {
+  if (c.candidates.size() != 2 || c.candidate_matches_gold.size() != 2)
+    return invalid_input(who + ": needs 2 candidates and 2 candidate_matches_gold flags");
+  int pick;
+  bool a = c.candidate_matches_gold[0], b = c.candidate_matches_gold[1];
+  if (a != b) {
+    int correct = a ? 0 : 1;
+    pick = rng.uniform() < settings.p_sel ? correct : 1 - correct;
+  } else {
+    pick = rng.uniform() < 0.5 ? 0 : 1;
+  }
+  return "Comparing both queries against the question, candidate " + std::string(pick == 0 ? "A" : "B") +
+         " answers it better.\n\n" + fenced("json", json{{"winner", pick == 0 ? "A" : "B"}}.dump()) + "\n";
+}
+
+Answer rank_answer(const SimSettings& settings, const Facts& c, SimRng& rng, const std::string& who) {
+  const size_t k = c.candidates.size();
+  if (k == 0 || c.candidate_matches_gold.size() != k)
+    return invalid_input(who + ": needs candidates and one candidate_matches_gold flag each");
+  std::vector<size_t> good, bad;
+  for (size_t i = 0; i < k; ++i) (c.candidate_matches_gold[i] ? good : bad).push_back(i);
+  std::vector<size_t> order;
+  bool right = rng.uniform() < settings.p_sel;
+  const auto& first_pool = (right && !good.empty()) || bad.empty() ? good : bad;
+  size_t first = first_pool[rng.below(first_pool.size())];
+  order.push_back(first);
+  std::vector<size_t> rest;
+  for (size_t i = 0; i < k; ++i)
+    if (i != first) rest.push_back(i);
+  for (size_t i = rest.size(); i > 1; --i) std::swap(rest[i - 1], rest[rng.below(i)]);
+  order.insert(order.end(), rest.begin(), rest.end());
+  return "I compared the candidates' logic with the question and ranked them.\n\n" +
+         fenced("json", json{{"ranking", order}}.dump()) + "\n";
+}
+
+// Naive listwise choice: the first correct candidate w.p. p_sel, else a wrong one.
+Answer choose_answer(const SimSettings& settings, const Facts& c, SimRng& rng, const std::string& who) {
+  const size_t k = c.candidates.size();
+  if (k == 0 || c.candidate_matches_gold.size() != k)
+    return invalid_input(who + ": needs candidates and one candidate_matches_gold flag each");
+  std::vector<size_t> good, bad;
+  for (size_t i = 0; i < k; ++i) (c.candidate_matches_gold[i] ? good : bad).push_back(i);
+  size_t pick = 0;
+  if (!good.empty() && (bad.empty() || rng.uniform() < settings.p_sel)) pick = good.front();
+  else if (!bad.empty()) pick = bad[rng.below(bad.size())];
+  return "Checking the candidates in order against the checklist.\n\n" +
+         fenced("json", json{{"principles", "The query must return exactly what the question asks."},
+                             {"reasoning", "Candidate " + std::to_string(pick + 1) + " satisfies the checklist."},
+                             {"sql", c.candidates[pick]}}
+                            .dump(2)) +
+         "\n";
+}
+
+Answer plan_critique_answer(const Facts& c, const std::string& who) {
+  if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
+  json issues = json::array();
+  for (const auto& tb : outline_of(c.gold_sql).tables)
+    if (!core::mentions_identifier(c.current_plan, tb)) issues.push_back("The plan never reads table " + tb + ".");
+  return std::string(issues.empty() ? "The plan covers what the question asks." : "The plan has gaps.") + "\n\n" +
+         fenced("json", json{{"approved", issues.empty()}, {"issues", issues}}.dump()) + "\n";
+}
+
+// A critic right w.p. p_sel: it approves a correct query and names a real defect of a wrong one;
+// otherwise it errs the other way.
+Answer sql_critique_answer(const SimSettings& settings, const Facts& c, SimRng& rng, const std::string& who) {
+  if (c.gold_sql.empty() || c.current_sql.empty())
+    return invalid_input(who + ": needs gold (Simulator::add) and current_sql");
+  bool right = rng.uniform() < settings.p_sel;
+  bool approve = c.current_matches_gold == right;
+  json issues = json::array();
+  if (!approve) {
+    std::string d = c.current_matches_gold ? "" : describe_defect(c.current_sql, c.gold_sql);
+    if (d.empty()) d = c.current_matches_gold ? "The query may not filter exactly what the question asks."
+                                              : "The literal values or a subquery do not match the question.";
+    issues.push_back(d);
+  }
+  return std::string(approve ? "The query answers the question." : "The query needs changes.") + "\n\n" +
+         fenced("json", json{{"approved", approve}, {"issues", issues}}.dump()) + "\n";
+}
+
+Answer validate_answer(const Facts& c, const std::string& who) {
+  if (c.gold_sql.empty() || c.current_sql.empty())
+    return invalid_input(who + ": needs gold (Simulator::add) and current_sql");
+  json extra = json::array();
+  SqlOutline cur = outline_of(c.current_sql), g = outline_of(c.gold_sql);
+  if (cur.select_items.size() > g.select_items.size())
+    for (const auto& item : cur.select_items)
+      if (!contains_key(g.select_items, item)) extra.push_back(item);
+  std::string fix;
+  if (!c.current_matches_gold) {
+    fix = describe_defect(c.current_sql, c.gold_sql);
+    if (fix.empty()) fix = "Check the literal values against the stored values and the subqueries.";
+  }
+  return std::string(c.current_matches_gold ? "The result answers the question." : "The result does not answer the question.") +
+         "\n\n" +
+         fenced("json", json{{"valid_result", c.current_matches_gold},
+                             {"columns_not_needed", c.current_matches_gold ? json::array() : extra},
+                             {"result_empty", c.current_result_empty},
+                             {"suggest_fix", fix}}
+                            .dump()) +
+         "\n";
+}
+
+// The text of one choice for the call's task.
+Answer answer_text(const SimSettings& settings, const Facts& c, SimRng& rng, const std::string& who) {
+  switch (c.task) {
+    case CallTask::kNone: return invalid_input(who + ": the request carries no task (set request.tag)");
+    case CallTask::kGenerate: return generate_answer(settings, c, rng, who);
+    case CallTask::kFix: return fix_answer(settings, c, rng, who);
+    case CallTask::kSelectPair: return select_pair_answer(settings, c, rng, who);
+    case CallTask::kRank: return rank_answer(settings, c, rng, who);
+    case CallTask::kChoose: return choose_answer(settings, c, rng, who);
+    case CallTask::kNlEval: {
+      std::string answer = c.gold_answer.empty() ? "(no rows)" : c.gold_answer;
+      if (rng.uniform() < settings.p_hallucinate) answer = perturb_answer(answer, rng);
+      return "Reading the instance data, the answer is:\n\n" + fenced("text", answer) + "\n";
+    }
+    case CallTask::kKeywords: {
+      auto kws = keywords_of(c.question + (c.evidence.empty() ? "" : " ; " + c.evidence));
+      return json{{"keywords", kws}}.dump();  // bare JSON, as prompts/extract_keywords.txt asks
+    }
+    case CallTask::kColumnFilter: {
+      if (c.column.empty()) return invalid_input(who + ": needs column");
+      bool truth = core::mentions_identifier(c.gold_sql, c.column);
+      bool said = rng.uniform() < settings.p_sel ? truth : !truth;
+      return fenced("json", json{{"relevant", said}}.dump()) + "\n";
+    }
+    case CallTask::kLedger:
+      if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
+      return "I read the schema, the evidence and the rules, and compiled the fact sheet.\n\n" +
+             fenced("json", ledger_of(c.gold_sql, c.evidence).dump(2)) + "\n";
+    case CallTask::kPlan:
+      if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
+      return "Plan for: " + short_question(c.question) + "\n\n" + fenced("json", plan_of(c.gold_sql).dump(2)) + "\n";
+    case CallTask::kPlanCritique: return plan_critique_answer(c, who);
+    case CallTask::kSqlCritique: return sql_critique_answer(settings, c, rng, who);
+    case CallTask::kValidate: return validate_answer(c, who);
+  }
+  return std::string();
+}
+
 }  // namespace
 
 Result<ChatResponse> answer_from(const SimSettings& settings_, const Facts& c, int n_choices) {
@@ -126,173 +302,9 @@ Result<ChatResponse> answer_from(const SimSettings& settings_, const Facts& c, i
     uint64_t stream = seed_from({llm::call_task_name(c.task), c.question_id, c.generator}, settings_.seed, index);
     if (c.request_seed) stream = core::KeyHasher().add(static_cast<int64_t>(stream)).add(*c.request_seed).seed();
     SimRng rng(stream);
-    std::string text;
-    switch (c.task) {
-      case CallTask::kNone:
-        return invalid_input(who + ": the request carries no task (set request.tag)");
-      case CallTask::kGenerate: {
-        if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
-        double p = settings_.p_correct_for(c.generator, c.difficulty);
-        std::string sql = c.gold_sql;
-        if (rng.uniform() >= p) sql = mutate_sql(c.gold_sql, rng).first;
-        if (c.generator.rfind("os_examples", 0) == 0) {
-          // The online-synthetic example writers answer in the "Question:/SQL:" form their
-          // prompts ask for: simple queries over the tables gold reads (never gold itself, which
-          // would hand the generator its answer as a demonstration).
-          const bool filtered = c.generator == "os_examples_filtered";
-          for (const auto& t : outline_of(c.gold_sql).tables)
-            text += filtered ? "Question: Show five rows of the " + t + " table.\nSQL: SELECT * FROM " + t + " LIMIT 5\n\n"
-                             : "Question: How many rows does the " + t + " table hold?\nSQL: SELECT COUNT(*) FROM " + t + "\n\n";
-          if (text.empty()) text = "Question: What is one plus one?\nSQL: SELECT 1 + 1\n";
-          break;
-        }
-        text = "The question asks: " + short_question(c.question) +
-               "\nI identify the tables and columns it refers to, apply the conditions it states, "
-               "and write one SQLite query.\n\n" + fenced("sql", sql) + "\n";
-        break;
-      }
-      case CallTask::kFix: {
-        if (c.gold_sql.empty() || c.failing_sql.empty())
-          return invalid_input(who + ": needs gold (Simulator::add) and failing_sql");
-        bool fixed = rng.uniform() < settings_.p_fix;
-        text = "The query failed (" + (c.failure.empty() ? std::string("error") : c.failure) +
-               "). " + (fixed ? "I corrected it." : "I checked it again and kept it.") + "\n\n" +
-               fenced("sql", fixed ? c.gold_sql : c.failing_sql) + "\n";
-        break;
-      }
-      case CallTask::kSelectPair: {
-        if (c.candidates.size() != 2 || c.candidate_matches_gold.size() != 2)
-          return invalid_input(who + ": needs 2 candidates and 2 candidate_matches_gold flags");
-        int pick;
-        bool a = c.candidate_matches_gold[0], b = c.candidate_matches_gold[1];
-        if (a != b) {
-          int correct = a ? 0 : 1;
-          pick = rng.uniform() < settings_.p_sel ? correct : 1 - correct;
-        } else {
-          pick = rng.uniform() < 0.5 ? 0 : 1;
-        }
-        text = "Comparing both queries against the question, candidate " +
-               std::string(pick == 0 ? "A" : "B") + " answers it better.\n\n" +
-               fenced("json", json{{"winner", pick == 0 ? "A" : "B"}}.dump()) + "\n";
-        break;
-      }
-      case CallTask::kRank: {
-        const size_t k = c.candidates.size();
-        if (k == 0 || c.candidate_matches_gold.size() != k)
-          return invalid_input(who + ": needs candidates and one candidate_matches_gold flag each");
-        std::vector<size_t> good, bad;
-        for (size_t i = 0; i < k; ++i) (c.candidate_matches_gold[i] ? good : bad).push_back(i);
-        std::vector<size_t> order;
-        bool right = rng.uniform() < settings_.p_sel;
-        const auto& first_pool = (right && !good.empty()) || bad.empty() ? good : bad;
-        size_t first = first_pool[rng.below(first_pool.size())];
-        order.push_back(first);
-        std::vector<size_t> rest;
-        for (size_t i = 0; i < k; ++i)
-          if (i != first) rest.push_back(i);
-        for (size_t i = rest.size(); i > 1; --i) std::swap(rest[i - 1], rest[rng.below(i)]);
-        order.insert(order.end(), rest.begin(), rest.end());
-        text = "I compared the candidates' logic with the question and ranked them.\n\n" +
-               fenced("json", json{{"ranking", order}}.dump()) + "\n";
-        break;
-      }
-      case CallTask::kChoose: {
-        // Naive listwise choice: the first correct candidate w.p. p_sel, else a wrong one.
-        const size_t k = c.candidates.size();
-        if (k == 0 || c.candidate_matches_gold.size() != k)
-          return invalid_input(who + ": needs candidates and one candidate_matches_gold flag each");
-        std::vector<size_t> good, bad;
-        for (size_t i = 0; i < k; ++i) (c.candidate_matches_gold[i] ? good : bad).push_back(i);
-        size_t pick = 0;
-        if (!good.empty() && (bad.empty() || rng.uniform() < settings_.p_sel)) pick = good.front();
-        else if (!bad.empty()) pick = bad[rng.below(bad.size())];
-        text = "Checking the candidates in order against the checklist.\n\n" +
-               fenced("json", json{{"principles", "The query must return exactly what the question asks."},
-                                   {"reasoning", "Candidate " + std::to_string(pick + 1) + " satisfies the checklist."},
-                                   {"sql", c.candidates[pick]}}.dump(2)) + "\n";
-        break;
-      }
-      case CallTask::kNlEval: {
-        std::string answer = c.gold_answer.empty() ? "(no rows)" : c.gold_answer;
-        if (rng.uniform() < settings_.p_hallucinate) answer = perturb_answer(answer, rng);
-        text = "Reading the instance data, the answer is:\n\n" + fenced("text", answer) + "\n";
-        break;
-      }
-      case CallTask::kKeywords: {
-        auto kws = keywords_of(c.question + (c.evidence.empty() ? "" : " ; " + c.evidence));
-        text = json{{"keywords", kws}}.dump();  // bare JSON, as prompts/extract_keywords.txt asks
-        break;
-      }
-      case CallTask::kColumnFilter: {
-        if (c.column.empty()) return invalid_input(who + ": needs column");
-        bool truth = core::mentions_identifier(c.gold_sql, c.column);
-        bool said = rng.uniform() < settings_.p_sel ? truth : !truth;
-        text = fenced("json", json{{"relevant", said}}.dump()) + "\n";
-        break;
-      }
-      case CallTask::kLedger: {
-        if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
-        text = "I read the schema, the evidence and the rules, and compiled the fact sheet.\n\n" +
-               fenced("json", ledger_of(c.gold_sql, c.evidence).dump(2)) + "\n";
-        break;
-      }
-      case CallTask::kPlan: {
-        if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
-        text = "Plan for: " + short_question(c.question) + "\n\n" + fenced("json", plan_of(c.gold_sql).dump(2)) + "\n";
-        break;
-      }
-      case CallTask::kPlanCritique: {
-        if (c.gold_sql.empty()) return invalid_input(who + ": no gold for this question (Simulator::add)");
-        json issues = json::array();
-        for (const auto& tb : outline_of(c.gold_sql).tables)
-          if (!core::mentions_identifier(c.current_plan, tb)) issues.push_back("The plan never reads table " + tb + ".");
-        text = std::string(issues.empty() ? "The plan covers what the question asks." : "The plan has gaps.") +
-               "\n\n" + fenced("json", json{{"approved", issues.empty()}, {"issues", issues}}.dump()) + "\n";
-        break;
-      }
-      case CallTask::kSqlCritique: {
-        if (c.gold_sql.empty() || c.current_sql.empty())
-          return invalid_input(who + ": needs gold (Simulator::add) and current_sql");
-        // A critic right w.p. p_sel: it approves a correct query and names a real defect of a
-        // wrong one; otherwise it errs the other way.
-        bool right = rng.uniform() < settings_.p_sel;
-        bool approve = c.current_matches_gold == right;
-        json issues = json::array();
-        if (!approve) {
-          std::string d = c.current_matches_gold ? "" : describe_defect(c.current_sql, c.gold_sql);
-          if (d.empty()) d = c.current_matches_gold ? "The query may not filter exactly what the question asks."
-                                                    : "The literal values or a subquery do not match the question.";
-          issues.push_back(d);
-        }
-        text = std::string(approve ? "The query answers the question." : "The query needs changes.") + "\n\n" +
-               fenced("json", json{{"approved", approve}, {"issues", issues}}.dump()) + "\n";
-        break;
-      }
-      case CallTask::kValidate: {
-        if (c.gold_sql.empty() || c.current_sql.empty())
-          return invalid_input(who + ": needs gold (Simulator::add) and current_sql");
-        json extra = json::array();
-        SqlOutline cur = outline_of(c.current_sql), g = outline_of(c.gold_sql);
-        if (cur.select_items.size() > g.select_items.size())
-          for (const auto& item : cur.select_items)
-            if (!contains_key(g.select_items, item)) extra.push_back(item);
-        std::string fix;
-        if (!c.current_matches_gold) {
-          fix = describe_defect(c.current_sql, c.gold_sql);
-          if (fix.empty()) fix = "Check the literal values against the stored values and the subqueries.";
-        }
-        text = std::string(c.current_matches_gold ? "The result answers the question." : "The result does not answer the question.") +
-               "\n\n" +
-               fenced("json", json{{"valid_result", c.current_matches_gold},
-                                   {"columns_not_needed", c.current_matches_gold ? json::array() : extra},
-                                   {"result_empty", c.current_result_empty},
-                                   {"suggest_fix", fix}}
-                                  .dump()) +
-               "\n";
-        break;
-      }
-    }
-    r.choices.push_back(std::move(text));
+    auto text = answer_text(settings_, c, rng, who);
+    if (!text) return text.status();
+    r.choices.push_back(std::move(*text));
     r.finish_reasons.push_back("stop");
   }
   return r;

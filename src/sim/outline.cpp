@@ -12,8 +12,6 @@ namespace {
 using json = nlohmann::json;
 using core::upper;
 
-std::string squash(const std::string& s) { return core::squash_spaces(s); }
-
 // Splits tokens [from, to) at `sep` (a keyword, or "," as punctuation) found at depth `d`;
 // AND of BETWEEN … AND … is not a separator.
 std::vector<std::string> split_at(const std::vector<Token>& t, size_t from, size_t to, int d, const char* sep) {
@@ -30,13 +28,13 @@ std::vector<std::string> split_at(const std::vector<Token>& t, size_t from, size
       is_sep = false;
     }
     if (is_sep) {
-      if (!squash(cur).empty()) parts.push_back(squash(cur));
+      if (!core::squash_spaces(cur).empty()) parts.push_back(core::squash_spaces(cur));
       cur.clear();
       continue;
     }
     cur += t[i].text;
   }
-  if (!squash(cur).empty()) parts.push_back(squash(cur));
+  if (!core::squash_spaces(cur).empty()) parts.push_back(core::squash_spaces(cur));
   return parts;
 }
 
@@ -121,7 +119,7 @@ SqlOutline outline_of(const std::string& sql) {
             break;
           cond += t[j].text;
         }
-        if (!squash(cond).empty()) o.joins.push_back(squash(cond));
+        if (!core::squash_spaces(cond).empty()) o.joins.push_back(core::squash_spaces(cond));
         i = j - 1;
       }
     } else if (sp.name == "WHERE") {
@@ -129,11 +127,11 @@ SqlOutline outline_of(const std::string& sql) {
     } else if (sp.name == "GROUP") {
       o.group_by = split_at(t, sp.from, sp.to, d, ",");
     } else if (sp.name == "HAVING") {
-      o.having = squash(text);
+      o.having = core::squash_spaces(text);
     } else if (sp.name == "ORDER") {
-      o.order_by = squash(text);
+      o.order_by = core::squash_spaces(text);
     } else if (sp.name == "LIMIT") {
-      o.limit = squash(text);
+      o.limit = core::squash_spaces(text);
     }
   }
   return o;
@@ -141,7 +139,7 @@ SqlOutline outline_of(const std::string& sql) {
 
 // Case-folded outside string literals: 'Alameda' and 'alameda' are different conditions.
 std::string key_of(const std::string& s) {
-  std::string out = squash(s);
+  std::string out = core::squash_spaces(s);
   bool quoted = false;
   for (auto& c : out) {
     if (c == '\'') quoted = !quoted;

@@ -59,6 +59,10 @@ struct ContextSettings {
   bool metadata = false;              // context.metadata.enabled
   MetadataOptions meta;               // context.metadata.*
   bool describe = false;              // context.metadata.describe
+
+  // Whether a feature that is on calls a model (keywords, column filter, descriptions,
+  // embeddings): the builder then needs a client.
+  bool calls_a_model() const { return llm_keywords || column_filter || describe || !embeddings.profile.empty(); }
 };
 
 Result<ContextSettings> load_context_settings(const core::Config& config);
@@ -84,6 +88,19 @@ struct QuestionContext {
 
 // A call trace as JSON (the same keys generate/'s trace format uses).
 nlohmann::json call_to_json(const llm::LlmCallTrace& call);
+
+// One question's context as `nl2sql retrieve` shows it to a person: the question, the index
+// opened and when, the keywords (the model's against the heuristic's when it gave some), the
+// matched values and columns, the selected columns, the model calls and the errors.
+struct ContextView {
+  const data::Task& task;
+  const QuestionContext& context;
+  const ContextSettings& settings;
+  const IndexStatus& index;     // how the index was opened
+  double index_load_ms = 0;     // opening it
+  double context_ms = 0;        // building the context, the index already open
+};
+std::string context_to_text(const ContextView& view);
 
 class ContextBuilder {
  public:

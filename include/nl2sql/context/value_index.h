@@ -212,6 +212,8 @@ class ValueIndex {
   std::vector<uint32_t> collect(std::u32string_view normalized_query, bool lsh, bool short_values) const;
 
   struct Storage;  // the values in memory and the open index file (value_index_file.cpp)
+  class Build;     // a build's file-writing steps (value_index_build.cpp)
+  class FileReader;  // an index file's sections read on opening (value_index_file.cpp)
 
   std::string db_id_, fingerprint_, params_key_;
   IndexParams params_;

@@ -211,6 +211,7 @@ class ItemJudge {
   size_t executions() const { return executions_; }
 
  private:
+  class Judging;  // one judge() call's state and steps (evaluator.cpp)
   data::Benchmark benchmark_;
   EvalOptions options_;
   db::ResultCache* cache_;

@@ -21,6 +21,14 @@ Status write_report(const EvalReport& report, const std::filesystem::path& out_d
 // run's report.md).
 std::string test_suite_markdown(const nlohmann::json& block);
 
+// The evaluation for a terminal, as `nl2sql eval` prints it (after summarize()): the counts, EX
+// per metric with its 95% CI, the rule codes' semantic accuracy, the judge's, Soft-F1, the test
+// suite and efficiency blocks, then the time taken.
+std::string report_to_console(const EvalReport& report);
+// The EX % that `nl2sql eval --fail-under` compares: the first metric of the summary (metrics
+// by name); 0 when there is none.
+double first_metric_ex(const EvalReport& report);
+
 // RFC 4180 quoting of one CSV field.
 std::string csv_field(const std::string& s);
 
