@@ -45,14 +45,14 @@ void print_text(const run::QuestionRecord& r, const std::vector<run::RecordedCal
   std::cout << fmt::format("question {} (database {})\n{}\n", r.question_id, r.db_id, core::redact(r.question));
   if (!r.evidence.empty()) std::cout << "evidence: " << core::redact(r.evidence) << "\n";
   std::map<std::string, int64_t> by_origin;
-  for (const auto& c : calls) by_origin[origin(*c.trace)] += 1;
+  for (const auto& c : calls) by_origin[origin(llm::to_json(*c.trace))] += 1;
   std::string counts;
   for (const auto& [k, n] : by_origin) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, k);
   std::cout << fmt::format("model calls recorded{}: {}{}\n", stage.empty() ? "" : " in stage " + stage, calls.size(),
                            counts.empty() ? "" : " (" + counts + ")");
   std::string group;
   for (size_t i = 0; i < calls.size(); ++i) {
-    const json& t = *calls[i].trace;
+    const json t = llm::to_json(*calls[i].trace);
     const std::string g = calls[i].stage + (calls[i].owner.empty() ? "" : ": " + calls[i].owner);
     if (g != group) {
       std::cout << "\n== " << g << " ==\n";
@@ -138,11 +138,11 @@ int run_show_question(const ShowQuestionArgs& a) {
                 {"stage_filter", a.stage.empty() ? json(nullptr) : json(a.stage)}};
     json arr = json::array();
     for (size_t i = 0; i < calls.size(); ++i) {
-      json c = *calls[i].trace;
+      json c = llm::to_json(*calls[i].trace);
       c["n"] = i + 1;
       c["pipeline_stage"] = calls[i].stage;
       c["owner"] = calls[i].owner;
-      c["origin"] = origin(*calls[i].trace);
+      c["origin"] = origin(llm::to_json(*calls[i].trace));
       arr.push_back(std::move(c));
     }
     out["calls"] = std::move(arr);

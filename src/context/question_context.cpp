@@ -108,25 +108,17 @@ Result<ContextSettings> load_context_settings(const core::Config& config) {
 // One trace format everywhere: the candidate trace's (generate/candidate.h).
 json call_to_json(const llm::LlmCallTrace& c) { return llm::to_json(c); }
 
-json QuestionContext::to_json() const {
-  json j;
-  j["question_id"] = question_id;
-  j["db_id"] = db_id;
-  j["keywords"] = json::array();
-  for (const auto& k : retrieval.keywords) j["keywords"].push_back({{"text", k.text}, {"source", k.source}});
-  j["values"] = json::array();
-  for (const auto& v : retrieval.values)
-    j["values"].push_back({{"table", v.table}, {"column", v.column}, {"value", v.value}, {"score", v.score},
-                           {"keyword", v.keyword}});
-  j["columns"] = json::array();
-  for (const auto& c : retrieval.columns)
-    j["columns"].push_back({{"table", c.table}, {"column", c.column}, {"score", c.score}, {"keyword", c.keyword},
-                            {"via", c.via}});
-  j["selected_columns"] = selected_columns;
-  j["calls"] = json::array();
-  for (const auto& c : calls) j["calls"].push_back(call_to_json(c));
-  j["errors"] = errors;
-  return j;
+ContextRecord QuestionContext::record() const {
+  ContextRecord r;
+  r.question_id = question_id;
+  r.db_id = db_id;
+  r.keywords = retrieval.keywords;
+  r.values = retrieval.values;
+  r.columns = retrieval.columns;
+  r.selected_columns = selected_columns;
+  r.calls = calls;
+  r.errors = errors;
+  return r;
 }
 
 namespace {
@@ -191,6 +183,8 @@ std::string context_to_text(const ContextView& v) {
     out += fmt::format("  {}.{} ({:.3f}, {} ~ \"{}\")\n", c.table, c.column, c.score, c.via, c.keyword);
   return out + selection_text(ctx, v.settings);
 }
+
+json QuestionContext::to_json() const { return context::to_json(record()); }
 
 ContextBuilder::ContextBuilder(ContextSettings settings, llm::Client* client, const db::Executor& executor)
     : settings_(std::move(settings)), client_(client), executor_(executor) {}

@@ -1,4 +1,4 @@
-// Candidate trace JSON: stable keys, unknown keys ignored on read.
+// Candidate trace JSON: stable keys; a key this build does not write is refused on read.
 #include "nl2sql/generate/candidate.h"
 
 #include <nlohmann/json.hpp>
@@ -22,6 +22,8 @@ Result<db::ExecStatus> exec_status_from_name(const std::string& name) {
 
 Result<ExecutionSummary> execution_from_json(const json& j, const std::string& where) {
   if (!j.is_object()) return invalid_input(where + ": an execution must be an object");
+  NL2SQL_RETURN_IF_ERROR(core::known_keys_only(
+      j, {"executed", "status", "error", "rows", "columns", "preview", "elapsed_ms"}, where + ", execution"));
   ExecutionSummary e;
   NL2SQL_RETURN_IF_ERROR(read_key(j, "executed", e.executed, where));
   std::string status = db::exec_status_name(db::ExecStatus::kOk);
@@ -116,6 +118,11 @@ Result<Candidate> candidate_from_json(const json& j) {
   Candidate c;
   NL2SQL_RETURN_IF_ERROR(read_key(j, "id", c.id, "candidate trace"));
   const std::string where = "candidate " + (c.id.empty() ? std::string("?") : c.id);
+  NL2SQL_RETURN_IF_ERROR(core::known_keys_only(
+      j, {"id", "generator", "profile", "sample_index", "reasoning", "raw_response", "sql", "original_sql",
+          "extraction_ok", "extraction_error", "sql_trailing", "rejected", "rejection", "execution", "fix_rounds",
+          "still_failing", "calls", "fix_shared_with", "generation_shared_with", "source"},
+      where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "generator", c.generator, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "profile", c.profile, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "sample_index", c.sample_index, where));
@@ -146,6 +153,7 @@ Result<Candidate> candidate_from_json(const json& j) {
     c.generation_shared_with = it->get<std::string>();
   if (auto it = j.find("source"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) return invalid_input(where + ": \"source\" must be an object");
+    NL2SQL_RETURN_IF_ERROR(core::known_keys_only(*it, {"file", "position", "generator"}, where + " source"));
     CandidateSource src;
     NL2SQL_RETURN_IF_ERROR(read_key(*it, "file", src.file, where + " source"));
     NL2SQL_RETURN_IF_ERROR(read_key(*it, "position", src.position, where + " source"));
@@ -157,6 +165,8 @@ Result<Candidate> candidate_from_json(const json& j) {
       if (!rj.is_object()) return invalid_input(where + ": a fix round must be an object");
       FixRound r;
       const std::string rw = where + " fix round";
+      NL2SQL_RETURN_IF_ERROR(core::known_keys_only(
+          rj, {"round", "failure_class", "feedback", "sql_before", "sql_after", "execution_after", "call"}, rw));
       NL2SQL_RETURN_IF_ERROR(read_key(rj, "round", r.round, rw));
       NL2SQL_RETURN_IF_ERROR(read_key(rj, "failure_class", r.failure_class, rw));
       NL2SQL_RETURN_IF_ERROR(read_key(rj, "feedback", r.feedback, rw));

@@ -1,4 +1,4 @@
-// LlmCallTrace JSON: stable keys, unknown keys ignored on read.
+// LlmCallTrace JSON: stable keys; a key this build does not write is refused on read.
 #include "nl2sql/llm/trace.h"
 
 #include <nlohmann/json.hpp>
@@ -41,6 +41,12 @@ json to_json(const LlmCallTrace& c) {
 
 Result<LlmCallTrace> call_trace_from_json(const json& j, const std::string& where) {
   if (!j.is_object()) return invalid_input(where + ": a model call must be an object");
+  NL2SQL_RETURN_IF_ERROR(core::known_keys_only(
+      j, {"stage", "template", "template_hash", "profile", "model", "provider", "system", "prompt", "response",
+          "error", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s", "from_cache", "reasoning",
+          "answer_from_reasoning", "prompt_rung", "cached_tokens", "reasoning_tokens", "temperature", "seed",
+          "request_hash", "shared_from"},
+      where + ", model call"));
   LlmCallTrace c;
   NL2SQL_RETURN_IF_ERROR(read_key(j, "stage", c.stage, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "template", c.template_name, where));

@@ -138,9 +138,9 @@ void count_records(const std::vector<run::QuestionRecord>& records, const json& 
     }
     if (!settings) continue;
     for (const auto& call : run::recorded_calls(r)) {
-      const json& t = *call.trace;
-      if (!t.value("shared_from", std::string()).empty() || t.value("from_cache", false)) continue;
-      auto it = settings->profiles.find(t.value("profile", std::string()));
+      const llm::LlmCallTrace& t = *call.trace;
+      if (!t.shared_from.empty() || t.from_cache) continue;
+      auto it = settings->profiles.find(t.profile);
       if (it == settings->profiles.end()) continue;
       auto& s = out.stages[call.stage];
       s.traced += 1;

@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "nl2sql/core/json_read.h"
 #include "nl2sql/select/clusters.h"
 #include "nl2sql/sql/features.h"
 #include "nl2sql/sql/parser.h"
@@ -18,52 +19,51 @@ using nlohmann::json;
 
 namespace {
 
-// A call trace's tokens (JSON, as llm::to_json(LlmCallTrace) writes them).
-llm::Usage usage_of(const json& call) {
+// A call trace's tokens.
+llm::Usage usage_of(const llm::LlmCallTrace& call) {
   llm::Usage u;
-  u.prompt_tokens = call.value("prompt_tokens", int64_t{0});
-  u.completion_tokens = call.value("completion_tokens", int64_t{0});
-  if (call.contains("cached_tokens") && call["cached_tokens"].is_number_integer())
-    u.cached_tokens = call["cached_tokens"].get<int64_t>();
-  if (call.contains("reasoning_tokens") && call["reasoning_tokens"].is_number_integer())
-    u.reasoning_tokens = call["reasoning_tokens"].get<int64_t>();
+  u.prompt_tokens = call.prompt_tokens;
+  u.completion_tokens = call.completion_tokens;
+  if (call.cached_tokens) u.cached_tokens = *call.cached_tokens;
+  if (call.reasoning_tokens) u.reasoning_tokens = *call.reasoning_tokens;
   return u;
 }
 
-// Sums a list of call traces (JSON) into a stage's usage; answers from the response cache are
-// counted apart, priced at their profile's rates (`prices`) as the money they saved.
-void add_calls(std::map<std::string, run::StageUsage>& usage, const std::string& stage, const json& calls,
-               const std::map<std::string, llm::ModelProfile>& prices) {
-  if (!calls.is_array()) return;
-  run::StageUsage& u = usage[stage];
-  for (const auto& c : calls) {
-    // Another question's answer reused by a per-run memo (the os generator's example calls):
-    // counted where it was sent.
-    if (!c.value("shared_from", std::string()).empty()) continue;
-    if (c.value("from_cache", false)) {
-      u.cache_hits += 1;
-      u.cache_prompt_tokens += c.value("prompt_tokens", int64_t{0});
-      u.cache_completion_tokens += c.value("completion_tokens", int64_t{0});
-      auto p = prices.find(c.value("profile", std::string()));
-      if (p != prices.end()) u.saved_usd += llm::cost_usd(p->second, usage_of(c));
-      continue;
-    }
-    u.calls += 1;
-    u.prompt_tokens += c.value("prompt_tokens", int64_t{0});
-    u.completion_tokens += c.value("completion_tokens", int64_t{0});
-    if (c.contains("cached_tokens") && c["cached_tokens"].is_number_integer()) {
-      u.cached_tokens += c["cached_tokens"].get<int64_t>();
-      u.calls_reporting_cached += 1;
-    }
-    if (c.contains("reasoning_tokens") && c["reasoning_tokens"].is_number_integer()) {
-      u.reasoning_tokens += c["reasoning_tokens"].get<int64_t>();
-      u.calls_reporting_reasoning += 1;
-    }
-    u.cost_usd += c.value("cost_usd", 0.0);
-    u.latency_s += c.value("latency_s", 0.0);
-    // Prompts whose schema was lightened to fit the model's context (the ladder's rung > 0).
-    if (c.value("prompt_rung", 0) > 0) u.degraded_prompts += 1;
+// Sums call traces into a stage's usage; answers from the response cache are counted apart,
+// priced at their profile's rates (`prices`) as the money they saved.
+void add_call(run::StageUsage& u, const llm::LlmCallTrace& c, const std::map<std::string, llm::ModelProfile>& prices) {
+  // Another question's answer reused by a per-run memo (the os generator's example calls):
+  // counted where it was sent.
+  if (!c.shared_from.empty()) return;
+  if (c.from_cache) {
+    u.cache_hits += 1;
+    u.cache_prompt_tokens += c.prompt_tokens;
+    u.cache_completion_tokens += c.completion_tokens;
+    auto p = prices.find(c.profile);
+    if (p != prices.end()) u.saved_usd += llm::cost_usd(p->second, usage_of(c));
+    return;
   }
+  u.calls += 1;
+  u.prompt_tokens += c.prompt_tokens;
+  u.completion_tokens += c.completion_tokens;
+  if (c.cached_tokens) {
+    u.cached_tokens += *c.cached_tokens;
+    u.calls_reporting_cached += 1;
+  }
+  if (c.reasoning_tokens) {
+    u.reasoning_tokens += *c.reasoning_tokens;
+    u.calls_reporting_reasoning += 1;
+  }
+  u.cost_usd += c.cost_usd;
+  u.latency_s += c.latency_s;
+  // Prompts whose schema was lightened to fit the model's context (the ladder's rung > 0).
+  if (c.prompt_rung > 0) u.degraded_prompts += 1;
+}
+
+void add_calls(std::map<std::string, run::StageUsage>& usage, const std::string& stage,
+               const std::vector<llm::LlmCallTrace>& calls, const std::map<std::string, llm::ModelProfile>& prices) {
+  run::StageUsage& u = usage[stage];
+  for (const auto& c : calls) add_call(u, c, prices);
 }
 
 run::Verdict verdict_of(const eval::ItemResult& item) {
@@ -85,32 +85,6 @@ run::Verdict verdict_of(const eval::ItemResult& item) {
   v.suite_failed_on = item.ts_failed_on;
   v.suite_failure = item.ts_failure;
   return v;
-}
-
-// Rebuilds the retrieval a generator needs from the stored context payload.
-context::Retrieval retrieval_from_json(const json& ctx) {
-  context::Retrieval r;
-  for (const auto& k : ctx.value("keywords", json::array()))
-    r.keywords.push_back({k.value("text", ""), k.value("source", "")});
-  for (const auto& v : ctx.value("values", json::array())) {
-    context::ValueMatch m;
-    m.table = v.value("table", "");
-    m.column = v.value("column", "");
-    m.value = v.value("value", "");
-    m.score = v.value("score", 0.0);
-    m.keyword = v.value("keyword", "");
-    r.values.push_back(std::move(m));
-  }
-  for (const auto& c : ctx.value("columns", json::array())) {
-    context::ColumnMatch m;
-    m.table = c.value("table", "");
-    m.column = c.value("column", "");
-    m.score = c.value("score", 0.0);
-    m.keyword = c.value("keyword", "");
-    m.via = c.value("via", "");
-    r.columns.push_back(std::move(m));
-  }
-  return r;
 }
 
 // Interleaves candidates generator by generator (dc#0, qp#0, os#0, dc#1, …) so that the first k
@@ -181,23 +155,23 @@ run::LlmFaults llm_faults_between(const llm::UsageTotals& before, const llm::Usa
 
 Status QuestionRun::stage_context() {
   if (auto done = stored("context")) {
-    context_json_ = *done;
+    done->erase("llm_faults");  // kept per stage; the record sums them
+    auto ctx = context::context_record_from_json(*done, "question " + q_.question_id + ", stored context");
+    if (!ctx) return ctx.status();
+    context_ = std::move(*ctx);
   } else {
     auto t0 = Clock::now();
     auto before = usage_now();
     auto ctx = s_.context->build(task_, *schema_, db_path_, core::stage_seed(s_.settings.seed, q_.question_id, "context"));
     if (!ctx) return ctx.status();
-    context_json_ = ctx->to_json();
+    context_ = ctx->record();
     latency_["context"] = seconds_since(t0);
-    context_json_["latency_s"] = latency_["context"];
-    NL2SQL_RETURN_IF_ERROR(put("context", context_json_, before));
-    context_json_.erase("llm_faults");
+    context_->latency_s = latency_["context"];
+    NL2SQL_RETURN_IF_ERROR(put("context", context::to_json(*context_), before));
   }
-  context_json_.erase("llm_faults");  // kept per stage; the record sums them
-  latency_["context"] = context_json_.value("latency_s", 0.0);
-  retrieval_ = retrieval_from_json(context_json_);
-  for (const auto& c : context_json_.value("selected_columns", json::array()))
-    if (c.is_string()) selected_columns_.insert(c.get<std::string>());
+  latency_["context"] = context_->latency_s.value_or(0.0);
+  retrieval_ = context_->retrieval();
+  selected_columns_ = context_->selected_columns;
   auto index = s_.context->index(q_.db_id, db_path_, *schema_);
   if (index) index_ = *index;  // examples in prompts; without it generation still works
   if (s_.context->settings().metadata) {
@@ -211,9 +185,10 @@ Status QuestionRun::stage_context() {
 
 Status QuestionRun::stage_generate() {
   if (auto done = stored("generate")) {
-    NL2SQL_RETURN_IF_ERROR(load_candidates(*done));
-    latency_["generate"] = done->value("latency_s", 0.0);
-    return Status::ok();
+    const std::string where = "question " + q_.question_id + ", stored generate";
+    NL2SQL_RETURN_IF_ERROR(core::known_keys_only(*done, {"candidates", "latency_s", "llm_faults"}, where));
+    NL2SQL_RETURN_IF_ERROR(load_candidates(*done, "generate"));
+    return core::read_key(*done, "latency_s", latency_["generate"], where);
   }
   auto t0 = Clock::now();
   auto before = usage_now();
@@ -287,16 +262,19 @@ std::unique_ptr<FixLaunch> QuestionRun::launch_fixes(size_t generators) {
 Status QuestionRun::stage_fix() {
   if (auto done = stored("fix")) {
     fix_launch_.reset();
-    NL2SQL_RETURN_IF_ERROR(load_candidates(*done));
-    exec_before_fix_ = done->value("executable_before_fix", json::object());
-    latency_["fix"] = done->value("latency_s", 0.0);
-    return Status::ok();
+    const std::string where = "question " + q_.question_id + ", stored fix";
+    NL2SQL_RETURN_IF_ERROR(
+        core::known_keys_only(*done, {"candidates", "executable_before_fix", "latency_s", "llm_faults"}, where));
+    NL2SQL_RETURN_IF_ERROR(load_candidates(*done, "fix"));
+    exec_before_fix_.clear();
+    NL2SQL_RETURN_IF_ERROR(core::read_key(*done, "executable_before_fix", exec_before_fix_, where));
+    return core::read_key(*done, "latency_s", latency_["fix"], where);
   }
   auto t0 = Clock::now();
   // Loops started with generation counted their faults there until it was stored; this stage
   // counts from then on.
   const llm::UsageTotals before = fix_launch_ ? usage_at_put_ : usage_now();
-  exec_before_fix_ = json::object();
+  exec_before_fix_.clear();
   // Every candidate's fix loop runs on its own: one waiting for its model's answer never holds
   // another back (the client bounds the calls in flight, the executor the queries), and
   // identical queries run once through the question's memo. Candidates with the same SQL,
@@ -490,24 +468,27 @@ Status QuestionRun::stage_select() {
   prepare_selection();
   select::SelectionInput& input = selection_input_;
   if (auto done = stored("select")) {
-    latency_["select"] = done->value("latency_s", 0.0);
+    const std::string where = "question " + q_.question_id + ", stored select";
+    NL2SQL_RETURN_IF_ERROR(core::read_key(*done, "latency_s", latency_["select"], where));
     selections_.clear();
     for (const auto& [name, sel] : done->items()) {
       if (name == "latency_s" || name == "llm_faults") continue;
-      auto rec = run::selection_from_json(sel, "question " + q_.question_id + ", stored selection \"" + name + "\"");
+      auto rec = run::selection_from_json(sel, name, where + " \"" + name + "\"");
       if (!rec) return rec.status();
       selections_[name] = std::move(*rec);
     }
     // The stored tournament's verdicts serve the curves' re-runs below, as in an uninterrupted run.
-    if (auto t = selections_.find("tournament"); t != selections_.end() && t->second.explanation.is_object()) {
+    if (auto t = selections_.find("tournament"); t != selections_.end()) {
+      const auto* duels = std::get_if<select::DuelExplanation>(&t->second.explanation);
       std::map<std::string, std::string> sql_of;
       for (const auto& c : input.candidates) sql_of[c.id] = c.sql;
-      for (const auto& d : t->second.explanation.value("decisions", json::array())) {
-        if (d.value("by", "") != "model") continue;
-        const std::string a = d.value("a", ""), b = d.value("b", ""), w = d.value("winner", "");
-        if (!sql_of.count(a) || !sql_of.count(b)) continue;
-        input.pair_verdicts->put(sql_of[a], sql_of[b], w.empty() ? "" : w == a ? "A" : "B");
-      }
+      if (duels && duels->decisions)
+        for (const auto& d : *duels->decisions) {
+          if (d.by != "model") continue;
+          const std::string w = d.winner.value_or("");
+          if (!sql_of.count(d.a) || !sql_of.count(d.b)) continue;
+          input.pair_verdicts->put(sql_of[d.a], sql_of[d.b], w.empty() ? "" : w == d.a ? "A" : "B");
+        }
     }
   } else {
     auto t0 = Clock::now();
@@ -520,13 +501,15 @@ Status QuestionRun::stage_select() {
       run::SelectionRecord rec;
       rec.chosen = sel->chosen;
       rec.llm_calls = sel->llm_calls();
-      rec.explanation = sel->explanation;
+      // A selector's explanation its family's struct cannot hold is a bug of that selector
+      // (tests/select/explanation_test.cpp runs every one through it).
+      auto explanation = select::explanation_from_json(sel->explanation, name, "question " + q_.question_id +
+                                                                                   ", selection \"" + name + "\"");
+      if (!explanation) return internal_error(explanation.status().message());
+      rec.explanation = std::move(*explanation);
       rec.latency_s = seconds_since(t1);
-      rec.calls = json::array();
-      for (const auto& c : sel->calls) {
-        rec.calls.push_back(context::call_to_json(c));
-        rec.cost_usd += c.cost_usd;
-      }
+      rec.calls = sel->calls;
+      for (const auto& c : sel->calls) rec.cost_usd += c.cost_usd;
       if (sel->chosen >= 0 && sel->chosen < static_cast<int>(candidates_.size())) {
         rec.candidate_id = candidates_[sel->chosen].id;
         rec.sql = candidates_[sel->chosen].sql;
@@ -552,7 +535,7 @@ Status QuestionRun::stage_curves() {
   const select::SelectionInput& input = selection_input_;
   const std::vector<bool>& correct = correct_;
   curves_.clear();
-  curve_calls_ = json::array();
+  curve_calls_.clear();
   auto curves_before = usage_now();
   auto order = interleaved_order(candidates_, s_.generator_names);
   const auto* primary = s_.selectors.at(s_.settings.primary_selector).get();
@@ -581,8 +564,7 @@ Status QuestionRun::stage_curves() {
       point.selector = it->second.correct.value_or(false);
     } else if (s_.settings.curve_selector && !primary->traits().uses_expert_weights) {
       auto sel = primary->select(sub);
-      if (sel)
-        for (const auto& t : sel->calls) curve_calls_.push_back(llm::to_json(t));
+      if (sel) curve_calls_.insert(curve_calls_.end(), sel->calls.begin(), sel->calls.end());
       if (sel && sel->chosen >= 0) point.selector = static_cast<bool>(sub_correct[sel->chosen]);
       else if (sel) point.selector = false;
     }
@@ -616,7 +598,7 @@ Status QuestionRun::stage_curves() {
             picks.push_back(false);
             continue;
           }
-          for (const auto& t : sel->calls) curve_calls_.push_back(llm::to_json(t));
+          curve_calls_.insert(curve_calls_.end(), sel->calls.begin(), sel->calls.end());
           picks.push_back(sel->chosen >= 0 && sub_correct[static_cast<size_t>(sel->chosen)]);
         }
       }
@@ -631,16 +613,14 @@ void QuestionRun::add_usage(run::QuestionRecord& rec,
                             const std::map<std::string, run::SelectionRecord>& selections) const {
   const auto& prices = s_.client->settings().profiles;
   // A question that failed before its context stage ended has no context payload.
-  if (context_json_.is_object()) add_calls(rec.usage, "context", context_json_.value("calls", json::array()), prices);
+  if (context_) add_calls(rec.usage, "context", context_->calls, prices);
   for (const auto& c : candidates_) {
-    json cj = generate::to_json(c);
-    add_calls(rec.usage, "generate", cj.value("calls", json::array()), prices);
-    json fix_calls = json::array();
-    for (const auto& r : cj.value("fix_rounds", json::array()))
-      if (r.contains("call")) fix_calls.push_back(r["call"]);
-    add_calls(rec.usage, "fix", fix_calls, prices);
+    add_calls(rec.usage, "generate", c.calls, prices);
+    run::StageUsage& fix = rec.usage["fix"];
+    for (const auto& r : c.fix_rounds) add_call(fix, r.call, prices);
   }
-  for (const auto& [name, sel] : selections) add_calls(rec.usage, "select", sel.calls, prices);
+  for (const auto& [name, sel] : selections)
+    if (sel.calls) add_calls(rec.usage, "select", *sel.calls, prices);
   // The primary selector re-run on the curves' candidate prefixes (run.curve_selector).
   add_calls(rec.usage, "curves", curve_calls_, prices);
 }
@@ -676,13 +656,10 @@ run::QuestionRecord QuestionRun::base_record() const {
   return rec;
 }
 
-// A candidate as the record keeps it: the generate layer's trace.
+// A candidate as the record keeps it: the generate layer's trace, not yet judged.
 run::CandidateRecord candidate_record(const generate::Candidate& c) {
   run::CandidateRecord out;
-  out.id = c.id;
-  out.generator = c.generator;
-  out.sql = c.sql;
-  out.trace = generate::to_json(c);
+  static_cast<generate::Candidate&>(out) = c;
   return out;
 }
 
@@ -690,7 +667,7 @@ run::QuestionRecord QuestionRun::final_record() {
   run::QuestionRecord rec = base_record();
   if (auto stmt = sql::parse_query(q_.gold_sql); stmt.is_ok())
     for (const auto& t : sql::compute_features(*stmt->select).tags()) rec.features.push_back(t);
-  rec.context = context_json_;
+  rec.context = context_;
 
   auto clusters = [&] {
     std::vector<select::PoolCandidate> pool;
@@ -712,7 +689,7 @@ run::QuestionRecord QuestionRun::final_record() {
     if (!items_[i].gold_unusable) g.correct = correct;
     g.cluster = clusters.cluster_of[i];
     auto before = exec_before_fix_.find(candidates_[i].id);
-    g.executable_before_fix = before != exec_before_fix_.end() && before->is_boolean() && before->get<bool>();
+    g.executable_before_fix = before != exec_before_fix_.end() && before->second;
     g.executable_after_fix = results_[i] != nullptr;
     g.outcome = items_[i].outcome;
     g.verdicts = items_[i].verdicts;
@@ -770,7 +747,7 @@ run::QuestionRecord QuestionRun::run() {
     // stage's calls when it ran, the candidates made so far (their traces hold the failed calls)
     // and the faults per stage. (Without the context, a keyword call that failed before the
     // generate stage failed was counted in the record's faults and traced nowhere.)
-    rec.context = context_json_;
+    rec.context = context_;
     for (const auto& c : candidates_) rec.candidates.push_back(candidate_record(c));
     // The selectors that ran keep their calls' traces (a failed call among them included).
     rec.selections = selections_;

@@ -89,17 +89,22 @@ class QuestionRun {
     auto r = s_.store->get_stage(q_.question_id, stage);
     if (!r || !r->has_value()) return std::nullopt;
     // Faults unreadable in a stored stage count as none (the stage's result itself is intact).
-    auto faults = run::faults_from_json((**r).value("llm_faults", json()), "stage " + stage);
+    auto it = (**r).find("llm_faults");
+    auto faults = run::faults_from_json(it == (**r).end() ? json() : *it, "stage " + stage);
     faults_[stage] = faults ? *faults : run::LlmFaults{};
     loaded_.insert(stage);
     return **r;
   }
   // Candidates from a stored generate/fix payload (replacing any in memory).
-  Status load_candidates(const json& payload) {
+  Status load_candidates(const json& payload, const std::string& stage) {
     candidates_.clear();
-    for (const auto& c : payload.value("candidates", json::array())) {
+    const std::string where = "question " + q_.question_id + ", stored " + stage;
+    auto it = payload.find("candidates");
+    if (it == payload.end() || it->is_null()) return Status::ok();
+    if (!it->is_array()) return invalid_input(where + ": key \"candidates\" must be a list");
+    for (const auto& c : *it) {
       auto cand = generate::candidate_from_json(c);
-      if (!cand) return cand.status();
+      if (!cand) return cand.status().with_context(where);
       candidates_.push_back(std::move(*cand));
     }
     return Status::ok();
@@ -145,7 +150,7 @@ class QuestionRun {
   size_t position_;
   const data::Schema* schema_ = nullptr;
   fs::path db_path_;
-  json context_json_;
+  std::optional<context::ContextRecord> context_;  // the context stage's result once it ended
   context::Retrieval retrieval_;
   std::set<std::string> selected_columns_;
   std::shared_ptr<const context::ValueIndex> index_;
@@ -156,7 +161,7 @@ class QuestionRun {
   // Fix loops started by the generate stage as its generators finish (declared after memo_ and
   // candidates_: destroyed first, it waits for loops that use them).
   std::unique_ptr<FixLaunch> fix_launch_;
-  json exec_before_fix_;  // per candidate id: executable before the fixer
+  std::map<std::string, bool> exec_before_fix_;  // per candidate id: executable before the fixer
   std::vector<eval::ItemResult> items_;
   // Gold's execution with its tie check, made once by stage_judge for every judgement of the
   // question (the final verdict's included), and gold's text normalized (fix::normalize_sql).
@@ -180,7 +185,7 @@ class QuestionRun {
   select::SelectionInput selection_input_;
   std::vector<bool> correct_;
   std::map<int64_t, run::CurvePoint> curves_;
-  nlohmann::json curve_calls_ = nlohmann::json::array();  // traces of the curves' selector re-runs
+  std::vector<llm::LlmCallTrace> curve_calls_;  // traces of the curves' selector re-runs
   std::map<std::string, double> latency_;
   std::optional<eval::ItemResult> verdict_;
   bool turn_taken_ = false;

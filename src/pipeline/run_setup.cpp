@@ -329,8 +329,7 @@ void replay_weights(Shared& s, const std::map<std::string, run::QuestionRecord>&
       std::map<std::string, bool> expert_correct;
       for (const auto& c : it->second.candidates) {
         if (!c.judged || !c.judged->correct) continue;
-        const std::string profile = c.trace.is_object() ? c.trace.value("profile", std::string()) : std::string();
-        bool& v = expert_correct.try_emplace(select::expert_of(s.expert_kind, c.generator, profile), false)
+        bool& v = expert_correct.try_emplace(select::expert_of(s.expert_kind, c.generator, c.profile), false)
                       .first->second;
         v = v || *c.judged->correct;
       }

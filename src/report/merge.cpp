@@ -66,7 +66,8 @@ Result<MergeSummary> merge_runs(const std::vector<fs::path>& inputs, const fs::p
       index_of[r.question_id] = r.index;
       if (r.stage == run::kFinalStage) {
         auto rec = run::record_from_json(r.payload, versions[i]);
-        if (!rec) return rec.status().with_context(inputs[i].string());
+        if (!rec)
+          return rec.status().with_context(inputs[i].string() + " (record version " + std::to_string(versions[i]) + ")");
         json ans = answer_of(*rec);
         auto it = finals.find(r.question_id);
         if (it != finals.end() && it->second.second != ans)

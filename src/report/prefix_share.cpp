@@ -59,12 +59,12 @@ PrefixShare prefix_share(const run::RunData& run, size_t block_chars) {
   PrefixIndex index(block_chars);
   for (const auto& r : run.records)
     for (const auto& call : run::recorded_calls(r)) {
-      const nlohmann::json& t = *call.trace;
+      const llm::LlmCallTrace& t = *call.trace;
       // Every prompt the run asked for, answered by a server or by the response cache (a warm
       // rerun or a resumed run has the figure of a cold one); another question's answer shared
       // by a memo was asked for there.
-      if (!t.value("shared_from", std::string()).empty()) continue;
-      const std::string text = t.value("system", std::string()) + '\x1e' + t.value("prompt", std::string());
+      if (!t.shared_from.empty()) continue;
+      const std::string text = t.system + '\x1e' + t.prompt;
       const auto prefix = static_cast<int64_t>(index.add(text));
       for (PrefixShareCounts* c : {&out.total, &out.by_stage[call.stage]}) {
         c->requests += 1;

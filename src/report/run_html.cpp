@@ -200,55 +200,67 @@ string pre(const string& text, size_t limit) { return "<pre>" + esc(cut(text, li
 
 // A separating-instance duel as evidence: the two candidates, the outcome, D′ as small tables,
 // and the answers on D′ — each candidate's, the model's (majority and every ask) and gold's.
-string duels_view(const json& expl, size_t limit) {
-  const json& duels = run::field(expl, "duels");
-  if (!duels.is_array() || duels.empty()) return "";
+// D′'s rows, table by table (the instance's tables as written: database values of any type).
+string instance_tables_view(const json& tables) {
+  string d;
+  for (const auto& [name, rows] : tables.items()) {
+    if (!rows.is_array() || rows.empty()) continue;
+    std::vector<string> cols;
+    for (const auto& [c, v] : rows[0].items()) cols.push_back(c);
+    d += "<p class=\"cap\">" + esc(name) + "</p><table class=\"small\"><tr>";
+    for (const auto& c : cols) d += "<th>" + esc(c) + "</th>";
+    d += "</tr>";
+    for (const auto& row : rows) {
+      d += "<tr>";
+      for (const auto& c : cols) {
+        const json& v = run::field(row, c.c_str());
+        d += "<td>" + esc(cut(v.is_string() ? v.get<string>() : v.dump(), 80)) + "</td>";
+      }
+      d += "</tr>";
+    }
+    d += "</table>";
+  }
+  return d;
+}
+
+string duels_view(const std::vector<select::Duel>& duels, size_t limit) {
+  if (duels.empty()) return "";
   string d = "<table class=\"small duels\"><tr><th>duel</th><th>outcome</th><th>D′ (separating instance)</th><th>answers on D′</th></tr>";
   for (const auto& du : duels) {
-    const string a = run::string_field(du, "a"), b = run::string_field(du, "b"), outcome = run::string_field(du, "outcome");
+    const string& a = du.a;
+    const string& b = du.b;
+    const string outcome = du.outcome.value_or("");
     string out = outcome == "a" ? esc(a) + " wins" : outcome == "b" ? esc(b) + " wins" : "draw";
-    if (run::string_field(du, "why") != "") out += " (" + esc(run::string_field(du, "why")) + ")";
+    if (du.why.value_or("") != "") out += " (" + esc(*du.why) + ")";
     d += fmt::format("<tr><td>{} vs {}</td><td>{}</td><td>", esc(a), esc(b), out);
-    const json& inst = run::field(du, "instance");
-    const json& tables = run::field(inst, "instance");
-    if (tables.is_object()) {
-      for (const auto& [name, rows] : tables.items()) {
-        if (!rows.is_array() || rows.empty()) continue;
-        std::vector<string> cols;
-        for (const auto& [c, v] : rows[0].items()) cols.push_back(c);
-        d += "<p class=\"cap\">" + esc(name) + "</p><table class=\"small\"><tr>";
-        for (const auto& c : cols) d += "<th>" + esc(c) + "</th>";
-        d += "</tr>";
-        for (const auto& row : rows) {
-          d += "<tr>";
-          for (const auto& c : cols) {
-            const json& v = run::field(row, c.c_str());
-            d += "<td>" + esc(cut(v.is_string() ? v.get<string>() : v.dump(), 80)) + "</td>";
-          }
-          d += "</tr>";
-        }
-        d += "</table>";
-      }
-    } else if (run::string_field(inst, "failure") != "") {
-      d += esc(run::string_field(inst, "failure"));
+    const select::InstanceRecord* inst = du.instance ? &*du.instance : nullptr;
+    if (inst && inst->tables && inst->tables->is_object()) {
+      d += instance_tables_view(*inst->tables);
+    } else if (inst && inst->failure.value_or("") != "") {
+      d += esc(*inst->failure);
     }
     d += "</td><td>";
     auto answer = [&](const string& label, const string& text, const string& cls) {
       if (text.empty()) return;
       d += "<p class=\"cap " + cls + "\">" + esc(label) + "</p>" + pre(text, limit);
     };
-    answer(a, run::string_field(inst, "answer_a"), "");
-    answer(b, run::string_field(inst, "answer_b"), "");
-    answer("model (majority)", run::string_field(du, "majority"), "");
-    const json& asks = run::field(du, "model_answers");
-    if (asks.is_array() && !asks.empty()) {
-      string all;
-      for (const auto& x : asks) all += (all.empty() ? "" : "\n---\n") + (x.is_string() ? x.get<string>() : x.dump());
-      d += fmt::format("<details><summary>{} model answer(s)</summary>{}</details>", asks.size(), pre(all, limit));
+    if (inst) {
+      answer(a, inst->answer_a.value_or(""), "");
+      answer(b, inst->answer_b.value_or(""), "");
     }
-    const int agrees = run::tri_bool(run::field(du, "model_agrees_with_gold"));
-    answer(agrees == 0 ? "gold — the model's answer disagrees: evidence against the gold SQL" : "gold",
-           run::string_field(du, "gold_answer"), agrees == 0 ? "bad" : "");
+    answer("model (majority)", du.majority.value_or(""), "");
+    if (du.model_answers && !du.model_answers->empty()) {
+      string all;
+      for (const auto& x : *du.model_answers) {
+        const json said = select::to_json(x);
+        all += (all.empty() ? "" : "\n---\n") + (said.is_string() ? said.get<string>() : said.dump());
+      }
+      d += fmt::format("<details><summary>{} model answer(s)</summary>{}</details>", du.model_answers->size(),
+                       pre(all, limit));
+    }
+    const bool disagrees = du.model_agrees_with_gold == false;
+    answer(disagrees ? "gold — the model's answer disagrees: evidence against the gold SQL" : "gold",
+           du.gold_answer.value_or(""), disagrees ? "bad" : "");
     d += "</td></tr>";
   }
   return d + "</table>";
@@ -277,17 +289,17 @@ string question_details(const run::QuestionRecord& r, const json& rep, size_t li
     if (v.gold_tie_dependent) d += " · gold tie-dependent";
     d += "</p>";
   }
-  const json& ctx = r.context;
-  if (ctx.is_object()) {
+  if (r.context) {
+    const context::ContextRecord& ctx = *r.context;
     string kw;
-    if (run::field(ctx, "keywords").is_array())
-      for (const auto& k : ctx["keywords"]) kw += (kw.empty() ? "" : ", ") + (k.is_string() ? k.get<string>() : k.dump());
+    // Each keyword as its JSON object (text and source), as the page has always shown it.
+    for (const auto& k : ctx.keywords) kw += (kw.empty() ? "" : ", ") + json{{"text", k.text}, {"source", k.source}}.dump();
     d += "<p><b>Keywords:</b> " + esc(cut(kw, limit)) + "</p>";
-    if (run::field(ctx, "values").is_array() && !ctx["values"].empty()) {
+    if (!ctx.values.empty()) {
       d += "<table class=\"small\"><tr><th>table</th><th>column</th><th>value</th><th>score</th></tr>";
-      for (const auto& val : ctx["values"])
-        d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(run::string_field(val, "table")),
-                         esc(run::string_field(val, "column")), esc(cut(run::string_field(val, "value"), 200)), num(run::number_field(val, "score"), 3));
+      for (const auto& val : ctx.values)
+        d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(val.table), esc(val.column),
+                         esc(cut(val.value, 200)), num(val.score, 3));
       d += "</table>";
     }
   }
@@ -300,22 +312,19 @@ string question_details(const run::QuestionRecord& r, const json& rep, size_t li
                        yesno(g ? std::optional<bool>(g->executable_before_fix) : std::nullopt),
                        yesno(g ? std::optional<bool>(g->executable_after_fix) : std::nullopt));
       d += pre(c.sql, limit);
-      const json& t = c.trace;
-      if (run::string_field(t, "extraction_error") != "") d += "<p class=\"bad\">extraction: " + esc(run::string_field(t, "extraction_error")) + "</p>";
-      const json& ex = run::field(t, "execution");
-      if (ex.is_object() && run::string_field(ex, "error") != "") d += "<p class=\"bad\">" + esc(cut(run::string_field(ex, "error"), limit)) + "</p>";
-      if (ex.is_object() && run::string_field(ex, "preview") != "") d += "<details><summary>result preview</summary>" + pre(run::string_field(ex, "preview"), limit) + "</details>";
-      const json& rounds = run::field(t, "fix_rounds");
-      if (rounds.is_array() && !rounds.empty()) {
-        d += fmt::format("<details><summary>{} fixer round(s)</summary>", rounds.size());
-        for (const auto& fr : rounds) {
-          d += fmt::format("<p>round {} · {}</p>", esc(run::string_field(fr, "round")), esc(run::string_field(fr, "failure_class")));
-          d += "<p>feedback</p>" + pre(run::string_field(fr, "feedback"), limit) + "<p>before</p>" + pre(run::string_field(fr, "sql_before"), limit) +
-               "<p>after</p>" + pre(run::string_field(fr, "sql_after"), limit);
+      if (!c.extraction_error.empty()) d += "<p class=\"bad\">extraction: " + esc(c.extraction_error) + "</p>";
+      if (!c.execution.error.empty()) d += "<p class=\"bad\">" + esc(cut(c.execution.error, limit)) + "</p>";
+      if (!c.execution.preview.empty()) d += "<details><summary>result preview</summary>" + pre(c.execution.preview, limit) + "</details>";
+      if (!c.fix_rounds.empty()) {
+        d += fmt::format("<details><summary>{} fixer round(s)</summary>", c.fix_rounds.size());
+        for (const auto& fr : c.fix_rounds) {
+          d += fmt::format("<p>round {} · {}</p>", fr.round, esc(fr.failure_class));
+          d += "<p>feedback</p>" + pre(fr.feedback, limit) + "<p>before</p>" + pre(fr.sql_before, limit) +
+               "<p>after</p>" + pre(fr.sql_after, limit);
         }
         d += "</details>";
       }
-      if (run::string_field(t, "reasoning") != "") d += "<details><summary>reasoning</summary>" + pre(run::string_field(t, "reasoning"), limit) + "</details>";
+      if (!c.reasoning.empty()) d += "<details><summary>reasoning</summary>" + pre(c.reasoning, limit) + "</details>";
       d += "</td></tr>";
     }
     d += "</table>";
@@ -324,8 +333,9 @@ string question_details(const run::QuestionRecord& r, const json& rep, size_t li
     d += "<table class=\"sels\"><tr><th>selector</th><th>chosen</th><th>correct</th><th>LLM calls</th><th>cost USD</th><th>explanation</th></tr>";
     string duels;  // separating-instance duels, drawn below the table at full width
     for (const auto& [name, s] : r.selections) {
-      string expl = s.explanation.is_null() ? "" : s.explanation.dump(1, ' ', false, json::error_handler_t::replace);
-      string view = s.explanation.is_object() ? duels_view(s.explanation, limit) : "";
+      const json written = select::to_json(s.explanation);
+      string expl = written.is_null() ? "" : written.dump(1, ' ', false, json::error_handler_t::replace);
+      string view = duels_view(select::duels_of(s.explanation), limit);
       if (!view.empty())
         duels += "<p class=\"cap\">Duels of " + esc(name) + "</p><div class=\"wide\">" + view + "</div>";
       d += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>", esc(name),

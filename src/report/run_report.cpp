@@ -196,18 +196,19 @@ json separating_duels(const run::RunData& run) {
   json out = json::object();
   for (const auto& r : run.records)
     for (const auto& [name, sel] : r.selections) {
-      const json& duels = run::field(sel.explanation, "duels");
-      if (!duels.is_array() || duels.empty()) continue;
+      const std::vector<select::Duel>& duels = select::duels_of(sel.explanation);
+      if (duels.empty()) continue;
       json& s = out[name];
       if (s.is_null()) s = {{"questions_contested", 0}, {"questions_dueled", 0}, {"draws", json::object()}, {"questions", json::array()}};
       bool asked = false;
-      json kinds = json::object();
+      std::map<std::string, int> kinds;
       for (const auto& d : duels) {
-        asked = asked || run::field(d, "model_answers").is_array();
-        const std::string kind = run::string_field(d, "draw");
+        asked = asked || d.model_answers.has_value();
+        const std::string kind = d.draw.value_or("");
         if (kind.empty()) continue;
-        kinds[kind] = kinds.value(kind, 0) + 1;
-        s["draws"][kind] = s["draws"].value(kind, 0) + 1;
+        kinds[kind] += 1;
+        json& all = s["draws"][kind];
+        all = (all.is_number_integer() ? all.get<int>() : 0) + 1;
       }
       s["questions_contested"] = s["questions_contested"].get<int>() + 1;
       s["questions_dueled"] = s["questions_dueled"].get<int>() + (asked ? 1 : 0);
@@ -261,9 +262,8 @@ void add_selectors(json& rep, ReportContext& ctx) {
   for (const auto& r : run.records) {
     size_t n = 0;
     for (const auto& [k, sel] : r.selections) {
-      const json& duels = run::field(sel.explanation, "duels");
-      if (duels.is_array())
-        for (const auto& d : duels) n += run::tri_bool(run::field(d, "model_agrees_with_gold")) == 0 ? 1 : 0;
+      for (const auto& d : select::duels_of(sel.explanation))
+        n += d.model_agrees_with_gold == false ? 1 : 0;
     }
     if (n > 0) disputes.push_back({{"question_id", r.question_id}, {"duels", n}});
   }
@@ -295,7 +295,7 @@ void add_generators(json& rep, ReportContext& ctx) {
       Gen& g = gens[generator];
       ++g.candidates;
       g.questions.insert(qid);
-      g.fixed_rounds += c.fix_rounds();
+      g.fixed_rounds += c.fix_rounds.size();
       if (!c.judged) continue;
       if (c.judged->executable_before_fix) ++g.exec_before;
       if (c.judged->executable_after_fix) ++g.exec_after;
@@ -677,10 +677,9 @@ void add_context(json& rep, ReportContext& ctx) {
   const std::string profile = run::string_field(run::field(run::field(ctx.run.config, "context"), "embeddings"), "profile");
   size_t fell_back = 0;
   for (const auto& r : ctx.run.records) {
-    const json& errors = run::field(r.context, "errors");
-    if (!errors.is_array()) continue;
-    for (const auto& e : errors)
-      if (e.is_string() && e.get<std::string>().find("(edit-distance ranking kept)") != std::string::npos) {
+    if (!r.context) continue;
+    for (const auto& e : r.context->errors)
+      if (e.find("(edit-distance ranking kept)") != std::string::npos) {
         ++fell_back;
         break;
       }
@@ -1039,9 +1038,9 @@ std::map<std::string, int64_t> duplicate_requests(const run::RunData& run) {
   std::map<std::string, int64_t> duplicates;
   for (const auto& r : run.records)
     for (const auto& call : run::recorded_calls(r)) {
-      const json& t = *call.trace;
-      const std::string hash = t.value("request_hash", std::string());
-      if (hash.empty() || !t.value("shared_from", std::string()).empty()) continue;
+      const llm::LlmCallTrace& t = *call.trace;
+      const std::string& hash = t.request_hash;
+      if (hash.empty() || !t.shared_from.empty()) continue;
       if (!sent.insert(hash).second) duplicates[call.stage] += 1;
     }
   return duplicates;

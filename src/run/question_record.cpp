@@ -6,6 +6,7 @@
 
 namespace nl2sql::run {
 using nlohmann::json;
+using core::known_keys_only;
 using core::read_key;
 
 namespace {
@@ -62,7 +63,11 @@ json usage_json(const StageUsage& u) {
 }
 
 Result<StageUsage> usage_from_json(const json& j, const std::string& where) {
-  if (!j.is_object()) return invalid_input(where + " must be an object");
+  NL2SQL_RETURN_IF_ERROR(known_keys_only(
+      j, {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s", "cached_tokens",
+          "calls_reporting_cached", "reasoning_tokens", "calls_reporting_reasoning", "degraded_prompts", "cache_hits",
+          "cache_prompt_tokens", "cache_completion_tokens", "saved_usd"},
+      where));
   StageUsage u;
   NL2SQL_RETURN_IF_ERROR(read_key(j, "calls", u.calls, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "prompt_tokens", u.prompt_tokens, where));
@@ -103,6 +108,10 @@ Result<Verdict> verdict_from_json(const json& j, const std::string& where) {
   if (!j.is_object()) return invalid_input(where + ": key \"verdict\" must be an object or null");
   Verdict v;
   const std::string w = where + ", verdict";
+  NL2SQL_RETURN_IF_ERROR(known_keys_only(
+      j, {"verdicts", "outcome", "soft_f1", "pred_status", "error", "gold_status", "gold_error", "gold_unusable",
+          "gold_tie_dependent", "pred_rows", "gold_rows", "difficulty", "test_suite"},
+      w));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "verdicts", v.verdicts, w));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "outcome", v.outcome, w));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "soft_f1", v.soft_f1, w));
@@ -119,6 +128,7 @@ Result<Verdict> verdict_from_json(const json& j, const std::string& where) {
     const json& t = j["test_suite"];
     if (!t.is_object()) return invalid_input(w + ": key \"test_suite\" must be an object");
     const std::string tw = w + ", test_suite";
+    NL2SQL_RETURN_IF_ERROR(known_keys_only(t, {"databases", "original", "failed_on", "why"}, tw));
     NL2SQL_RETURN_IF_ERROR(read_key(t, "databases", v.suite_databases, tw));
     NL2SQL_RETURN_IF_ERROR(read_key(t, "original", v.suite_original, tw));
     NL2SQL_RETURN_IF_ERROR(read_key(t, "failed_on", v.suite_failed_on, tw));
@@ -128,10 +138,7 @@ Result<Verdict> verdict_from_json(const json& j, const std::string& where) {
 }
 
 json candidate_json(const CandidateRecord& c) {
-  json out = c.trace.is_object() ? c.trace : json::object();
-  out["id"] = c.id;
-  out["generator"] = c.generator;
-  out["sql"] = c.sql;
+  json out = generate::to_json(static_cast<const generate::Candidate&>(c));
   if (c.judged) {
     const auto& g = *c.judged;
     out["correct"] = tri_json(g.correct);
@@ -149,11 +156,13 @@ constexpr const char* kJudgementKeys[] = {"correct", "cluster", "executable_befo
 
 Result<CandidateRecord> candidate_from_json(const json& j, const std::string& where) {
   if (!j.is_object()) return invalid_input(where + ": each candidate must be an object");
+  json trace = j;
+  for (const char* k : kJudgementKeys) trace.erase(k);
+  auto cand = generate::candidate_from_json(trace);
+  if (!cand) return cand.status().with_context(where);
   CandidateRecord c;
-  NL2SQL_RETURN_IF_ERROR(read_key(j, "id", c.id, where + ", candidate"));
+  static_cast<generate::Candidate&>(c) = std::move(*cand);
   const std::string w = where + ", candidate " + (c.id.empty() ? "?" : c.id);
-  NL2SQL_RETURN_IF_ERROR(read_key(j, "generator", c.generator, w));
-  NL2SQL_RETURN_IF_ERROR(read_key(j, "sql", c.sql, w));
   bool judged = false;
   for (const char* k : kJudgementKeys) judged = judged || j.contains(k);
   if (judged) {
@@ -164,13 +173,29 @@ Result<CandidateRecord> candidate_from_json(const json& j, const std::string& wh
     NL2SQL_RETURN_IF_ERROR(read_key(j, "executable_after_fix", g.executable_after_fix, w));
     auto v = object_at(j, "verdict", w);
     if (!v) return v.status();
+    NL2SQL_RETURN_IF_ERROR(known_keys_only(**v, {"outcome", "verdicts"}, w + ", verdict"));
     NL2SQL_RETURN_IF_ERROR(read_key(**v, "outcome", g.outcome, w + ", verdict"));
     NL2SQL_RETURN_IF_ERROR(read_key(**v, "verdicts", g.verdicts, w + ", verdict"));
     c.judged = std::move(g);
   }
-  c.trace = j;
-  for (const char* k : kJudgementKeys) c.trace.erase(k);
   return c;
+}
+
+json calls_json(const std::vector<llm::LlmCallTrace>& calls) {
+  json out = json::array();
+  for (const auto& c : calls) out.push_back(llm::to_json(c));
+  return out;
+}
+
+Result<std::vector<llm::LlmCallTrace>> calls_from_json(const json& j, const std::string& where) {
+  if (!j.is_array()) return invalid_input(where + " must be a list");
+  std::vector<llm::LlmCallTrace> out;
+  for (const auto& c : j) {
+    auto call = llm::call_trace_from_json(c, where);
+    if (!call) return call.status();
+    out.push_back(std::move(*call));
+  }
+  return out;
 }
 
 }  // namespace
@@ -197,6 +222,8 @@ Result<LlmFaults> faults_from_json(const json& j, const std::string& where) {
   if (j.is_null()) return f;
   if (!j.is_object()) return invalid_input(where + ": key \"llm_faults\" must be an object");
   const std::string w = where + ", llm_faults";
+  NL2SQL_RETURN_IF_ERROR(known_keys_only(
+      j, {"failed_calls", "retries", "parse_failures", "failed_by_kind", "parse_failures_by_stage"}, w));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "failed_calls", f.failed_calls, w));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "retries", f.retries, w));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "parse_failures", f.parse_failures, w));
@@ -209,13 +236,16 @@ json to_json(const SelectionRecord& s) {
   json out = {{"chosen", s.chosen},           {"candidate_id", s.candidate_id},
               {"sql", s.sql},                 {"correct", tri_json(s.correct)},
               {"llm_calls", s.llm_calls},     {"cost_usd", s.cost_usd},
-              {"latency_s", s.latency_s},     {"explanation", s.explanation}};
-  if (!s.calls.is_null()) out["calls"] = s.calls;
+              {"latency_s", s.latency_s},     {"explanation", select::to_json(s.explanation)}};
+  if (s.calls) out["calls"] = calls_json(*s.calls);
   return out;
 }
 
-Result<SelectionRecord> selection_from_json(const json& j, const std::string& where) {
+Result<SelectionRecord> selection_from_json(const json& j, const std::string& selector, const std::string& where) {
   if (!j.is_object()) return invalid_input(where + " must be an object");
+  NL2SQL_RETURN_IF_ERROR(known_keys_only(j, {"chosen", "candidate_id", "sql", "correct", "llm_calls", "cost_usd",
+                                             "latency_s", "explanation", "calls"},
+                                         where));
   SelectionRecord s;
   NL2SQL_RETURN_IF_ERROR(read_key(j, "chosen", s.chosen, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "candidate_id", s.candidate_id, where));
@@ -224,18 +254,22 @@ Result<SelectionRecord> selection_from_json(const json& j, const std::string& wh
   NL2SQL_RETURN_IF_ERROR(read_key(j, "llm_calls", s.llm_calls, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "cost_usd", s.cost_usd, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "latency_s", s.latency_s, where));
-  if (auto it = j.find("explanation"); it != j.end()) s.explanation = *it;
+  if (auto it = j.find("explanation"); it != j.end()) {
+    auto e = select::explanation_from_json(*it, selector, where);
+    if (!e) return e.status();
+    s.explanation = std::move(*e);
+  }
   if (auto it = j.find("calls"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return invalid_input(where + ": key \"calls\" must be a list");
-    s.calls = *it;
+    auto calls = calls_from_json(*it, where + ", calls");
+    if (!calls) return calls.status();
+    s.calls = std::move(*calls);
   }
   return s;
 }
 
-size_t CandidateRecord::fix_rounds() const {
-  auto it = trace.find("fix_rounds");
-  return it != trace.end() && it->is_array() ? it->size() : 0;
-}
+bool operator==(const CandidateRecord& a, const CandidateRecord& b) { return candidate_json(a) == candidate_json(b); }
+bool operator==(const SelectionRecord& a, const SelectionRecord& b) { return to_json(a) == to_json(b); }
+bool operator==(const QuestionRecord& a, const QuestionRecord& b) { return to_json(a) == to_json(b); }
 
 bool QuestionRecord::correct(const std::string& metric) const {
   if (!ok || !verdict) return false;
@@ -258,7 +292,7 @@ json to_json(const QuestionRecord& r) {
   out["status"] = r.ok ? "ok" : "error";
   out["error"] = r.error;
   out["features"] = r.features;
-  if (!r.context.is_null()) out["context"] = r.context;
+  if (r.context) out["context"] = context::to_json(*r.context);
   json cands = json::array();
   for (const auto& c : r.candidates) cands.push_back(candidate_json(c));
   out["candidates"] = std::move(cands);
@@ -291,26 +325,22 @@ json to_json(const QuestionRecord& r) {
   out["llm_faults"] = to_json(r.llm_faults);
   if (r.ok || !r.latency_s.empty()) out["latency_s"] = r.latency_s;
   if (r.weights) out["weights"] = *r.weights;
-  if (r.curve_calls.is_array() && !r.curve_calls.empty()) out["curve_calls"] = r.curve_calls;
+  if (!r.curve_calls.empty()) out["curve_calls"] = calls_json(r.curve_calls);
   return out;
 }
 
 std::vector<RecordedCall> recorded_calls(const QuestionRecord& r) {
   std::vector<RecordedCall> out;
-  auto add_all = [&](const json& calls, const std::string& stage, const std::string& owner) {
-    if (!calls.is_array()) return;
-    for (const auto& c : calls)
-      if (c.is_object()) out.push_back({stage, owner, &c});
+  auto add_all = [&](const std::vector<llm::LlmCallTrace>& calls, const std::string& stage, const std::string& owner) {
+    for (const auto& c : calls) out.push_back({stage, owner, &c});
   };
-  if (r.context.is_object())
-    if (auto it = r.context.find("calls"); it != r.context.end()) add_all(*it, "context", "");
+  if (r.context) add_all(r.context->calls, "context", "");
   for (const auto& c : r.candidates) {
-    if (auto it = c.trace.find("calls"); it != c.trace.end()) add_all(*it, "generate", c.id);
-    if (auto it = c.trace.find("fix_rounds"); it != c.trace.end() && it->is_array())
-      for (const auto& round : *it)
-        if (auto cl = round.find("call"); cl != round.end() && cl->is_object()) out.push_back({"fix", c.id, &*cl});
+    add_all(c.calls, "generate", c.id);
+    for (const auto& round : c.fix_rounds) out.push_back({"fix", c.id, &round.call});
   }
-  for (const auto& [name, s] : r.selections) add_all(s.calls, "select", name);
+  for (const auto& [name, s] : r.selections)
+    if (s.calls) add_all(*s.calls, "select", name);
   add_all(r.curve_calls, "curves", "");
   return out;
 }
@@ -329,6 +359,11 @@ Result<QuestionRecord> record_from_json(const json& j, int version) {
   if (index == j.end() || !index->is_number_integer())
     return invalid_input(where + ": final record without an integer \"index\"");
   r.index = index->get<int64_t>();
+  NL2SQL_RETURN_IF_ERROR(known_keys_only(
+      j, {"question_id", "index", "db_id", "question", "evidence", "difficulty", "gold_sql", "status", "error",
+          "features", "context", "candidates", "selections", "primary_selector", "prediction", "verdict", "bounds",
+          "curves", "usage", "llm_faults", "latency_s", "weights", "curve_calls"},
+      where + ", final record"));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "db_id", r.db_id, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "question", r.question, where));
   NL2SQL_RETURN_IF_ERROR(read_key(j, "evidence", r.evidence, where));
@@ -345,7 +380,11 @@ Result<QuestionRecord> record_from_json(const json& j, int version) {
   else
     for (const auto& x : **f)
       if (x.is_string()) r.features.push_back(x.get<std::string>());
-  if (auto it = j.find("context"); it != j.end()) r.context = *it;
+  if (auto it = j.find("context"); it != j.end() && !it->is_null()) {
+    auto ctx = context::context_record_from_json(*it, where + ", context");
+    if (!ctx) return ctx.status();
+    r.context = std::move(*ctx);
+  }
 
   auto cands = array_at(j, "candidates", where);
   if (!cands) return cands.status();
@@ -357,7 +396,7 @@ Result<QuestionRecord> record_from_json(const json& j, int version) {
   auto sels = object_at(j, "selections", where);
   if (!sels) return sels.status();
   for (const auto& [name, s] : (*sels)->items()) {
-    auto sel = selection_from_json(s, where + ", selection \"" + name + "\"");
+    auto sel = selection_from_json(s, name, where + ", selection \"" + name + "\"");
     if (!sel) return sel.status();
     r.selections.emplace(name, std::move(*sel));
   }
@@ -371,6 +410,7 @@ Result<QuestionRecord> record_from_json(const json& j, int version) {
   if (auto it = j.find("bounds"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) return invalid_input(where + ": \"bounds\" must be an object");
     Bounds b;
+    NL2SQL_RETURN_IF_ERROR(known_keys_only(*it, {"oracle", "adversarial"}, where + ", bounds"));
     NL2SQL_RETURN_IF_ERROR(read_key(*it, "oracle", b.oracle, where + ", bounds"));
     NL2SQL_RETURN_IF_ERROR(read_key(*it, "adversarial", b.adversarial, where + ", bounds"));
     r.bounds = b;
@@ -385,6 +425,8 @@ Result<QuestionRecord> record_from_json(const json& j, int version) {
     if (!v.is_object()) return invalid_input(where + ": curve point \"" + k + "\" must be an object");
     CurvePoint p;
     const std::string w = where + ", curve point " + k;
+    NL2SQL_RETURN_IF_ERROR(
+        known_keys_only(v, {"upper", "lower", "self_consistency", "selector", "selectors", "contested"}, w));
     NL2SQL_RETURN_IF_ERROR(read_tri(v, "upper", p.upper, w));
     NL2SQL_RETURN_IF_ERROR(read_tri(v, "lower", p.lower, w));
     NL2SQL_RETURN_IF_ERROR(read_tri(v, "self_consistency", p.self_consistency, w));
@@ -423,8 +465,9 @@ Result<QuestionRecord> record_from_json(const json& j, int version) {
     r.weights = std::move(w);
   }
   if (auto it = j.find("curve_calls"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return invalid_input(where + ": \"curve_calls\" must be an array");
-    r.curve_calls = *it;
+    auto calls = calls_from_json(*it, where + ", curve_calls");
+    if (!calls) return calls.status();
+    r.curve_calls = std::move(*calls);
   }
   return r;
 }

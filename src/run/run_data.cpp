@@ -51,7 +51,11 @@ Result<std::vector<QuestionRecord>> read_final_records(const RunStore& store, co
   std::vector<QuestionRecord> out;
   out.reserve(recs.size());
   for (auto& rec : recs) {
-    if (!rec) return rec.status().with_context((dir / RunStore::kFileName).string());
+    // The file and the version its manifest names: a record this build cannot read says where
+    // it is and which layout it was read as.
+    if (!rec)
+      return rec.status().with_context((dir / RunStore::kFileName).string() + " (record version " +
+                                       std::to_string(version) + ")");
     out.push_back(std::move(*rec));
   }
   return out;

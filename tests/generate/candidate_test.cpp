@@ -1,5 +1,5 @@
-// Candidate traces: to_json → candidate_from_json gives back every field; unknown keys are
-// ignored; wrong types are errors naming the key.
+// Candidate traces: to_json → candidate_from_json gives back every field and the same bytes; a
+// key the trace does not write (a renamed one) and wrong types are errors naming the key.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -92,10 +92,14 @@ TEST(CandidateJson, FailedAndRejectedCandidatesRoundTrip) {
   EXPECT_TRUE(back->still_failing);
 }
 
-TEST(CandidateJson, UnknownKeysIgnoredWrongTypesNamed) {
+TEST(CandidateJson, UnknownKeysAndWrongTypesAreNamed) {
   auto j = to_json(full_candidate());
+  EXPECT_EQ(to_json(*candidate_from_json(j)).dump(), j.dump());  // the same bytes back
   j["added_later"] = {1, 2};
-  EXPECT_TRUE(candidate_from_json(j).is_ok());
+  auto unknown = candidate_from_json(j);
+  ASSERT_FALSE(unknown.is_ok());
+  EXPECT_NE(unknown.status().message().find("\"added_later\""), std::string::npos) << unknown.status().message();
+  j.erase("added_later");
   j["sample_index"] = "three";
   auto bad = candidate_from_json(j);
   ASSERT_FALSE(bad.is_ok());
@@ -105,6 +109,14 @@ TEST(CandidateJson, UnknownKeysIgnoredWrongTypesNamed) {
   auto bad2 = candidate_from_json(j2);
   ASSERT_FALSE(bad2.is_ok());
   EXPECT_NE(bad2.status().message().find("exploded"), std::string::npos);
+  // A key renamed inside a nested part (a fix round's call) is refused too, naming the key.
+  auto j3 = to_json(full_candidate());
+  ASSERT_FALSE(j3["fix_rounds"].empty());
+  j3["fix_rounds"][0]["call"]["template_name"] = j3["fix_rounds"][0]["call"]["template"];
+  j3["fix_rounds"][0]["call"].erase("template");
+  auto renamed = candidate_from_json(j3);
+  ASSERT_FALSE(renamed.is_ok());
+  EXPECT_NE(renamed.status().message().find("\"template_name\""), std::string::npos) << renamed.status().message();
 }
 
 }  // namespace

@@ -63,8 +63,9 @@ TEST_F(CandidatePoolRun, APoolFileRunsThroughSelectionCurvesAndTheReport) {
   const run::QuestionRecord& first = data->records[0];
   ASSERT_EQ(first.candidates.size(), 2u);
   EXPECT_EQ(first.candidates[0].id, "other#0");
-  EXPECT_EQ(first.candidates[1].trace["source"]["position"], 2);
-  EXPECT_EQ(first.candidates[1].trace["source"]["file"], file.string());
+  ASSERT_TRUE(first.candidates[1].source.has_value());
+  EXPECT_EQ(first.candidates[1].source->position, 2);
+  EXPECT_EQ(first.candidates[1].source->file, file.string());
   EXPECT_EQ(first.curves.at(1).upper, false);
   EXPECT_EQ(first.curves.at(2).upper, true);
   EXPECT_TRUE(data->records.back().candidates.empty());  // the question the file lacks

@@ -456,9 +456,9 @@ TEST_F(ExecutionSharing, ACandidateTakesGoldsRunShapedAsItsOwnWouldBe) {
     if (rec.index == 1) q1 = &rec;
   ASSERT_NE(q1, nullptr);
   ASSERT_FALSE(q1->candidates.empty());
-  const json& execution = q1->candidates[0].trace.at("execution");
-  EXPECT_EQ(execution.value("rows", 0), 3) << execution.dump();
-  EXPECT_TRUE(execution.value("error", std::string("?")).empty()) << execution.dump();
+  const auto& execution = q1->candidates[0].execution;
+  EXPECT_EQ(execution.rows, 3u) << generate::to_json(execution).dump();
+  EXPECT_TRUE(execution.error.empty()) << generate::to_json(execution).dump();
 
   // eval.row_cap 2: question 1's answer is larger than the cap, so each candidate that wrote
   // gold's text sees what its own run would: stopped at the row cap, which the fixer is told
@@ -474,10 +474,9 @@ TEST_F(ExecutionSharing, ACandidateTakesGoldsRunShapedAsItsOwnWouldBe) {
   EXPECT_EQ(capped->correct, 4u);
   for (const auto& rec : capped->records)
     if (rec.index == 1) q1 = &rec;
-  const json& rounds = q1->candidates[0].trace.at("fix_rounds");
-  ASSERT_FALSE(rounds.empty()) << q1->candidates[0].trace.dump();
-  EXPECT_NE(rounds[0].value("feedback", "").find("result has more than 2 rows"), std::string::npos)
-      << rounds[0].dump();
+  const auto& rounds = q1->candidates[0].fix_rounds;
+  ASSERT_FALSE(rounds.empty()) << generate::to_json(q1->candidates[0]).dump();
+  EXPECT_NE(rounds[0].feedback.find("result has more than 2 rows"), std::string::npos) << rounds[0].feedback;
 }
 
 }  // namespace

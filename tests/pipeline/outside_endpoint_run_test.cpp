@@ -90,12 +90,12 @@ TEST_F(OutsideEndpointRun, ThePythonExampleGivesTheSameReportReplayedWithNoReque
   ASSERT_TRUE(data.is_ok()) << data.status().message();
   for (const auto& r : data->records) {
     ASSERT_EQ(r.candidates.size(), 2u) << r.question_id;
-    const json& calls = r.candidates[0].trace["calls"];
+    const auto& calls = r.candidates[0].calls;
     ASSERT_EQ(calls.size(), 2u) << r.question_id;
     for (const auto& c : calls) {
-      EXPECT_EQ(c["stage"], "generate");
-      EXPECT_EQ(c["template"], "outside:py");
-      EXPECT_NE(c["prompt"].get<std::string>().find(r.question), std::string::npos);
+      EXPECT_EQ(c.stage, "generate");
+      EXPECT_EQ(c.template_name, "outside:py");
+      EXPECT_NE(c.prompt.find(r.question), std::string::npos);
     }
     EXPECT_TRUE(r.correct(run::primary_metric(data->manifest))) << r.question_id;
   }
@@ -174,7 +174,7 @@ TEST_F(OutsideEndpointRun, TokensOfAnotherQuestionOrMadeUpAreRefusedAndNoRealKey
   ASSERT_TRUE(data.is_ok());
   for (const auto& rec : data->records) {
     ASSERT_FALSE(rec.candidates.empty());
-    json seen = json::parse(rec.candidates[0].trace["reasoning"].get<std::string>());
+    json seen = json::parse(rec.candidates[0].reasoning);
     EXPECT_EQ(seen[0], json::array({401, 200, 200})) << rec.question_id;
     EXPECT_EQ(seen[1], json::array()) << rec.question_id;
     EXPECT_EQ(seen[2], "main");

@@ -147,7 +147,7 @@ TEST_F(OutsideProgramRun, AProgramsCandidatesGoThroughTheRun) {
   ASSERT_EQ(rec.candidates.size(), 2u);
   EXPECT_EQ(rec.candidates[0].id, "py#0");
   EXPECT_EQ(rec.candidates[0].sql, "SELECT 1");
-  EXPECT_EQ(rec.candidates[0].trace["reasoning"], "one");
+  EXPECT_EQ(rec.candidates[0].reasoning, "one");
   EXPECT_EQ(rec.candidates[1].id, "py#1");
 }
 
@@ -211,7 +211,10 @@ TEST_F(OutsideProgramRun, AnOutsideSelectorChoosesByIdAndIsUsableByLabel) {
     const auto& s = r.selections.at("last");
     EXPECT_EQ(s.candidate_id, "py#1");
     EXPECT_EQ(s.sql, "SELECT 2");
-    EXPECT_EQ(s.explanation["explanation"]["executed"], 2);
+    const auto* outside = std::get_if<select::OutsideExplanation>(&s.explanation);
+    ASSERT_NE(outside, nullptr) << r.question_id;
+    ASSERT_TRUE(outside->explanation.has_value());
+    EXPECT_EQ((*outside->explanation)["executed"], 2);
     EXPECT_TRUE(r.selections.count("self_consistency"));
   }
 }

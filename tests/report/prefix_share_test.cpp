@@ -91,10 +91,10 @@ TEST(PrefixShareOfARun, NullWhenNoPromptWasAsked) {
   run.manifest = testing::fixture_manifest();
   run.records = testing::typed(testing::fixture_records());
   for (auto& r : run.records) {  // the same questions without their model calls
-    r.context = json::object();
+    r.context = context::ContextRecord{};
     r.candidates.clear();
     r.selections.clear();
-    r.curve_calls = json::array();
+    r.curve_calls.clear();
   }
   const json rep = build_report(run, ReportOptions{});
   EXPECT_TRUE(rep["usage"]["total"]["prefix_share"].is_null());

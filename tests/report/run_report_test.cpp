@@ -184,8 +184,10 @@ TEST(RunReport, EmbeddingRerankingOffIsFlagged) {
             std::string::npos);
   EXPECT_NE(render_html(rep, run, ReportOptions{}).find("<b>Embedding re-ranking was off</b>"), std::string::npos);
   run.config = {{"context", {{"embeddings", {{"profile", "embedder"}}}}}};
-  run.records[1].context = {{"errors", {"embeddings: HTTP 500 (edit-distance ranking kept)", "keywords: x"}}};
-  run.records[3].context = {{"errors", {"keywords: malformed answer (heuristic keywords only)"}}};
+  run.records[1].context = context::ContextRecord{};
+  run.records[1].context->errors = {"embeddings: HTTP 500 (edit-distance ranking kept)", "keywords: x"};
+  run.records[3].context = context::ContextRecord{};
+  run.records[3].context->errors = {"keywords: malformed answer (heuristic keywords only)"};
   rep = build_report(run, ReportOptions{});
   EXPECT_EQ(rep["context"]["embedding_rerank"], true);
   EXPECT_EQ(rep["context"]["embeddings_profile"], "embedder");
@@ -226,7 +228,10 @@ TEST(RunReport, HtmlIsSelfContainedEscapedAndCarriesTheCharts) {
   run.records[1].question = "<script>alert('q')</script> & more";
   run.records[1].prediction = "SELECT '</pre><img src=x onerror=alert(1)>'";
   run.records[1].candidates[0].generator = "dc\"><svg onload=alert(2)>";
-  run.records[1].selections["tournament"].explanation = {{"why", "</details><script>bad()</script>"}};
+  select::DuelExplanation hostile;
+  hostile.decisions = std::vector<select::PairDecision>{
+      {.a = "dc#0", .b = "qp#0", .by = "model", .error = "</details><script>bad()</script>"}};
+  run.records[1].selections["tournament"].explanation = hostile;
   ReportOptions opts;
   json rep = build_report(run, opts);
   std::string html = render_html(rep, run, opts);
@@ -251,12 +256,19 @@ TEST(RunReport, HtmlIsSelfContainedEscapedAndCarriesTheCharts) {
   for (size_t p = html.find("<details class=\"q\""); p != std::string::npos; p = html.find("<details class=\"q\"", p + 1)) ++details;
   EXPECT_EQ(details, 8u);
   EXPECT_NE(html.find("no_such_column"), std::string::npos);            // fixer round of q2
-  EXPECT_NE(html.find("separating_instance"), std::string::npos);       // q0's duel
+  EXPECT_NE(html.find("decisions"), std::string::npos);                 // q0's tournament
   opts.drilldown_limit = 3;
   html = render_html(rep, run, opts);
   details = 0;
   for (size_t p = html.find("<details class=\"q\""); p != std::string::npos; p = html.find("<details class=\"q\"", p + 1)) ++details;
   EXPECT_EQ(details, 3u);
+}
+
+// Separating-instance duels as the selector writes them, read as a record reader reads them.
+select::Explanation explanation_of_duels(json duels) {
+  auto e = select::explanation_from_json({{"duels", std::move(duels)}}, "separating_instances", "test");
+  EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+  return e.is_ok() ? *e : select::Explanation{};
 }
 
 // A duel whose model answer on D′ disagrees with gold's answer there is listed as a gold
@@ -277,7 +289,7 @@ TEST(RunReport, SeparatingInstanceDuelsAreShownAsEvidenceAgainstGold) {
     run::SelectionRecord s;
     s.candidate_id = "c2";
     s.llm_calls = 3;
-    s.explanation = {{"duels", json::array({duel(agrees)})}};
+    s.explanation = explanation_of_duels(json::array({duel(agrees)}));
     return s;
   };
   run.records[0].selections["separating_instances"] = selection(false);
@@ -310,7 +322,7 @@ TEST(RunReport, SeparatingDuelsGiveCoverageAndDrawReasons) {
   run::RunData run = fixture_run();
   auto selection = [](json duels) {
     run::SelectionRecord s;
-    s.explanation = {{"duels", std::move(duels)}};
+    s.explanation = explanation_of_duels(std::move(duels));
     return s;
   };
   const json asked = {{"a", "c0"}, {"b", "c1"}, {"outcome", "a"}, {"model_answers", json::array({"[1]"})}};

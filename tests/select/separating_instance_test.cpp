@@ -18,6 +18,7 @@
 #include "nl2sql/select/selector.h"
 #include "nl2sql/select/separating_instance.h"
 #include "nl2sql/sim/simulator.h"
+#include "support/explanation_check.h"
 #include "support/fake_openai_server.h"
 #include "support/test_env.h"
 
@@ -659,6 +660,7 @@ TEST_F(SeparatingInstanceTest, DuelSelectorWithSimPicksTheCandidateAgreeingWithG
   EXPECT_EQ(s->explanation.dump().find("gold"), std::string::npos);
   EXPECT_FALSE(s->duel_instances.empty());
   check_duels_against_gold(*s, db_, executor_, q.gold_sql);
+  nl2sql::testing::expect_explanation_round_trips(s->explanation, "separating_instances");
   EXPECT_EQ(s->chosen, 2);
   EXPECT_EQ(s->explanation["decided_by"], "duels");
   // Two clusters among three representatives... c0 and c1 agree (both 0), so 3 results:
@@ -694,6 +696,7 @@ TEST_F(SeparatingInstanceTest, ADuelOverMaxRowsIsADrawRecordedAsTooLarge) {
   data::Question q;
   auto s = bohemia_duels(q, R"({"separating_instances":{"max_rows":1}})");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  nl2sql::testing::expect_explanation_round_trips(s->explanation, "separating_instances");
   size_t too_large = 0, asked = 0;
   for (const auto& d : s->explanation["duels"]) {
     if (d.value("draw", "") == "too_large") {

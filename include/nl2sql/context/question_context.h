@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/context/column_filter.h"
+#include "nl2sql/context/context_record.h"
 #include "nl2sql/context/embedding_rerank.h"
 #include "nl2sql/context/metadata.h"
 #include "nl2sql/context/retrieve.h"
@@ -80,9 +81,8 @@ struct QuestionContext {
   std::vector<llm::LlmCallTrace> calls;
   std::vector<std::string> errors;         // non-fatal: a failed call, a malformed answer
 
-  // {"question_id", "db_id", "keywords": [{text, source}], "values": [{table, column, value,
-  //  score, keyword}], "columns": [{table, column, score, keyword, via}], "selected_columns",
-  //  "calls": [trace…], "errors"}
+  // What a run keeps of it (context_record.h), and that as JSON.
+  ContextRecord record() const;
   nlohmann::json to_json() const;
 };
 

@@ -4,7 +4,8 @@
 // executed, and each execution-feedback fixer round applied to it. Produced by generate/,
 // updated by fix/, read by select/, pipeline/ and report/. A plain value: copy freely; not
 // synchronised. to_json/from_json give the trace format stored in the run store (stable keys;
-// unknown keys are ignored on read so older runs stay readable).
+// absent keys read as empty; a key this build does not write is refused, so a renamed key is an
+// error rather than a silently empty field).
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,8 @@
 // tokens, cost, latency, provider — "sim" marks a simulated answer). Every stage that calls a
 // model (context, generate, fix, select) keeps these in its trace; they are built in one place,
 // llm::call_model (model_call.h). A plain value. to_json / call_trace_from_json give the stored
-// format (stable keys; unknown keys ignored on read so older runs stay readable).
+// format (stable keys; absent keys read as empty, a key this build does not write is refused, so a
+// renamed key is an error rather than a silently empty field).
 #pragma once
 
 #include <cstdint>

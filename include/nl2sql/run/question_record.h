@@ -1,20 +1,23 @@
 // QuestionRecord: one question's final record — what the pipeline writes (stage "final" of the
-// run store) and what report, compare, merge, export and selector-data read. The JSON layout is
-// written and read here only (to_json / record_from_json), so a field added to the record is
-// added in this file and the compiler finds every reader.
+// run store) and what report, compare, merge, export and selector-data read. It holds each
+// stage's result as the type its layer owns (context::ContextRecord, generate::Candidate,
+// llm::LlmCallTrace, select::Explanation) and no JSON; each of those types writes and reads its
+// own part of the layout beside its definition, and this file the rest (to_json /
+// record_from_json), so a field added to a stage is added in that stage's layer and the
+// compiler finds every reader.
 //
 // JSON layout (record version 1; the manifest names the version as "record_version", and a run
 // folder written before records were versioned reads as version 1):
 //   question_id, index (position in the question file), db_id, question, evidence, difficulty,
 //   gold_sql, status ("ok" | "error"), error, features [SQL features of gold: "join",
 //   "aggregate", "nested", …],
-//   context {keywords, values[{table, column, value, score}], columns, selected_columns, calls}
-//     — the context stage's own payload, kept as written,
+//   context {question_id, db_id, keywords, values[{table, column, value, score, keyword}],
+//     columns, selected_columns, calls, errors, latency_s} — context::ContextRecord,
 //   candidates [the candidate as the generate layer writes it + once judged {correct:
 //     bool|null, cluster, executable_before_fix, executable_after_fix, verdict {outcome,
 //     verdicts}}],
 //   selections {<selector>: {chosen, candidate_id, sql, correct, llm_calls, cost_usd,
-//     latency_s, explanation {…selector-specific…}, calls [...]}},
+//     latency_s, explanation {…per selector family: select::Explanation…}, calls [...]}},
 //   primary_selector, prediction (the primary selector's SQL, "" when none),
 //   verdict {verdicts {metric: bool}, outcome RES1..RES6, soft_f1, pred_status, error,
 //     gold_status, gold_error, gold_unusable, gold_tie_dependent, pred_rows, gold_rows,
@@ -31,9 +34,12 @@
 // A failed question is still recorded (status "error", verdict null) and counts as wrong; its
 // record has no context, bounds, curves, usage or latency unless they were filled.
 //
-// Reading is tolerant of absence and strict about types: a missing field reads as empty, a
-// field of the wrong type is an error naming the question and the field; keys this version
-// does not know are ignored. Plain values; every function is pure and thread-safe.
+// Reading is tolerant of absence and strict about types and names: a missing field reads as
+// empty (fields written only when they have a value), a field of the wrong type is an error
+// naming the question and the field, and so is a key this version does not write — a key renamed
+// on the writing side only is refused, not read as an empty field (tests/run/golden/ holds a
+// record that must read and write back byte for byte). Plain values; every function is pure
+// and thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +50,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nl2sql/context/context_record.h"
 #include "nl2sql/core/status.h"
+#include "nl2sql/generate/candidate.h"
+#include "nl2sql/llm/trace.h"
+#include "nl2sql/select/explanation.h"
 
 namespace nl2sql::run {
 
@@ -94,10 +104,10 @@ struct Verdict {
   bool operator==(const Verdict&) const = default;
 };
 
-// One candidate: the generate layer's trace, plus how it fared once judged.
-struct CandidateRecord {
-  std::string id, generator, sql;  // also inside `trace`; these win when written
-  nlohmann::json trace = nlohmann::json::object();  // generate::to_json(Candidate), as written
+// One candidate: the generate layer's typed trace (generate::Candidate: id, generator, sql, its
+// calls and fix rounds …), plus how it fared once judged. Written as the candidate's trace with
+// the judgement's keys beside its own.
+struct CandidateRecord : generate::Candidate {
   struct Judgement {
     std::optional<bool> correct;  // nullopt: gold unusable
     int64_t cluster = -1;         // result cluster (relaxed equality)
@@ -107,9 +117,9 @@ struct CandidateRecord {
     bool operator==(const Judgement&) const = default;
   };
   std::optional<Judgement> judged;  // absent in a failed question's record
-  size_t fix_rounds() const;
-  bool operator==(const CandidateRecord&) const = default;
 };
+// Equal when written alike (the stage types compare by their JSON).
+bool operator==(const CandidateRecord& a, const CandidateRecord& b);
 
 // What one selector chose and what choosing cost.
 struct SelectionRecord {
@@ -118,10 +128,10 @@ struct SelectionRecord {
   std::optional<bool> correct;
   int64_t llm_calls = 0;
   double cost_usd = 0, latency_s = 0;
-  nlohmann::json explanation;  // selector-specific: scores, duels, votes …
-  nlohmann::json calls;        // call traces (array); null when not kept
-  bool operator==(const SelectionRecord&) const = default;
+  select::Explanation explanation;  // typed per selector family (select/explanation.h)
+  std::optional<std::vector<llm::LlmCallTrace>> calls;  // nullopt: not kept
 };
+bool operator==(const SelectionRecord& a, const SelectionRecord& b);
 
 struct Bounds {
   bool oracle = false, adversarial = false;
@@ -147,7 +157,7 @@ struct QuestionRecord {
   bool ok = true;  // "status": "ok" | "error"
   std::string error;
   std::vector<std::string> features;
-  nlohmann::json context;  // the context stage's payload; null when absent
+  std::optional<context::ContextRecord> context;  // the context stage's result; absent when it did not end
   std::vector<CandidateRecord> candidates;
   std::map<std::string, SelectionRecord> selections;
   std::string primary_selector, prediction;
@@ -158,13 +168,13 @@ struct QuestionRecord {
   LlmFaults llm_faults;
   std::map<std::string, double> latency_s;
   std::optional<std::map<std::string, double>> weights;
-  nlohmann::json curve_calls = nlohmann::json::array();  // run.curve_selector's call traces
+  std::vector<llm::LlmCallTrace> curve_calls;  // run.curve_selector's call traces
 
   // Whether the prediction is correct under `metric` (false when the question failed or was not
   // evaluated; a verdict without that metric — an older run — counts RES3 as correct).
   bool correct(const std::string& metric) const;
-  bool operator==(const QuestionRecord&) const = default;
 };
+bool operator==(const QuestionRecord& a, const QuestionRecord& b);
 
 nlohmann::json to_json(const QuestionRecord& record);
 // `version`: the run's record version (record_version(manifest)). Errors name the question and
@@ -172,16 +182,18 @@ nlohmann::json to_json(const QuestionRecord& record);
 Result<QuestionRecord> record_from_json(const nlohmann::json& j, int version = kRecordVersion);
 
 nlohmann::json to_json(const SelectionRecord& selection);
-Result<SelectionRecord> selection_from_json(const nlohmann::json& j, const std::string& where);
+// `selector` (the selection's name in the run) gives its explanation's family.
+Result<SelectionRecord> selection_from_json(const nlohmann::json& j, const std::string& selector,
+                                            const std::string& where);
 nlohmann::json to_json(const LlmFaults& faults);
 Result<LlmFaults> faults_from_json(const nlohmann::json& j, const std::string& where);
 
 // One model call a record keeps, where it keeps it: `stage` is the usage stage that made it
 // ("context", "generate", "fix", "select", "curves"), `owner` what it belongs to (a candidate
-// id, a selector name; "" for context and curves) and `trace` the stored llm::LlmCallTrace JSON.
+// id, a selector name; "" for context and curves) and `trace` the call.
 struct RecordedCall {
   std::string stage, owner;
-  const nlohmann::json* trace = nullptr;  // points into the record
+  const llm::LlmCallTrace* trace = nullptr;  // points into the record
 };
 // Every call trace of a record, in pipeline order (context, then per candidate its generation
 // calls and its fix rounds' calls, then the selectors, then the curves); within a group in the
