@@ -42,7 +42,7 @@ PY
   done
   python3 - "$WORK/$name-old/report.json" "$WORK/$name-new/report.json" "$name" <<'PY' || status=1
 import json, sys
-SKIP = ('latency', 'seconds', 'wall', 'created', 'elapsed', '_s', 'time', 'tool_version',
+SKIP = ('latency', 'seconds', 'wall', 'created', 'elapsed', '_s', 'time', 'tool_version', 'tool_commit', 'tool_build',
         'config_hash', 'prompt_hashes', 'templates', 'dir', 'path', 'name', 'title', 'record_version')
 def strip(o):
     if isinstance(o, dict):
