@@ -392,12 +392,11 @@ window.addEventListener('load', function () {
 });
 )js";
 
-}  // namespace
-
-string render_html(const json& rep, const run::RunData& run, const ReportOptions& o) {
+// The page's head, the run's identity, the value-ranking note and the headline EX.
+void html_heading(string& h, const json& rep) {
   const json& man = rep["run"]["manifest"];
   string title = rep["run"]["title"].get<string>();
-  string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">";
+  h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">";
   h += "<title>" + esc("nl2sql report: " + title) + "</title><style>" + kCss + "</style><script>" + kHeadScript + "</script></head>\n";
   h += "<body data-errors=\"0\">\n";
   if (rep["simulated"].get<bool>())
@@ -423,7 +422,10 @@ string render_html(const json& rep, const run::RunData& run, const ReportOptions
   h += fmt::format("<p class=\"headline\">EX <b id=\"ex\">{}%</b> (95% CI {}–{}), {} / {} correct; {} failed questions</p>\n",
                    num(ov["ex"].get<double>()), num(ov["ci95"][0].get<double>()), num(ov["ci95"][1].get<double>()),
                    ov["correct"].get<size_t>(), ov["n"].get<size_t>(), rep["errors"].size());
+}
 
+// EX by difficulty, database and SQL feature; every metric; the test suite.
+void html_accuracy(string& h, const json& rep) {
   h += "<h2>Execution accuracy</h2>\n";
   h += bar_chart("ex-difficulty", "EX by difficulty", group_bars(rep["ex"]["by_difficulty"]));
   h += bar_chart("ex-db", "EX by database", group_bars(rep["ex"]["by_db"]));
@@ -455,7 +457,10 @@ string render_html(const json& rep, const run::RunData& run, const ReportOptions
       h += "</table>\n";
     }
   }
+}
 
+// The selectors against the bounds, the duels, the generators, the curves and the primary selector's errors.
+void html_selectors(string& h, const json& rep) {
   h += "<h2>Selectors</h2>\n";
   std::vector<Bar> sel_bars;
   for (const auto& [k, v] : rep["selectors"].items())
@@ -551,7 +556,10 @@ string render_html(const json& rep, const run::RunData& run, const ReportOptions
     err_bars.push_back({label, v["pct"].get<double>(), 0, 0, fmt::format(" ({})", v["count"].get<size_t>())});
   }
   h += bar_chart("selection-errors", "Selection error analysis", err_bars);
+}
 
+// Tokens, cost and latency per stage, the model faults and the latency percentiles.
+void html_usage(string& h, const json& rep) {
   h += "<h2>Tokens, cost and latency</h2>\n<table><tr><th>stage</th><th>calls</th><th>prompt tokens</th>"
        "<th>of which cached by the provider</th><th>completion tokens</th><th>of which reasoning</th>"
        "<th>cost USD</th><th>duplicate requests</th></tr>";
@@ -610,6 +618,16 @@ string render_html(const json& rep, const run::RunData& run, const ReportOptions
     h += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>", esc(k),
                      num(v["p50"].get<double>(), 3), num(v["p90"].get<double>(), 3), num(v["p95"].get<double>(), 3), num(v["max"].get<double>(), 3));
   h += "</table>\n";
+}
+
+}  // namespace
+
+string render_html(const json& rep, const run::RunData& run, const ReportOptions& o) {
+  string h;
+  html_heading(h, rep);
+  html_accuracy(h, rep);
+  html_selectors(h, rep);
+  html_usage(h, rep);
 
   if (rep.contains("weights")) {
     h += "<h2>WMA expert weights</h2>\n";

@@ -729,8 +729,10 @@ json build_report(const run::RunData& run, const ReportOptions& o) {
   return rep;
 }
 
-std::string render_markdown(const json& rep) {
-  std::string md;
+namespace {
+
+// The title, the run's identity and EX: overall, by difficulty, database and feature, every metric, the test suite.
+void markdown_accuracy(std::string& md, const json& rep) {
   const json& run = rep["run"];
   md += fmt::format("# nl2sql run report: {}\n\n", core::markdown_cell(run["title"].get<std::string>()));
   if (rep["simulated"].get<bool>())
@@ -781,6 +783,10 @@ std::string render_markdown(const json& rep) {
     md += fmt::format("; gold unusable {}; tie-dependent gold {}.\n\n", rep["gold_unusable"].size(), rep["tie_dependent"].size());
   }
   if (rep.contains("test_suite")) md += eval::test_suite_markdown(rep["test_suite"]).substr(1) + "\n";
+}
+
+// The selectors against the bounds, the duels, the generators, the curves and the primary selector's errors.
+void markdown_selectors(std::string& md, const json& rep) {
   md += "## Selectors\n\n| selector | EX % [95% CI] | LLM calls | cost USD |\n|---|---|---:|---:|\n";
   for (const auto& [k, v] : rep["selectors"].items())
     md += fmt::format("| {}{} | {} | {} | {} |\n", core::markdown_cell(k), v["primary"].get<bool>() ? " (primary)" : "", ci_text(v),
@@ -872,6 +878,10 @@ std::string render_markdown(const json& rep) {
     const json& v = rep["selection_errors"][k];
     md += fmt::format("| {} | {} | {} |\n", k, v["count"].get<size_t>(), fmt_num(v["pct"].get<double>()));
   }
+}
+
+// Tokens, cost and latency per stage, the model faults, the weights and the failed questions.
+void markdown_usage(std::string& md, const json& rep) {
   md += "\n## Tokens, cost and latency\n\n| stage | calls | prompt tokens | of which cached by the provider | "
         "completion tokens | of which reasoning | cost USD | duplicate requests |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
   auto usage_row = [](const std::string& label, const json& v) {
@@ -943,6 +953,15 @@ std::string render_markdown(const json& rep) {
     for (const auto& e : rep["errors"])
       md += fmt::format("| {} | {} |\n", core::markdown_cell(e["question_id"].get<std::string>()), core::markdown_cell(e["error"].get<std::string>()));
   }
+}
+
+}  // namespace
+
+std::string render_markdown(const json& rep) {
+  std::string md;
+  markdown_accuracy(md, rep);
+  markdown_selectors(md, rep);
+  markdown_usage(md, rep);
   return md;
 }
 
