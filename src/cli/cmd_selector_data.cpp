@@ -78,11 +78,12 @@ std::vector<select::TrainingCandidate> training_candidates(const run::QuestionRe
 }
 
 // The run's successful questions as the tournament saw them: question, schemas, metadata and
-// judged candidates. Returns kExitOk, or the exit code of the failure it logged.
+// judged candidates. The questions point into `databases`, which must outlive them. Returns
+// kExitOk, or the exit code of the failure it logged.
 int training_questions(const run::RunData& run, const data::Dataset& ds, const context::ContextSettings& settings,
                        const std::filesystem::path& index_dir, const db::Executor& executor,
+                       std::map<std::string, DatabaseInputs>& databases,
                        std::vector<select::TrainingQuestion>& questions) {
-  std::map<std::string, DatabaseInputs> databases;
   for (const auto& r : run.records) {
     if (!r.ok) continue;
     auto schema = ds.schemas.find(r.db_id);
@@ -150,8 +151,10 @@ int run_selector_data(const SelectorDataArgs& a) {
   }
   db::Executor executor(*eo);
   const std::filesystem::path index_dir = a.index_dir.empty() ? settings->index.index_dir : std::filesystem::path(a.index_dir);
+  std::map<std::string, DatabaseInputs> databases;  // the questions' schemas and metadata point here
   std::vector<select::TrainingQuestion> questions;
-  if (int code = training_questions(*run, *ds, *settings, index_dir, executor, questions); code != kExitOk) return code;
+  if (int code = training_questions(*run, *ds, *settings, index_dir, executor, databases, questions); code != kExitOk)
+    return code;
   size_t usable = 0;
   for (const auto& q : questions) usable += !q.candidates.empty();
   select::TrainingOptions options;

@@ -44,7 +44,12 @@ bool is_overload(int status, const std::string& body) {
 // each prompt's length; an unknown-model error is identical every time).
 std::string refusal_signature(int status, const std::string& message) {
   std::string sig = std::to_string(status) + ":";
-  for (char c : message.substr(0, 200)) sig.push_back(std::isdigit(static_cast<unsigned char>(c)) ? '#' : c);
+  // A run of digits is one '#': "9001 tokens" and "12 tokens" are the same refusal.
+  for (char c : message.substr(0, 200)) {
+    const bool digit = std::isdigit(static_cast<unsigned char>(c));
+    if (!digit) sig.push_back(c);
+    else if (sig.back() != '#') sig.push_back('#');
+  }
   return sig;
 }
 

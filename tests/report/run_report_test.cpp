@@ -230,7 +230,7 @@ TEST(RunReport, HtmlIsSelfContainedEscapedAndCarriesTheCharts) {
   run.records[1].candidates[0].generator = "dc\"><svg onload=alert(2)>";
   select::DuelExplanation hostile;
   hostile.decisions = std::vector<select::PairDecision>{
-      {.a = "dc#0", .b = "qp#0", .by = "model", .error = "</details><script>bad()</script>"}};
+      {.a = "dc#0", .b = "qp#0", .by = "model", .winner = std::nullopt, .error = "</details><script>bad()</script>"}};
   run.records[1].selections["tournament"].explanation = hostile;
   ReportOptions opts;
   json rep = build_report(run, opts);
