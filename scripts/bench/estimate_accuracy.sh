@@ -24,7 +24,6 @@ SAMPLE=${SAMPLE:-30}
 PRICE_IN=${PRICE_IN:-1.00}
 PRICE_OUT=${PRICE_OUT:-4.00}
 LATENCY=${LATENCY_MS:-5}
-BUILD_DIR=${BUILD_DIR:-build}
 . scripts/bench/fake_server_lib.sh
 fake_bench_build
 echo "fake server with near-gold answers; prices USD/Mtok: input $PRICE_IN, output $PRICE_OUT"

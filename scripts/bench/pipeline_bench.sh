@@ -36,7 +36,6 @@ LATENCY=${2:-100}
 SCALE_SAMPLE=${3:-30}
 RUNS=${RUNS:-3}
 IN_FLIGHT=32
-BUILD_DIR=${BUILD_DIR:-build}
 . scripts/bench/fake_server_lib.sh
 fake_bench_build
 

@@ -34,7 +34,7 @@ start_server() {  # start_server LATENCY_MS LOG
 config() {  # config GENERATORS SELECTION CACHE_DIR: a run config against the fake at $URL
   cat <<EOF
 {"llm": {"models": {"main": {"base_url": "$URL", "model": "fake-model", "api_key_env": "", "max_in_flight": $THREADS}},
-         "default_profile": "main", "cache": {"mode": "${4:-read-write}", "path": "$3/llm_cache.sqlite"}, "preflight": false},
+         "default_profile": "main", "cache": {"mode": "read-write", "path": "$3/llm_cache.sqlite"}, "preflight": false},
  "context": {"keywords": {"llm": false}},
  "generate": {"generators": $1},
  "fix": {"enabled": false},

@@ -27,7 +27,6 @@ BLOCK=${BLOCK:-16}
 REASONING=${REASONING:-0}
 SHAPE=${SHAPE:-openai}
 LATENCY=${LATENCY_MS:-5}
-BUILD_DIR=${BUILD_DIR:-build}
 . scripts/bench/fake_server_lib.sh
 fake_bench_build
 echo "fake server: prefix cache in blocks of $BLOCK tokens, $REASONING reasoning tokens per answer, usage shape $SHAPE;" \
