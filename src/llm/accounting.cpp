@@ -33,6 +33,8 @@ void UsageTotals::add(const UsageTotals& o) {
   calls_reporting_reasoning += o.calls_reporting_reasoning;
   cost_usd += o.cost_usd;
   latency_s += o.latency_s;
+  cache_prompt_tokens += o.cache_prompt_tokens;
+  cache_completion_tokens += o.cache_completion_tokens;
 }
 
 nlohmann::json UsageTotals::to_json() const {

@@ -174,6 +174,10 @@ void Client::record(const ChatRequest& request, const Result<ChatResponse>& resu
     t.attempts = r.attempts;
     t.retries = std::max(0, r.attempts - 1);
     t.add_usage(r.usage);
+    if (r.from_cache) {
+      t.cache_prompt_tokens = r.usage.prompt_tokens;
+      t.cache_completion_tokens = r.usage.completion_tokens;
+    }
     t.cost_usd = r.cost_usd;
     t.latency_s = r.latency_s;
   }

@@ -625,6 +625,61 @@ void QuestionRun::add_usage(run::QuestionRecord& rec,
   add_calls(rec.usage, "curves", curve_calls_, prices);
 }
 
+run::StageUsage QuestionRun::traced_usage() const {
+  run::QuestionRecord scratch;
+  add_usage(scratch, selections_);
+  run::StageUsage sum;
+  for (const auto& [stage, u] : scratch.usage) {
+    sum.calls += u.calls;
+    sum.prompt_tokens += u.prompt_tokens;
+    sum.completion_tokens += u.completion_tokens;
+    sum.cost_usd += u.cost_usd;
+    sum.cache_hits += u.cache_hits;
+    sum.cache_prompt_tokens += u.cache_prompt_tokens;
+    sum.cache_completion_tokens += u.cache_completion_tokens;
+  }
+  return sum;
+}
+
+// A stage that fails drops the traces of calls it had answered when a sibling call failed (a
+// generator whose other sample was cancelled by a stop returns the error, not its answered
+// samples): the client counted those calls for the question, and what it counted since the
+// stage began beyond what the traces hold is added to the stage, so every token the server
+// processed and the client read is in the report.
+void QuestionRun::add_untraced_usage(run::QuestionRecord& rec, const char* stage) const {
+  const llm::UsageTotals counted = s_.client->accounting().question(q_.question_id);
+  const run::StageUsage traced = traced_usage();
+  auto gap = [](int64_t counted_now, int64_t counted_then, int64_t traced_now, int64_t traced_then) {
+    return std::max<int64_t>(0, (counted_now - counted_then) - (traced_now - traced_then));
+  };
+  const llm::UsageTotals& c0 = stage_began_counted_;
+  const run::StageUsage& t0 = stage_began_traced_;
+  run::StageUsage missing;
+  missing.calls = gap(counted.calls - counted.cache_hits, c0.calls - c0.cache_hits, traced.calls, t0.calls);
+  missing.prompt_tokens = gap(counted.prompt_tokens - counted.cache_prompt_tokens,
+                              c0.prompt_tokens - c0.cache_prompt_tokens, traced.prompt_tokens, t0.prompt_tokens);
+  missing.completion_tokens =
+      gap(counted.completion_tokens - counted.cache_completion_tokens,
+          c0.completion_tokens - c0.cache_completion_tokens, traced.completion_tokens, t0.completion_tokens);
+  missing.cost_usd = std::max(0.0, (counted.cost_usd - c0.cost_usd) - (traced.cost_usd - t0.cost_usd));
+  missing.cache_hits = gap(counted.cache_hits, c0.cache_hits, traced.cache_hits, t0.cache_hits);
+  missing.cache_prompt_tokens =
+      gap(counted.cache_prompt_tokens, c0.cache_prompt_tokens, traced.cache_prompt_tokens, t0.cache_prompt_tokens);
+  missing.cache_completion_tokens = gap(counted.cache_completion_tokens, c0.cache_completion_tokens,
+                                        traced.cache_completion_tokens, t0.cache_completion_tokens);
+  if (missing == run::StageUsage{}) return;
+  run::StageUsage& u = rec.usage[stage];
+  u.calls += missing.calls;
+  u.prompt_tokens += missing.prompt_tokens;
+  u.completion_tokens += missing.completion_tokens;
+  u.cost_usd += missing.cost_usd;
+  u.cache_hits += missing.cache_hits;
+  u.cache_prompt_tokens += missing.cache_prompt_tokens;
+  u.cache_completion_tokens += missing.cache_completion_tokens;
+  spdlog::debug("question {}: {} stage failed; {} answered call(s) ({} + {} tokens) it left untraced are counted",
+                q_.question_id, stage, missing.calls, missing.prompt_tokens, missing.completion_tokens);
+}
+
 Status QuestionRun::incomplete_stage(const std::string& /*stage*/, const run::LlmFaults& faults) const {
   int64_t lost = 0;
   std::string kinds;
@@ -790,6 +845,8 @@ run::QuestionRecord QuestionRun::run() {
       wait_turn();
       if (cancelled()) st = Status(ErrorCode::kCancelled, "run cancelled");
     }
+    stage_began_counted_ = usage_now();
+    stage_began_traced_ = traced_usage();
     if (st) st = (this->*row.run)();
     if (!st) break;
   }
@@ -812,6 +869,7 @@ run::QuestionRecord QuestionRun::run() {
   } else {
     // The curves are part of the select stage in a failed record's words.
     rec = fail(st, stage_name(stage == Stage::kCurves ? Stage::kSelect : stage));
+    add_untraced_usage(rec, stage_name(stage));
   }
   if (sequenced) finish_turn();
   return rec;

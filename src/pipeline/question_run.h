@@ -57,6 +57,11 @@ class QuestionRun {
   // The record's usage per stage, summed from the call traces it holds (context, candidates and
   // their fix rounds, selections, curves).
   void add_usage(run::QuestionRecord& rec, const std::map<std::string, run::SelectionRecord>& selections) const;
+  // The question's calls as its traces sum them now, over every stage.
+  run::StageUsage traced_usage() const;
+  // Adds to `rec` what the client counted for this question since the failed stage began and
+  // no trace holds (see run()).
+  void add_untraced_usage(run::QuestionRecord& rec, const char* stage) const;
   // The record's fields every outcome shares: the question, and the faults and candidates so far.
   run::QuestionRecord base_record() const;
   void wait_turn();
@@ -193,6 +198,9 @@ class QuestionRun {
   std::set<std::string> loaded_;  // stages read from the run store
   std::set<std::string> stored_;  // stages this run stored
   llm::UsageTotals usage_at_put_;  // the question's usage when the last stage was stored
+  // When the running stage began: the client's count for the question and its traces' sum.
+  llm::UsageTotals stage_began_counted_;
+  run::StageUsage stage_began_traced_;
 };
 
 }  // namespace nl2sql::pipeline

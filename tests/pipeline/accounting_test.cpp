@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -172,6 +175,69 @@ TEST(Accounting, AStoppedRunAndItsResumeReportEveryTokenTheServerProcessed) {
   near_server(t);
   const double cost = (t.at("prompt_tokens").get<double>() * 3.0 + t.at("completion_tokens").get<double>() * 15.0) / 1e6;
   EXPECT_NEAR(t.at("cost_usd").get<double>(), cost, 1e-9);
+}
+
+// A stop that cancels one sample of a generator while its other sample was answered: the
+// generator returns the cancellation, not the answered sample, yet the answer's tokens were
+// processed by the server and read by the client — the interrupted question's usage keeps them.
+TEST(Accounting, AnAnswerWhoseSiblingCallAStopCancelledIsCounted) {
+  testing::TempDir dir;
+  const fs::path data = testing::build_mini_bird(dir.path() / "mini");
+  std::atomic<int64_t> prompt_tokens{0}, completion_tokens{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  FakeOpenAiServer server([&](const httplib::Request& req, int64_t seq) {
+    if (seq > 0) {  // held until the test has stopped the run, then reset: never processed
+      std::unique_lock lock(mu);
+      cv.wait_for(lock, std::chrono::seconds(20), [&] { return released; });
+      return FakeReply(200, "");
+    }
+    const int in = static_cast<int>(req.body.size() % 997) + 50, out = 7;
+    prompt_tokens += in;
+    completion_tokens += out;
+    return FakeReply(200, llm::testing::completion_body("```sql\nSELECT name FROM school\n```", "stop", in, out));
+  });
+  llm::testing::FaultPlan reset_after_first;
+  for (int64_t seq = 1; seq < 100; ++seq) reset_after_first.at_call[seq] = llm::testing::Fault::kReset;
+  server.set_faults(reset_after_first);
+  core::Config config = config_for(server.base_url(), "read-write", dir.path() / "cache.sqlite");
+  config.set("context.keywords.llm", false);
+  config.set("generate.generators", json::parse(R"([{"name": "baseline", "samples": 2}])"));
+  config.set("fix.enabled", false);
+  config.set("run.threads", 1);
+  config.set("llm.retry.max_attempts", 3);  // the held request's retry meets the stop: cancelled
+  std::atomic<bool> cancel{false};
+  RunOptions o = testing::mini_run_options(config, data, dir.path() / "run", dir.path() / "index");
+  o.filter.ranges = "0-0";
+  o.cancel = &cancel;
+  std::thread stopper([&] {
+    // Both samples are on the wire and the first is answered: give the client a moment to read
+    // it, then stop the run, then let the held request fail.
+    for (int i = 0; i < 2000 && (server.requests() < 2 || completion_tokens.load() == 0); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    {
+      std::lock_guard lock(mu);
+      released = true;
+    }
+    cv.notify_all();
+  });
+  auto stopped = testing::run_and_report(o);
+  stopper.join();
+  ASSERT_TRUE(stopped.is_ok()) << stopped.status().message();
+  ASSERT_EQ(server.requests(), 2) << "the generator's two samples, and nothing after the stop";
+  ASSERT_GT(completion_tokens.load(), 0);
+  EXPECT_EQ(stopped->interrupted, 1u);
+  const json t = testing::read_json_file(dir.path() / "run" / "report.json").at("usage").at("total");
+  EXPECT_EQ(t.at("calls").get<double>(), 2);  // the answered call and the cancelled one
+  EXPECT_EQ(t.at("prompt_tokens").get<double>(), static_cast<double>(prompt_tokens.load()));
+  EXPECT_EQ(t.at("completion_tokens").get<double>(), static_cast<double>(completion_tokens.load()));
+  EXPECT_NEAR(t.at("cost_usd").get<double>(),
+              (static_cast<double>(prompt_tokens.load()) * 3.0 + static_cast<double>(completion_tokens.load()) * 15.0) / 1e6,
+              1e-9);
 }
 
 }  // namespace

@@ -39,6 +39,10 @@ struct UsageTotals {
   int64_t calls_reporting_reasoning = 0;
   double cost_usd = 0.0;
   double latency_s = 0.0;  // summed over calls
+  // Of prompt_tokens and completion_tokens, those of answers from nl2sql's response cache
+  // (nothing was sent). In memory only: to_json leaves them out.
+  int64_t cache_prompt_tokens = 0;
+  int64_t cache_completion_tokens = 0;
   // Adds one call's usage as the server reported it (cached and reasoning counted when known).
   void add_usage(const Usage& usage);
   void add(const UsageTotals& other);
