@@ -153,22 +153,25 @@ run::LlmFaults llm_faults_between(const llm::UsageTotals& before, const llm::Usa
 }
 
 
-Status QuestionRun::stage_context() {
-  if (auto done = stored("context")) {
-    done->erase("llm_faults");  // kept per stage; the record sums them
-    auto ctx = context::context_record_from_json(*done, "question " + q_.question_id + ", stored context");
-    if (!ctx) return ctx.status();
-    context_ = std::move(*ctx);
-  } else {
-    auto t0 = Clock::now();
-    auto before = usage_now();
-    auto ctx = s_.context->build(task_, *schema_, db_path_, core::stage_seed(s_.settings.seed, q_.question_id, "context"));
-    if (!ctx) return ctx.status();
-    context_ = ctx->record();
-    latency_["context"] = seconds_since(t0);
-    context_->latency_s = latency_["context"];
-    NL2SQL_RETURN_IF_ERROR(put("context", context::to_json(*context_), before));
-  }
+Status QuestionRun::load_context(json done) {
+  done.erase("llm_faults");  // kept per stage; the record sums them
+  auto ctx = context::context_record_from_json(done, "question " + q_.question_id + ", stored context");
+  if (!ctx) return ctx.status();
+  context_ = std::move(*ctx);
+  return context_ready();
+}
+
+Result<json> QuestionRun::run_context() {
+  auto t0 = Clock::now();
+  auto ctx = s_.context->build(task_, *schema_, db_path_, core::stage_seed(s_.settings.seed, q_.question_id, "context"));
+  if (!ctx) return ctx.status();
+  context_ = ctx->record();
+  context_->latency_s = seconds_since(t0);
+  NL2SQL_RETURN_IF_ERROR(context_ready());
+  return context::to_json(*context_);
+}
+
+Status QuestionRun::context_ready() {
   latency_["context"] = context_->latency_s.value_or(0.0);
   retrieval_ = context_->retrieval();
   selected_columns_ = context_->selected_columns;
@@ -183,15 +186,16 @@ Status QuestionRun::stage_context() {
   return Status::ok();
 }
 
-Status QuestionRun::stage_generate() {
-  if (auto done = stored("generate")) {
-    const std::string where = "question " + q_.question_id + ", stored generate";
-    NL2SQL_RETURN_IF_ERROR(core::known_keys_only(*done, {"candidates", "latency_s", "llm_faults"}, where));
-    NL2SQL_RETURN_IF_ERROR(load_candidates(*done, "generate"));
-    return core::read_key(*done, "latency_s", latency_["generate"], where);
-  }
+Status QuestionRun::load_generate(json done) {
+  const std::string where = "question " + q_.question_id + ", stored generate";
+  NL2SQL_RETURN_IF_ERROR(core::known_keys_only(done, {"candidates", "latency_s", "llm_faults"}, where));
+  NL2SQL_RETURN_IF_ERROR(load_candidates(done, "generate"));
+  return core::read_key(done, "latency_s", latency_["generate"], where);
+}
+
+Result<json> QuestionRun::run_generate() {
   auto t0 = Clock::now();
-  auto before = usage_now();
+  const llm::UsageTotals before = usage_now();
   generate::GenerationInput input;
   input.question = &task_;
   input.schema = schema_;
@@ -209,7 +213,7 @@ Status QuestionRun::stage_generate() {
                                                                 internal_error("not run")));
   // A generator's queries start running as soon as it is done, while the others still wait for
   // their model: the fix stage then finds them in the question's memo.
-  fix::ExecutionMemo& shared_memo = memo();
+  fix::ExecutionMemo& shared_memo = judging_->memo();
   input.execute = [&shared_memo](const std::string& sql) { return shared_memo.run(sql); };
   // Its fix loops start then too, once the generators before it are done (FixLaunch).
   fix_launch_ = launch_fixes(s_.generators.size());
@@ -239,7 +243,7 @@ Status QuestionRun::stage_generate() {
   latency_["generate"] = seconds_since(t0);
   json payload = {{"candidates", json::array()}, {"latency_s", latency_["generate"]}};
   for (const auto& c : candidates_) payload["candidates"].push_back(generate::to_json(c));
-  return put("generate", payload, before);
+  return payload;
 }
 
 std::unique_ptr<FixLaunch> QuestionRun::launch_fixes(size_t generators) {
@@ -251,7 +255,7 @@ std::unique_ptr<FixLaunch> QuestionRun::launch_fixes(size_t generators) {
   input.retrieval = &retrieval_;
   input.metadata = metadata_.get();
   input.executor = s_.executor.get();
-  input.memo = &memo();
+  input.memo = &judging_->memo();
   auto seed_of = [seed = s_.settings.seed, id = q_.question_id](const std::string& candidate) {
     return core::stage_seed(seed, id, "fix#" + candidate);
   };
@@ -259,21 +263,19 @@ std::unique_ptr<FixLaunch> QuestionRun::launch_fixes(size_t generators) {
                                      generators);
 }
 
-Status QuestionRun::stage_fix() {
-  if (auto done = stored("fix")) {
-    fix_launch_.reset();
-    const std::string where = "question " + q_.question_id + ", stored fix";
-    NL2SQL_RETURN_IF_ERROR(
-        core::known_keys_only(*done, {"candidates", "executable_before_fix", "latency_s", "llm_faults"}, where));
-    NL2SQL_RETURN_IF_ERROR(load_candidates(*done, "fix"));
-    exec_before_fix_.clear();
-    NL2SQL_RETURN_IF_ERROR(core::read_key(*done, "executable_before_fix", exec_before_fix_, where));
-    return core::read_key(*done, "latency_s", latency_["fix"], where);
-  }
+Status QuestionRun::load_fix(json done) {
+  fix_launch_.reset();
+  const std::string where = "question " + q_.question_id + ", stored fix";
+  NL2SQL_RETURN_IF_ERROR(
+      core::known_keys_only(done, {"candidates", "executable_before_fix", "latency_s", "llm_faults"}, where));
+  NL2SQL_RETURN_IF_ERROR(load_candidates(done, "fix"));
+  exec_before_fix_.clear();
+  NL2SQL_RETURN_IF_ERROR(core::read_key(done, "executable_before_fix", exec_before_fix_, where));
+  return core::read_key(done, "latency_s", latency_["fix"], where);
+}
+
+Result<json> QuestionRun::run_fix() {
   auto t0 = Clock::now();
-  // Loops started with generation counted their faults there until it was stored; this stage
-  // counts from then on.
-  const llm::UsageTotals before = fix_launch_ ? usage_at_put_ : usage_now();
   exec_before_fix_.clear();
   // Every candidate's fix loop runs on its own: one waiting for its model's answer never holds
   // another back (the client bounds the calls in flight, the executor the queries), and
@@ -282,7 +284,7 @@ Status QuestionRun::stage_fix() {
   // and the others take its outcome (fix_shared_with). The loops started with generation,
   // unless it was read from the run store.
   if (!fix_launch_) {
-    for (const auto& c : candidates_) memo().expect(c.sql);
+    for (const auto& c : candidates_) judging_->memo().expect(c.sql);
     fix_launch_ = launch_fixes(1);
     fix_launch_->done(0, &candidates_);
   }
@@ -312,7 +314,7 @@ Status QuestionRun::stage_fix() {
                   {"executable_before_fix", exec_before_fix_},
                   {"latency_s", latency_["fix"]}};
   for (const auto& c : candidates_) payload["candidates"].push_back(generate::to_json(c));
-  return put("fix", payload, before);
+  return payload;
 }
 
 // Judges every candidate against gold (the evaluator's own rules, through the run's result
@@ -323,102 +325,11 @@ Status QuestionRun::stage_fix() {
 // result). A query the fix stage executed is not executed again: its result from the question's
 // memo is handed to the run's result cache before the judge looks it up there, and the memo's
 // shared result is what selection sees.
-Status QuestionRun::stage_judge() {
+Result<json> QuestionRun::run_judge() {
   auto t0 = Clock::now();
-  const std::string& fp = s_.fingerprints.at(q_.db_id);
-  const db::QueryLimits& limits = s_.settings.eval.pred_limits;
-  items_.assign(candidates_.size(), eval::ItemResult{});
-  results_.assign(candidates_.size(), nullptr);
-  std::map<std::tuple<bool, bool, std::string>, size_t> judged;  // (present, rejected, sql) → first
-  // Gold is one more query of the question, run once for all its judgements (the final
-  // verdict's included), with its tie check: from the question's start (gold_ahead_), and a
-  // candidate that wrote gold's text took that run through the memo. Without it (no gold ahead),
-  // when a candidate ran the same text (after normalisation) successfully, gold's answer is
-  // taken from it, also when that result was cut to its first rows plus the digest of the whole
-  // answer (past fix.keep_rows), which the result cache cannot hold. A candidate whose text is
-  // gold's but whose run stopped at the fix stage's row cap (gold's answer is larger) is judged
-  // on gold's execution, not run once more.
-  if (gold_ahead_.valid()) {
-    known_gold_ = gold_ahead_.get();
-  } else {
-    ExecutionMemo::Shared same = memo_ ? memo_->find(q_.gold_sql) : nullptr;
-    known_gold_ = s_.judge->gold(q_, db_path_, fp, nullptr, nullptr, same && same->ok() ? same.get() : nullptr);
-  }
-  gold_text_ = fix::normalize_sql(q_.gold_sql);
-  capped_gold_text_ = false;
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    const auto& c = candidates_[i];
-    eval::Prediction p;
-    p.present = c.extraction_ok && !c.sql.empty();
-    p.sql = c.sql;
-    auto [it, fresh] = judged.try_emplace({p.present, c.rejected, c.sql}, i);
-    if (!fresh) {
-      items_[i] = items_[it->second];
-      results_[i] = results_[it->second];
-      continue;
-    }
-    ExecutionMemo::Shared known = p.present && memo_ ? memo_->find(c.sql) : nullptr;
-    if (known && s_.exec_cache && known->status != db::ExecStatus::kTimeout) {
-      db::CachedExecution e;
-      e.result = *known;
-      e.row_cap = limits.row_cap;
-      s_.exec_cache->put(db::ResultCache::key(fp, c.sql), e);
-    }
-    // A result hashed past fix.keep_rows is not in the result cache (only its first rows are
-    // held): the judge takes it as it is, and compares it on its digest.
-    const db::ExecutionResult* hashed = known && known->ok() && known->digest ? known.get() : nullptr;
-    if (!hashed && known_gold_->result.ok() && known && known->status == db::ExecStatus::kRowCap &&
-        fix::normalize_sql(c.sql) == gold_text_) {
-      hashed = &known_gold_->result;
-      capped_gold_text_ = true;
-    }
-    auto item = s_.judge->judge({.question = q_,
-                                 .db_path = db_path_,
-                                 .fingerprint = fp,
-                                 .prediction = p,
-                                 .keep_prediction_run = !known,
-                                 .known_prediction = hashed,
-                                 .known_gold = known_gold_ ? &*known_gold_ : nullptr});
-    items_[i] = std::move(item.item);
-    if (!p.present || c.rejected) continue;
-    if (known) {
-      if (known->ok()) results_[i] = std::move(known);
-    } else if (item.prediction_run.ok()) {
-      results_[i] = std::make_shared<const db::ExecutionResult>(std::move(item.prediction_run));
-    }
-  }
-  memo_.reset();  // what selection needs is in results_
+  judging_->judge_candidates(candidates_);
   latency_["eval"] = seconds_since(t0);
-  return Status::ok();
-}
-
-void QuestionRun::start_gold_ahead() {
-  const std::string& fp = s_.fingerprints.at(q_.db_id);
-  // A DISTINCT gold, where the memo makes DISTINCT queries from their plain twins, runs as its
-  // plain twin with repeats dropped (fix::distinct_of): candidates write either form, and the
-  // one run answers both (the memo is given the plain run too). Gold itself runs when the plain
-  // run failed or cannot give the DISTINCT result.
-  std::optional<std::string> twin;
-  if (s_.collation_free.count(q_.db_id)) twin = fix::without_distinct(q_.gold_sql);
-  std::promise<ExecutionMemo::Shared> plain_run;
-  if (twin) {
-    gold_twin_text_ = *twin;
-    gold_twin_ahead_ = plain_run.get_future().share();
-  }
-  gold_ahead_ = std::async(std::launch::async, [this, &fp, twin, plain_run = std::move(plain_run)]() mutable {
-                  db::QueryLimits limits = memo_limits();
-                  limits.row_cap = 0;  // verdicts need the whole answer; the digest bounds memory
-                  std::optional<db::ExecutionResult> whole;
-                  if (twin) {
-                    auto plain = std::make_shared<const db::ExecutionResult>(s_.executor->run(db_path_, *twin, limits));
-                    if (plain->ok()) whole = fix::distinct_of(*plain, limits.hash_rows_after);
-                    plain_run.set_value(plain->ok() ? plain : nullptr);
-                  }
-                  if (!whole) whole = s_.executor->run(db_path_, q_.gold_sql, limits);
-                  // A failed run (a timeout, an error) is not taken: gold runs under the
-                  // judge's own limits.
-                  return s_.judge->gold(q_, db_path_, fp, nullptr, nullptr, whole->ok() ? &*whole : nullptr);
-                }).share();
+  return json();
 }
 
 void QuestionRun::wait_turn() {
@@ -457,21 +368,21 @@ void QuestionRun::prepare_selection() {
     pc.generator = c.generator;
     pc.profile = c.profile;
     pc.sql = c.sql;
-    pc.result = results_[i];
+    pc.result = judging_->result(i);
     input.candidates.push_back(std::move(pc));
-    correct.push_back(s_.judge->correct(items_[i]));
+    correct.push_back(judging_->correct(i));
   }
 
 }
 
-Status QuestionRun::stage_select() {
+Status QuestionRun::load_select(json done) {
   prepare_selection();
   select::SelectionInput& input = selection_input_;
-  if (auto done = stored("select")) {
+  {
     const std::string where = "question " + q_.question_id + ", stored select";
-    NL2SQL_RETURN_IF_ERROR(core::read_key(*done, "latency_s", latency_["select"], where));
+    NL2SQL_RETURN_IF_ERROR(core::read_key(done, "latency_s", latency_["select"], where));
     selections_.clear();
-    for (const auto& [name, sel] : done->items()) {
+    for (const auto& [name, sel] : done.items()) {
       if (name == "latency_s" || name == "llm_faults") continue;
       auto rec = run::selection_from_json(sel, name, where + " \"" + name + "\"");
       if (!rec) return rec.status();
@@ -490,9 +401,15 @@ Status QuestionRun::stage_select() {
           input.pair_verdicts->put(sql_of[d.a], sql_of[d.b], w.empty() ? "" : w == d.a ? "A" : "B");
         }
     }
-  } else {
+  }
+  return Status::ok();
+}
+
+Result<json> QuestionRun::run_select() {
+  prepare_selection();
+  select::SelectionInput& input = selection_input_;
+  {
     auto t0 = Clock::now();
-    auto before = usage_now();
     for (const auto& name : s_.settings.selectors) {
       auto t1 = Clock::now();
       auto sel = s_.selectors.at(name)->select(input);
@@ -513,7 +430,7 @@ Status QuestionRun::stage_select() {
       if (sel->chosen >= 0 && sel->chosen < static_cast<int>(candidates_.size())) {
         rec.candidate_id = candidates_[sel->chosen].id;
         rec.sql = candidates_[sel->chosen].sql;
-        rec.correct = s_.judge->correct(items_[sel->chosen]);
+        rec.correct = judging_->correct(static_cast<size_t>(sel->chosen));
       } else {
         rec.correct = false;
       }
@@ -523,15 +440,14 @@ Status QuestionRun::stage_select() {
     json payload = json::object();
     for (const auto& [name, rec] : selections_) payload[name] = run::to_json(rec);
     payload["latency_s"] = latency_["select"];
-    NL2SQL_RETURN_IF_ERROR(put("select", payload, before));
+    return payload;
   }
-  return Status::ok();
 }
 
 // Curves vs number of candidates: bounds and self-consistency on the first k candidates of
 // the interleaved order; the primary selector re-run on that prefix when run.curve_selector.
 // The selection's pool and verdict memos serve these re-runs (no pair asked twice).
-Status QuestionRun::stage_curves() {
+Result<json> QuestionRun::run_curves() {
   const select::SelectionInput& input = selection_input_;
   const std::vector<bool>& correct = correct_;
   curves_.clear();
@@ -606,7 +522,7 @@ Status QuestionRun::stage_curves() {
     curves_[static_cast<int64_t>(k)] = point;
   }
   faults_["curves"] = llm_faults_between(curves_before, usage_now());
-  return Status::ok();
+  return json();
 }
 
 void QuestionRun::add_usage(run::QuestionRecord& rec,
@@ -731,7 +647,7 @@ run::QuestionRecord QuestionRun::final_record() {
       pc.id = candidates_[i].id;
       pc.generator = candidates_[i].generator;
       pc.sql = candidates_[i].sql;
-      pc.result = results_[i];
+      pc.result = judging_->result(i);
       pool.push_back(std::move(pc));
     }
     return select::cluster_pool(pool, select::ResultEquality::kRelaxed, s_.generator_names);
@@ -739,17 +655,18 @@ run::QuestionRecord QuestionRun::final_record() {
   std::vector<bool> matches;
   for (size_t i = 0; i < candidates_.size(); ++i) {
     run::CandidateRecord c = candidate_record(candidates_[i]);
-    const bool correct = s_.judge->correct(items_[i]);
+    const eval::ItemResult& item = judging_->item(i);
+    const bool correct = judging_->correct(i);
     run::CandidateRecord::Judgement g;
-    if (!items_[i].gold_unusable) g.correct = correct;
+    if (!item.gold_unusable) g.correct = correct;
     g.cluster = clusters.cluster_of[i];
     auto before = exec_before_fix_.find(candidates_[i].id);
     g.executable_before_fix = before != exec_before_fix_.end() && before->second;
-    g.executable_after_fix = results_[i] != nullptr;
-    g.outcome = items_[i].outcome;
-    g.verdicts = items_[i].verdicts;
+    g.executable_after_fix = judging_->result(i) != nullptr;
+    g.outcome = item.outcome;
+    g.verdicts = item.verdicts;
     c.judged = std::move(g);
-    if (results_[i]) matches.push_back(correct);
+    if (judging_->result(i)) matches.push_back(correct);
     rec.candidates.push_back(std::move(c));
   }
   rec.selections = selections_;
@@ -757,24 +674,7 @@ run::QuestionRecord QuestionRun::final_record() {
     rec.prediction = it->second.sql;
   {
     auto t0 = Clock::now();
-    eval::Prediction p;
-    p.present = !rec.prediction.empty();
-    p.sql = rec.prediction;
-    // The chosen query's result, when it was hashed past fix.keep_rows (so not in the cache).
-    const db::ExecutionResult* hashed = nullptr;
-    for (size_t i = 0; i < candidates_.size() && !hashed; ++i)
-      if (p.present && candidates_[i].sql == p.sql && results_[i] && results_[i]->digest) hashed = results_[i].get();
-    // Gold's own text, whose candidates stopped at the row cap: judged on gold's execution.
-    if (!hashed && p.present && capped_gold_text_ && fix::normalize_sql(p.sql) == gold_text_)
-      hashed = &known_gold_->result;
-    verdict_ = s_.judge
-                   ->judge({.question = q_,
-                            .db_path = db_path_,
-                            .fingerprint = s_.fingerprints.at(q_.db_id),
-                            .prediction = p,
-                            .known_prediction = hashed,
-                            .known_gold = known_gold_ ? &*known_gold_ : nullptr})
-                   .item;
+    verdict_ = judging_->judge_prediction(rec.prediction, candidates_);
     latency_["eval"] += seconds_since(t0);
   }
   rec.verdict = verdict_of(*verdict_);
@@ -820,21 +720,25 @@ run::QuestionRecord QuestionRun::run() {
   schema_ = &sit->second;
   db_path_ = pit->second;
   // Gold runs for the judge from the start, beside the model calls; a candidate that writes
-  // gold's text takes that run (see memo()).
-  if (!q_.gold_sql.empty()) start_gold_ahead();
+  // gold's text takes that run (see QuestionJudging::memo()).
+  judging_.emplace(s_, q_, db_path_);
   const bool sequenced = static_cast<bool>(s_.weights);
-  // Each stage is loaded from the run store when a previous run stored it, else run, stored and
-  // accounted (by the stage's own member); the first stage that fails ends the question.
+  // The stage table: a stage a previous run stored is loaded from the run store; the others run,
+  // and those with a place in the store are stored with the faults their calls survived (each
+  // call's usage is in the traces the record holds). The first stage that fails ends the question.
   struct Row {
     Stage stage;
-    Status (QuestionRun::*run)();
+    const char* stored_as;                           // nullptr: never stored
+    Status (QuestionRun::*load)(json stored);        // the stored stage back into this run
+    Result<json> (QuestionRun::*run)();              // runs it; the payload to store
   };
-  static constexpr Row kStages[] = {{Stage::kContext, &QuestionRun::stage_context},
-                                    {Stage::kGenerate, &QuestionRun::stage_generate},
-                                    {Stage::kFix, &QuestionRun::stage_fix},
-                                    {Stage::kJudge, &QuestionRun::stage_judge},
-                                    {Stage::kSelect, &QuestionRun::stage_select},
-                                    {Stage::kCurves, &QuestionRun::stage_curves}};
+  static constexpr Row kStages[] = {
+      {Stage::kContext, "context", &QuestionRun::load_context, &QuestionRun::run_context},
+      {Stage::kGenerate, "generate", &QuestionRun::load_generate, &QuestionRun::run_generate},
+      {Stage::kFix, "fix", &QuestionRun::load_fix, &QuestionRun::run_fix},
+      {Stage::kJudge, nullptr, nullptr, &QuestionRun::run_judge},
+      {Stage::kSelect, "select", &QuestionRun::load_select, &QuestionRun::run_select},
+      {Stage::kCurves, nullptr, nullptr, &QuestionRun::run_curves}};
   run::QuestionRecord rec;
   Stage stage = Stage::kContext;
   Status st = Status::ok();
@@ -845,9 +749,21 @@ run::QuestionRecord QuestionRun::run() {
       wait_turn();
       if (cancelled()) st = Status(ErrorCode::kCancelled, "run cancelled");
     }
+    if (!st) break;
     stage_began_counted_ = usage_now();
     stage_began_traced_ = traced_usage();
-    if (st) st = (this->*row.run)();
+    if (row.stored_as)
+      if (auto done = stored(row.stored_as)) {
+        st = (this->*row.load)(std::move(*done));
+        if (!st) break;
+        continue;
+      }
+    // Fix loops started with generation counted their faults there until it was stored; the fix
+    // stage counts from then on.
+    const llm::UsageTotals before = row.stage == Stage::kFix && fix_launch_ ? usage_at_put_ : usage_now();
+    Result<json> payload = (this->*row.run)();
+    st = payload.status();
+    if (st && row.stored_as) st = put(row.stored_as, std::move(*payload), before);
     if (!st) break;
   }
   if (st) {
@@ -857,11 +773,11 @@ run::QuestionRecord QuestionRun::run() {
       // its candidates is.
       std::map<std::string, bool> expert_correct;
       for (size_t i = 0; i < candidates_.size(); ++i) {
-        if (items_[i].gold_unusable) continue;
+        if (judging_->item(i).gold_unusable) continue;
         const auto& c = candidates_[i];
         bool& v = expert_correct.try_emplace(select::expert_of(s_.expert_kind, c.generator, c.profile), false)
                       .first->second;
-        v = v || s_.judge->correct(items_[i]);
+        v = v || judging_->correct(i);
       }
       if (!expert_correct.empty()) s_.weights->update(expert_correct, q_.question_id);
       rec.weights = s_.weights->snapshot();

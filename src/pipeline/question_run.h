@@ -4,7 +4,6 @@
 #pragma once
 
 #include <filesystem>
-#include <future>
 #include <map>
 #include <optional>
 #include <set>
@@ -15,6 +14,7 @@
 
 #include "nl2sql/run/question_record.h"
 #include "fix_launch.h"
+#include "question_judging.h"
 #include "shared.h"
 
 namespace nl2sql::pipeline {
@@ -43,14 +43,21 @@ class QuestionRun {
   bool stored_now(const std::string& stage) const { return stored_.count(stage) > 0; }
 
  private:
-  Status stage_context();
-  Status stage_generate();
-  Status stage_fix();
-  Status stage_judge();
+  // The stages, rows of run()'s table: each `load_` takes the payload a previous run stored,
+  // each `run_` runs the stage and returns the payload to store (null for a stage never stored).
+  Status load_context(json stored);
+  Result<json> run_context();
+  Status context_ready();  // what a loaded or fresh context gives the later stages
+  Status load_generate(json stored);
+  Result<json> run_generate();
+  Status load_fix(json stored);
+  Result<json> run_fix();
+  Result<json> run_judge();
   // The pool the selectors choose from (selection_input_, correct_), for select and curves.
   void prepare_selection();
-  Status stage_select();
-  Status stage_curves();
+  Status load_select(json stored);
+  Result<json> run_select();
+  Result<json> run_curves();
   run::QuestionRecord final_record();
   // Non-OK when the stage's model calls include lost ones (llm::is_lost_call).
   Status incomplete_stage(const std::string& stage, const run::LlmFaults& faults) const;
@@ -66,8 +73,6 @@ class QuestionRun {
   run::QuestionRecord base_record() const;
   void wait_turn();
   void finish_turn();
-  // Starts gold's execution for the judge (gold_ahead_).
-  void start_gold_ahead();
   std::unique_ptr<FixLaunch> launch_fixes(size_t generators);
   // The cancel flag, or the client stopped by an auth failure.
   bool cancelled() const { return s_.client->cancelled(); }
@@ -115,40 +120,6 @@ class QuestionRun {
     return Status::ok();
   }
 
-  // The limits of the question's executions: the executor's, a result past fix.keep_rows rows
-  // kept as its first rows and the digest of the whole answer; on a database without declared
-  // collations (DISTINCT twins derived), also the first rows of each kind past them, so a
-  // DISTINCT twin is made from the answer whatever the repeats among its first rows.
-  db::QueryLimits memo_limits() const {
-    db::QueryLimits limits = s_.executor->options().limits;
-    limits.hash_rows_after = fix::kept_rows(s_.fixer->options());
-    if (s_.collation_free.count(q_.db_id)) limits.keep_first_distinct = limits.hash_rows_after;
-    return limits;
-  }
-  // The question's executions (fix stage, then judging), created on first use, under
-  // memo_limits(); gold's run (gold_ahead_) answers gold's text.
-  fix::ExecutionMemo& memo() {
-    if (!memo_) {
-      const db::QueryLimits limits = memo_limits();
-      memo_ = std::make_unique<fix::ExecutionMemo>(*s_.executor, db_path_, limits);
-      if (s_.collation_free.count(q_.db_id)) memo_->derive_distinct(limits.hash_rows_after);
-      // A whole run as a run of the same query under the memo's limits would give it.
-      auto shaped = [limits](const db::ExecutionResult* whole) -> ExecutionMemo::Shared {
-        auto r = whole ? fix::shaped_as(*whole, limits) : std::nullopt;
-        return r ? std::make_shared<const db::ExecutionResult>(std::move(*r)) : nullptr;
-      };
-      if (gold_ahead_.valid())
-        memo_->provide(q_.gold_sql, std::async(std::launch::deferred, [gold = gold_ahead_, shaped] {
-                                      return shaped(&gold.get().result);
-                                    }).share());
-      if (gold_twin_ahead_.valid())
-        memo_->provide(gold_twin_text_, std::async(std::launch::deferred, [plain = gold_twin_ahead_, shaped] {
-                                          return shaped(plain.get().get());
-                                        }).share());
-    }
-    return *memo_;
-  }
-
   Shared& s_;
   const data::Question& q_;  // gold stays in this class: the stages get task_
   const data::Task task_;
@@ -162,28 +133,12 @@ class QuestionRun {
   // context.metadata.enabled: in every prompt's schema (generation, fixing, selection).
   std::shared_ptr<const context::DatabaseMetadata> metadata_;
   std::vector<generate::Candidate> candidates_;
-  std::unique_ptr<fix::ExecutionMemo> memo_;
-  // Fix loops started by the generate stage as its generators finish (declared after memo_ and
-  // candidates_: destroyed first, it waits for loops that use them).
+  // Gold's run, the question's executions and the verdicts (created once the database is known).
+  std::optional<QuestionJudging> judging_;
+  // Fix loops started by the generate stage as its generators finish (declared after judging_
+  // and candidates_: destroyed first, it waits for loops that use the memo and them).
   std::unique_ptr<FixLaunch> fix_launch_;
   std::map<std::string, bool> exec_before_fix_;  // per candidate id: executable before the fixer
-  std::vector<eval::ItemResult> items_;
-  // Gold's execution with its tie check, made once by stage_judge for every judgement of the
-  // question (the final verdict's included), and gold's text normalized (fix::normalize_sql).
-  std::optional<db::CachedExecution> known_gold_;
-  // Gold's execution with its tie check, started with the question (run()): gold's text runs
-  // under the memo's limits without the row cap (its whole answer: kept rows and digest),
-  // beside the model calls, and the judge takes it. The memo hands it, shaped as a candidate's
-  // run is (stopped at the row cap when larger), to a candidate that writes gold's text.
-  // Declared after everything it reads, so it is destroyed (waited for) first.
-  std::shared_future<db::CachedExecution> gold_ahead_;
-  // A DISTINCT gold's plain twin (fix::without_distinct) and its whole run, when gold runs as it.
-  std::string gold_twin_text_;
-  std::shared_future<ExecutionMemo::Shared> gold_twin_ahead_;
-  std::string gold_text_;
-  bool capped_gold_text_ = false;  // a candidate with gold's text stopped at the row cap
-  // Per candidate, its result when it executed (shared by candidates with the same query).
-  std::vector<ExecutionMemo::Shared> results_;
   std::map<std::string, run::SelectionRecord> selections_;
   // The selectors' pool (the gold-free task and the candidates with their results) and, per
   // candidate, whether it is correct under the primary metric (gold stays in this class).
