@@ -292,8 +292,9 @@ string question_details(const run::QuestionRecord& r, const json& rep, size_t li
   if (r.context) {
     const context::ContextRecord& ctx = *r.context;
     string kw;
-    // Each keyword as its JSON object (text and source), as the page has always shown it.
-    for (const auto& k : ctx.keywords) kw += (kw.empty() ? "" : ", ") + json{{"text", k.text}, {"source", k.source}}.dump();
+    // Each keyword with where it came from: «text» (source).
+    for (const auto& k : ctx.keywords)
+      kw += (kw.empty() ? "" : ", ") + ("\u00ab" + k.text + "\u00bb") + (k.source.empty() ? "" : " (" + k.source + ")");
     d += "<p><b>Keywords:</b> " + esc(cut(kw, limit)) + "</p>";
     if (!ctx.values.empty()) {
       d += "<table class=\"small\"><tr><th>table</th><th>column</th><th>value</th><th>score</th></tr>";

@@ -199,6 +199,16 @@ TEST(RunReport, EmbeddingRerankingOffIsFlagged) {
   EXPECT_EQ(md.find("Embedding re-ranking was off"), std::string::npos);
 }
 
+// A question's keywords read as words with their source, not as JSON objects.
+TEST(RunReport, KeywordsShowAsWordsWithTheirSource) {
+  run::RunData run = fixture_run();
+  run.records[0].context = context::ContextRecord{};
+  run.records[0].context->keywords = {{"Hradec Kralove", "quoted"}, {"2019", "number"}};
+  const std::string html = render_html(build_report(run, ReportOptions{}), run, ReportOptions{});
+  EXPECT_NE(html.find("\u00abHradec Kralove\u00bb (quoted), \u00ab2019\u00bb (number)"), std::string::npos);
+  EXPECT_EQ(html.find("&quot;source&quot;"), std::string::npos);
+}
+
 TEST(RunReport, PercentileInterpolates) {
   EXPECT_DOUBLE_EQ(percentile({}, 0.5), 0);
   EXPECT_DOUBLE_EQ(percentile({3, 1, 2}, 0.5), 2);
