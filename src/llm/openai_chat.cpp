@@ -209,6 +209,12 @@ Status read_choice(const json& c, size_t i, bool accept_truncated, ChatResponse&
     text = reasoning_tail(reasoning);
     from_reasoning = true;
   } else if (blank && finish != "length") {
+    // OpenAI's structured refusal: content null, the reason in message.refusal.
+    const auto refusal = message.find("refusal");
+    if (refusal != message.end() && refusal->is_string() && !refusal->get<std::string>().empty())
+      return make_call_error(CallErrorKind::kEmptyContent,
+                             choice_at(i) + ".message.content is empty: the model refused (\"" +
+                                 core::redact_and_cut(refusal->get<std::string>(), 200) + "\")");
     return make_call_error(CallErrorKind::kEmptyContent, choice_at(i) + ".message.content is empty");
   }
   // Blank with "length" (read only when the caller accepts cut answers): the budget was spent
@@ -291,6 +297,8 @@ Result<ChatResponse> parse_chat_stream(const std::string& body, bool accept_trun
         if (reasoning.empty()) reasoning = read_reasoning(d);
         m["content"] = m["content"].get<std::string>() + text;
         m["reasoning_content"] = m["reasoning_content"].get<std::string>() + reasoning;
+        if (d.contains("refusal") && d["refusal"].is_string())
+          m["refusal"] = (m.contains("refusal") ? m["refusal"].get<std::string>() : "") + d["refusal"].get<std::string>();
       }
       if (c.contains("finish_reason") && c["finish_reason"].is_string())
         finish[index] = c["finish_reason"].get<std::string>();

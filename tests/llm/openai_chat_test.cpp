@@ -101,6 +101,28 @@ TEST(OpenAiChat, MalformedAnswersHaveTypedErrors) {
             CallErrorKind::kEmptyContent);
 }
 
+// OpenAI's structured refusal (content null, the reason in message.refusal; streamed as
+// delta.refusal) fails as empty content that says the model refused, and why.
+TEST(OpenAiChat, AStructuredRefusalSaysTheModelRefused) {
+  auto r = kWire.read_chat(
+      R"({"choices": [{"message": {"role": "assistant", "content": null, "refusal": "I can't help with that."},
+                       "finish_reason": "stop"}], "usage": {"prompt_tokens": 20, "completion_tokens": 6}})",
+      false, false);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(call_error_kind(r.status()), CallErrorKind::kEmptyContent);
+  EXPECT_NE(r.status().message().find("the model refused (\"I can't help with that.\")"), std::string::npos)
+      << r.status().message();
+  const std::string sse =
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"refusal\":\"\"}}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"I can't \"}}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"help.\"},\"finish_reason\":\"stop\"}]}\n\n"
+      "data: [DONE]\n\n";
+  auto streamed = kWire.read_chat(sse, /*streamed=*/true, false);
+  ASSERT_FALSE(streamed.is_ok());
+  EXPECT_NE(streamed.status().message().find("the model refused (\"I can't help.\")"), std::string::npos)
+      << streamed.status().message();
+}
+
 TEST(OpenAiChat, ReadsAStreamWithUsageInTheLastChunk) {
   const std::string sse =
       "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
