@@ -205,7 +205,7 @@ int run_generate(const GenerateArgs& a) {
   in.index = inputs.index ? &*inputs.index : nullptr;
   in.retrieval = inputs.retrieval ? &*inputs.retrieval : nullptr;
   in.seed = core::stage_seed(static_cast<uint64_t>(run_seed), q->question_id, "generate");
-  in.schema_seed = core::stage_seed(static_cast<uint64_t>(run_seed), q->db_id, "schema-shuffle");
+  in.schema_seed = generate::schema_seed(static_cast<uint64_t>(run_seed), q->db_id);
   in.metadata = inputs.metadata ? &*inputs.metadata : nullptr;
   fix::FixInput fin{q, &schema, db_path, in.index, in.retrieval, &executor, 0};
   fin.metadata = in.metadata;

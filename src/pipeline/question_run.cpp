@@ -205,7 +205,7 @@ Result<json> QuestionRun::run_generate() {
   input.selected_columns = selected_columns_;
   input.metadata = metadata_.get();
   input.seed = core::stage_seed(s_.settings.seed, q_.question_id, "generate");
-  input.schema_seed = core::stage_seed(s_.settings.seed, task_.db_id, "schema-shuffle");
+  input.schema_seed = generate::schema_seed(s_.settings.seed, task_.db_id);
   // Generators of one question run side by side: their calls are independent, and the
   // question's critical path is then the slowest generator, not their sum.
   std::vector<Result<std::vector<generate::Candidate>>> outs(s_.generators.size(),

@@ -20,6 +20,7 @@
 #include "nl2sql/context/schema_render.h"
 #include "nl2sql/context/value_index.h"
 #include "nl2sql/core/config.h"
+#include "nl2sql/core/hash.h"
 #include "nl2sql/core/status.h"
 #include "nl2sql/data/dataset.h"
 #include "nl2sql/db/executor.h"
@@ -32,6 +33,11 @@ class Client;
 }
 
 namespace nl2sql::generate {
+
+// GenerationInput::schema_seed for a database of a run: one per (run seed, database), below.
+inline uint64_t schema_seed(uint64_t run_seed, const std::string& db_id) {
+  return core::stage_seed(run_seed, db_id, "schema-shuffle");
+}
 
 struct GenerationInput {
   const data::Task* question = nullptr;  // never gold: see data::Task
