@@ -4,7 +4,11 @@
 // keeps a submitted job until it ended (pipeline/batch_journal.h).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
+#include <set>
+#include <sstream>
+#include <thread>
 
 #include "pipeline/batch_journal.h"
 #include "nl2sql/core/config.h"
@@ -109,6 +113,64 @@ TEST(BatchRun, ReportEqualsTheSynchronousRunsAtTheBatchDiscount) {
   ASSERT_TRUE(store.is_ok());
   RunStoreBatchJournal journal(**store);
   EXPECT_TRUE(journal.unfinished().empty());
+}
+
+// Every custom_id of every uploaded input file, in upload order.
+std::vector<std::string> submitted_ids(FakeBatchServer& server) {
+  std::vector<std::string> ids;
+  for (const auto& file : server.uploads()) {
+    std::istringstream lines(file);
+    std::string line;
+    while (std::getline(lines, line)) ids.push_back(json::parse(line).at("custom_id").get<std::string>());
+  }
+  return ids;
+}
+
+TEST(BatchRun, AStoppedRunsJobIsPickedUpByTheRerunNotSubmittedAgain) {
+  testing::TempDir dir;
+  const fs::path data = testing::build_mini_bird(dir.path() / "mini");
+  FakeBatchServer sync_server(answer_of), server(answer_of, BatchKnobs{.latency = std::chrono::milliseconds(500)});
+  RunOptions sync = testing::mini_run_options(config_for(sync_server.base_url(), false), data, dir.path() / "sync",
+                                              dir.path() / "index");
+  sync.filter.ranges = "0-5";
+  ASSERT_TRUE(testing::run_and_report(sync).is_ok());
+
+  std::atomic<bool> cancel{false};
+  RunOptions o = testing::mini_run_options(config_for(server.base_url(), true), data, dir.path() / "batch",
+                                           dir.path() / "index");
+  o.filter.ranges = "0-5";
+  o.cancel = &cancel;
+  std::thread stopper([&] {  // Ctrl-C while the first job runs on the server
+    for (int i = 0; i < 2000 && server.batches_created() == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancel = true;
+  });
+  auto stopped = testing::run_and_report(o);
+  stopper.join();
+  ASSERT_TRUE(stopped.is_ok()) << stopped.status().message();
+  ASSERT_EQ(server.batches_created(), 1);
+  {
+    auto store = run::RunStore::open(dir.path() / "batch", false);
+    ASSERT_TRUE(store.is_ok());
+    RunStoreBatchJournal journal(**store);
+    ASSERT_EQ(journal.unfinished().size(), 1u);
+    EXPECT_EQ(journal.unfinished()[0].batch_id, "batch_1");
+  }
+
+  cancel = false;
+  o.cancel = nullptr;
+  auto resumed = testing::run_and_report(o);
+  ASSERT_TRUE(resumed.is_ok()) << resumed.status().message();
+  // No request was submitted twice, and every answer came from a job.
+  const auto ids = submitted_ids(server);
+  EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size());
+  EXPECT_EQ(static_cast<int64_t>(ids.size()), server.lines_answered());
+  EXPECT_EQ(server.chat().requests(), 0);
+  EXPECT_EQ(decisions(dir.path() / "sync"), decisions(dir.path() / "batch"));
+  auto store = run::RunStore::open(dir.path() / "batch", false);
+  ASSERT_TRUE(store.is_ok());
+  EXPECT_TRUE(RunStoreBatchJournal(**store).unfinished().empty());
 }
 
 TEST(BatchRun, TheRunStoreKeepsAJobUntilItEnded) {
