@@ -69,8 +69,8 @@ void BatchQueue::load_journal(Lock&) {
     auto job = std::make_shared<ResumedJob>();
     job->batch_id = recorded.batch_id;
     for (const auto& id : recorded.custom_ids) resumed_[id] = job;
-    spdlog::info("llm profile {}: batch job {} of an earlier run ({} requests) is picked up, not sent again",
-                 profile_, recorded.batch_id, recorded.custom_ids.size());
+    spdlog::debug("llm profile {}: batch job {} of an earlier run holds {} requests", profile_, recorded.batch_id,
+                  recorded.custom_ids.size());
   }
 }
 
@@ -283,6 +283,8 @@ Result<BatchLine> BatchQueue::await_resumed(Lock& lock, const std::shared_ptr<Re
     if (!job->polling) {
       job->polling = true;
       lock.unlock();
+      spdlog::info("llm profile {}: batch job {} of an earlier run holds this run's requests: picked up, not sent again",
+                   profile_, job->batch_id);
       Result<std::map<std::string, BatchLine>> lines = internal_error("not read");
       auto current = api_->retrieve(job->batch_id);
       auto ended = current ? follow(*current) : Result<BatchJob>(current.status());
