@@ -20,7 +20,7 @@
 //                        [--fault-at SEQ:KIND[,SEQ:KIND…]] [--slow-body-ms N]
 //                        [--prefix-cache BLOCK_TOKENS] [--usage-shape openai|deepseek|none]
 //                        [--reasoning-tokens N] [--price-in X] [--price-cached X] [--price-out X]
-//                        [--bill FILE]
+//                        [--bill FILE] [--batch-latency-ms N]
 // Fault mode: --fault-rate is the probability per request of a random fault (429, 429 with
 // Retry-After, 500, 503, reset, slow body, truncated JSON, non-JSON, empty choices,
 // finish_reason length; drawn from --fault-seed and the request's sequence number);
@@ -39,6 +39,10 @@
 // --reasoning-tokens N adds N reasoning tokens to every answer's completion tokens. The server
 // bills every answer at --price-in / --price-cached / --price-out (USD per million tokens),
 // prints the bill on stderr at exit ("bill: … cost_usd=…") and writes it as JSON to --bill FILE.
+// It also serves the Batch API (/v1/files, /v1/batches, tests/support/fake_batch_server.h): each
+// line of a job is answered by the same script as a synchronous request, the job completing
+// --batch-latency-ms (default 2000) after it was created; at exit it prints
+// "batch: jobs=N lines=M" on stderr.
 // Prints its base URL on stdout, serves until SIGTERM or SIGINT, then prints the request count
 // and the faults injected on stderr ("fake_llm_server_tool: N requests", "faults: kind=n …"),
 // and with --gold how many requests named a known question ("known questions: N requests").
@@ -60,6 +64,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nl2sql/core/hash.h"
+#include "support/fake_batch_server.h"
 #include "support/fake_openai_server.h"
 #include "support/gold_answers.h"
 #include "support/prefix_cache_meter.h"
@@ -73,7 +78,8 @@ namespace {
             << "\nusage: fake_llm_server_tool [LATENCY_MS [PORT]] [--latency-ms N] [--port P] [--gold FILE] "
                "[--fault-rate R] [--fault-seed S] [--fail-401-after N] [--fault-at SEQ:KIND,...] "
                "[--slow-body-ms N] [--prefix-cache BLOCK_TOKENS] [--usage-shape openai|deepseek|none] "
-               "[--reasoning-tokens N] [--price-in X] [--price-cached X] [--price-out X] [--bill FILE]\n";
+               "[--reasoning-tokens N] [--price-in X] [--price-cached X] [--price-out X] [--bill FILE] "
+               "[--batch-latency-ms N]\n";
   std::exit(2);
 }
 
@@ -132,6 +138,8 @@ int main(int argc, char** argv) {
   int64_t reasoning_tokens = 0;
   std::string bill_file;
   Bill bill;
+  fake::BatchKnobs batch;
+  batch.latency = std::chrono::milliseconds(2000);
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -157,6 +165,7 @@ int main(int argc, char** argv) {
       else if (a == "--price-cached") bill.price_cached = std::stod(value());
       else if (a == "--price-out") bill.price_out = std::stod(value());
       else if (a == "--bill") bill_file = value();
+      else if (a == "--batch-latency-ms") batch.latency = std::chrono::milliseconds(std::stoi(value()));
       else if (a == "--fault-at") {
         std::string list = value();
         size_t start = 0;
@@ -201,7 +210,7 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   std::mutex timeline_mu;
   std::vector<double> arrivals;  // ms since start, one per request (--timeline)
-  fake::FakeOpenAiServer server(
+  fake::FakeBatchServer batch_server(
       [latency, &gold, &known, &t0, &timeline_mu, &arrivals, prefix_block, &meter, shape, reasoning_tokens,
        &bill](const httplib::Request& req, int64_t) {
         {
@@ -220,7 +229,8 @@ int main(int argc, char** argv) {
         return fake::FakeReply(200, fake::completion_body_with_usage(text, fake::usage_json(c, shape)), {},
                                std::chrono::milliseconds(latency));
       },
-      256, port);
+      batch, 256, port);
+  fake::FakeOpenAiServer& server = batch_server.chat();
   server.set_faults(faults);
   std::cout << server.base_url() << std::endl;
   int sig = 0;
@@ -238,6 +248,7 @@ int main(int argc, char** argv) {
     std::lock_guard lock(timeline_mu);
     for (double t : arrivals) out << t << "\n";
   }
+  std::cerr << "batch: jobs=" << batch_server.batches_created() << " lines=" << batch_server.lines_answered() << "\n";
   if (!gold.empty()) std::cerr << "known questions: " << known.load() << " requests\n";
   if (prefix_block > 0) {
     const nlohmann::json b = bill.to_json();

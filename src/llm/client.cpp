@@ -27,8 +27,35 @@ Client::Client(LlmSettings settings, ClientOptions options)
       wire_(std::make_unique<OpenAiChat>()),
       global_limit_(settings_.max_in_flight),
       jitter_state_(options_.jitter_seed) {
-  for (const auto& [name, p] : settings_.profiles)
+  for (const auto& [name, p] : settings_.profiles) {
     states_[name] = std::make_unique<ProfileState>(p, settings_.max_in_flight, options_.clock);
+    if (p.batch.enabled && p.provider != "sim") {
+      const ModelProfile* profile = &p;  // settings_ is fixed from here on
+      auto api = std::make_unique<BatchApi>(
+          options_.transport,
+          [this, profile](const std::string& path) {
+            HttpRequest http = http_request(*profile, path);
+            http.idle_timeout = std::chrono::milliseconds(0);
+            return http;
+          },
+          settings_.retry, options_.clock, [this] { return cancelled(); });
+      states_[name]->batch = std::make_unique<BatchQueue>(name, p.batch, url_path_of(p.base_url) + wire_->chat_path(),
+                                                          std::move(api), options_.clock,
+                                                          [this] { return cancelled(); });
+    }
+  }
+}
+
+void Client::set_batch_journal(std::shared_ptr<BatchJournal> journal) {
+  for (auto& [name, st] : states_)
+    if (st->batch) st->batch->set_journal(journal);
+}
+
+int64_t Client::batch_jobs() {
+  int64_t n = 0;
+  for (auto& [name, st] : states_)
+    if (st->batch) n += st->batch->jobs_submitted();
+  return n;
 }
 
 Client::~Client() = default;

@@ -115,7 +115,7 @@ bool has_complete_answer(const std::string& text) {
 }
 
 Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileState& state,
-                                           const ChatRequest& request_in, int* attempts_out, Usage* spent) {
+                                           const ChatRequest& request_in, int* attempts_out, CallSpend* spent) {
   ChatRequest request = request_in;
   if (auto held = held_back()) return *held;
   HttpRequest http = http_request(profile, wire_->chat_path());
@@ -125,27 +125,45 @@ Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileS
   attempts = 0;
   bool budget_doubled = false;
   Result<ChatResponse> parsed = internal_error("not sent");
+  // What the server processed, apart for answers of a batch job (billed at batch_discount).
+  Usage direct, batched_usage;
+  bool any_batched = false;
+  auto settle = [&] {
+    spent->usage = direct;
+    spent->usage += batched_usage;
+    spent->cost_usd = cost_usd(profile, direct) + (any_batched ? cost_usd(profile, batched_usage, true) : 0.0);
+  };
   for (;;) {  // at most twice: the second time with a doubled budget after finish_reason "length"
     http.body = wire_->chat_body(profile, request);
     int these = 0;
-    auto posted = post_with_retries(profile, state, http, estimated, describe_call(profile, request), &these,
-                                    0, priority_ ? priority_(request) : SlotPriority{}, request.question_id);
+    bool batched = false;
+    auto posted = state.batch
+                      ? post_batched(profile, state, http, estimated, request, &these, &batched)
+                      : post_with_retries(profile, state, http, estimated, describe_call(profile, request), &these, 0,
+                                          priority_ ? priority_(request) : SlotPriority{}, request.question_id);
     attempts += these;
-    if (!posted) return posted.status();
+    if (!posted) {
+      settle();
+      return posted.status();
+    }
+    Usage& usage = batched ? batched_usage : direct;
+    any_batched = any_batched || batched;
     // Read cut answers too: a complete final answer before the cut is salvaged below.
     parsed = wire_->read_chat(posted->body, profile.stream, /*accept_truncated=*/true);
     if (!parsed) {
       // The server processed the prompt at least (what it generated is not known).
-      spent->prompt_tokens += static_cast<int64_t>(estimated);
+      usage.prompt_tokens += static_cast<int64_t>(estimated);
+      settle();
       return Status(parsed.status().code(),
                     core::redact(parsed.status().message() + " (" + describe_call(profile, request) + ")"));
     }
     estimate_missing_usage(*parsed, estimated);
     // Every answered attempt was processed (and billed), the cut one retried with a larger
     // budget included.
-    *spent += parsed->usage;
-    state.tokens.charge(static_cast<double>(parsed->usage.completion_tokens) +
-                        (static_cast<double>(parsed->usage.prompt_tokens) - estimated));
+    usage += parsed->usage;
+    if (!batched)
+      state.tokens.charge(static_cast<double>(parsed->usage.completion_tokens) +
+                          (static_cast<double>(parsed->usage.prompt_tokens) - estimated));
     const Ending ending = ending_of(*parsed);
     if (!ending.cut || (request.accept_truncated && !ending.empty)) break;
     if (ending.salvageable) {
@@ -153,16 +171,19 @@ Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileS
                     profile.name, request.max_tokens.value_or(0), describe_call(profile, request));
       break;
     }
-    if (Status failed = cut_answer_error(profile, request, *parsed, budget_doubled, ending.empty); !failed)
+    if (Status failed = cut_answer_error(profile, request, *parsed, budget_doubled, ending.empty); !failed) {
+      settle();
       return failed;
+    }
     spdlog::info("llm profile {}: answer cut at {} tokens without a final answer; retrying once with {} ({})",
                  profile.name, *request.max_tokens, *request.max_tokens * 2, describe_call(profile, request));
     request.max_tokens = *request.max_tokens * 2;
     budget_doubled = true;
   }
+  settle();
   ChatResponse r = std::move(parsed).value();
-  r.usage = *spent;  // every attempt the answer took
-  r.cost_usd = cost_usd(profile, r.usage);
+  r.usage = spent->usage;  // every attempt the answer took
+  r.cost_usd = spent->cost_usd;
   r.latency_s = seconds_between(start, options_.clock->now());
   r.attempts = attempts;
   r.provider = "openai";
@@ -170,13 +191,44 @@ Result<ChatResponse> Client::chat_uncached(const ModelProfile& profile, ProfileS
   r.model = profile.model;
   r.temperature = request.temperature;
   r.seed = request.seed;
+  r.request_hash = request_hash_of(profile, http.body);
+  return r;
+}
+
+std::string request_hash_of(const ModelProfile& profile, const std::string& body) {
   // What the server received, byte for byte (the endpoint included: the same body sent to two
   // servers is two requests). Retries of a failed attempt repost the same body and are counted
   // as retries, not here.
   core::KeyHasher h;
-  h.add(profile.base_url).add(http.body);
-  r.request_hash = h.hex();
-  return r;
+  h.add(profile.base_url).add(body);
+  return h.hex();
+}
+
+Result<HttpResponse> Client::post_batched(const ModelProfile& profile, ProfileState& state, const HttpRequest& http,
+                                          double estimated, const ChatRequest& request, int* attempts,
+                                          bool* batched) {
+  auto line = state.batch->answer(request_hash_of(profile, http.body), http.body);
+  *attempts = 1;
+  if (line && line->answered()) {
+    *batched = true;
+    HttpResponse r;
+    r.status = line->status_code;
+    r.body = std::move(line->body);
+    return r;
+  }
+  if (!line && call_error_kind(line.status()) == CallErrorKind::kCancelled) return line.status();
+  const std::string why = !line ? line.status().message()
+                          : !line->error.empty()
+                              ? "its line failed: " + line->error
+                              : "its line has status " + std::to_string(line->status_code) + ": " +
+                                    core::redact_and_cut(line->body, 200);
+  spdlog::warn("llm profile {}: no answer from the batch job ({}); asking once synchronously ({})", profile.name,
+               core::redact(why), describe_call(profile, request));
+  int sync_attempts = 0;
+  auto posted = post_with_retries(profile, state, http, estimated, describe_call(profile, request), &sync_attempts, 0,
+                                  priority_ ? priority_(request) : SlotPriority{}, request.question_id);
+  *attempts += sync_attempts;
+  return posted;
 }
 
 }  // namespace nl2sql::llm

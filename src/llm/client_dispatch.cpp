@@ -58,14 +58,13 @@ Result<ChatResponse> Client::chat(const ChatRequest& request_in, CallSpend* spen
     if (auto answered = answer_from_cache(profile, request, *cache, key)) return std::move(*answered);
   }
   int attempts = 0;
-  Usage spent;
-  auto result = chat_uncached(profile, *states_.at(profile.name), request, &attempts, &spent);
+  CallSpend call_spend;
+  auto result = chat_uncached(profile, *states_.at(profile.name), request, &attempts, &call_spend);
   if (result && cache && settings_.cache.mode == CacheMode::kReadWrite) {
     Status st = cache->store(key, profile.name, profile.model, ResponseCache::canonical_request(profile, request),
                              *result);
     if (!st) spdlog::warn("llm cache: could not store an answer: {}", st.message());
   }
-  const CallSpend call_spend{spent, cost_usd(profile, spent)};
   if (spent_out) *spent_out = call_spend;
   record(request, result, attempts, call_spend);
   return result;

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "batch_queue.h"
 #include "nl2sql/core/log.h"
 #include "nl2sql/llm/client.h"
 
@@ -59,6 +60,8 @@ struct Client::ProfileState {
   std::mutex refusals_mu;
   std::string last_refusal;  // guarded by refusals_mu
   int64_t repeated = 0;      // guarded by refusals_mu
+  // A batch profile's queue (llm.models.*.batch); null for the others. Set at construction.
+  std::unique_ptr<BatchQueue> batch;
 };
 
 // One call's way through post_with_retries: what it sends and what it has met so far. Owned by
@@ -105,6 +108,10 @@ inline size_t prompt_chars(const ChatRequest& r) {
   for (const auto& m : r.messages) n += m.content.size() + 4;
   return n;
 }
+
+// The hash of what a server received for a chat call: the endpoint and the body, byte for byte
+// (a trace's request_hash; a batch line's custom_id).
+std::string request_hash_of(const ModelProfile& profile, const std::string& body);
 
 // The call as error messages and logs name it: profile, model, stage, question, sample.
 std::string describe_call(const ModelProfile& p, const ChatRequest& r);

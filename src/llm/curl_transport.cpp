@@ -97,7 +97,11 @@ void CurlTransport::release_handle(void* handle) {
   idle_handles_.push_back(handle);
 }
 
-Result<HttpResponse> CurlTransport::post(const HttpRequest& request) {
+Result<HttpResponse> CurlTransport::post(const HttpRequest& request) { return perform(request, true); }
+
+Result<HttpResponse> CurlTransport::get(const HttpRequest& request) { return perform(request, false); }
+
+Result<HttpResponse> CurlTransport::perform(const HttpRequest& request, bool with_body) {
   if (cancelled_.load()) return Status(ErrorCode::kCancelled, "cancelled before sending");
   CURL* curl = static_cast<CURL*>(acquire_handle());
   if (!curl) return internal_error("curl_easy_init failed");
@@ -109,9 +113,13 @@ Result<HttpResponse> CurlTransport::post(const HttpRequest& request) {
   headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
 
   curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_POST, 1L);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  if (with_body) {
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  } else {
+    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+  }
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
   BodySink body_sink{&response.body, request.max_response_bytes};

@@ -18,7 +18,8 @@ const std::set<std::string> kProfileKeys = {
     "top_p",          "max_tokens",       "role_max_tokens", "max_tokens_field", "omit",
     "extra_body",     "headers",          "query",      "context_tokens",  "price_in_per_mtok",
     "price_out_per_mtok", "price_cached_in_per_mtok", "max_in_flight", "rpm",       "tpm",             "timeout_s",
-    "idle_timeout_s", "stream",           "embedding_model"};
+    "idle_timeout_s", "stream",           "embedding_model", "batch", "batch_discount"};
+const std::set<std::string> kBatchKeys = {"window", "max_requests", "max_bytes", "gather_ms", "poll_s", "poll_max_s"};
 const std::set<std::string> kLlmKeys = {"models", "roles", "default_profile", "max_in_flight",
                                         "retry",  "cache", "sim", "role_max_tokens",
                                         "stop_after_repeated_errors", "preflight", "max_response_bytes",
@@ -163,6 +164,50 @@ Status read_profile_values(const core::Config& config, const std::string& base, 
   return read_role_budgets(config, base + ".role_max_tokens", p.role_max_tokens);
 }
 
+// `batch`: true, false or an object of BatchSettings' keys; `batch_discount` in (0, 1].
+Status read_batch(const core::Config& config, const std::string& base, ModelProfile& p) {
+  auto discount = config.get_number(base + ".batch_discount", 1.0);
+  if (!discount) return discount.status();
+  if (*discount <= 0 || *discount > 1)
+    return invalid_input("config key \"" + base + ".batch_discount\" must be in (0, 1] (OpenAI's batch price: 0.5)");
+  p.batch_discount = *discount;
+  const auto* j = config.find(base + ".batch");
+  if (!j || j->is_null()) return Status::ok();
+  if (j->is_boolean()) {
+    p.batch.enabled = j->get<bool>();
+    return Status::ok();
+  }
+  NL2SQL_RETURN_IF_ERROR(check_keys(config, base + ".batch", kBatchKeys));
+  const std::string key = base + ".batch";
+  BatchSettings& b = p.batch;
+  b.enabled = true;
+  auto window = config.get_string(key + ".window", b.window);
+  if (!window) return window.status();
+  b.window = *window;
+  struct Int {
+    const char* name;
+    int64_t* field;
+  };
+  for (Int i : {Int{"max_requests", &b.max_requests}, Int{"max_bytes", &b.max_bytes}}) {
+    auto r = config.get_int(key + "." + i.name, *i.field);
+    if (!r) return r.status();
+    if (*r < 1) return invalid_input("config key \"" + key + "." + i.name + "\" must be >= 1");
+    *i.field = *r;
+  }
+  struct Num {
+    const char* name;
+    double* field;
+  };
+  for (Num n : {Num{"gather_ms", &b.gather_ms}, Num{"poll_s", &b.poll_s}, Num{"poll_max_s", &b.poll_max_s}}) {
+    auto r = config.get_number(key + "." + n.name, *n.field);
+    if (!r) return r.status();
+    if (*r < 0) return invalid_input("config key \"" + key + "." + n.name + "\" must be >= 0");
+    *n.field = *r;
+  }
+  if (b.poll_max_s < b.poll_s) b.poll_max_s = b.poll_s;
+  return Status::ok();
+}
+
 // An output budget that fills the whole window leaves no room for the prompt: every call would
 // be cut or refused (and the prompt budget silently shrinks to its floor).
 Status check_budgets_fit(const std::string& base, const ModelProfile& p) {
@@ -257,7 +302,11 @@ Result<ModelProfile> load_profile(const core::Config& config, const std::string&
   NL2SQL_RETURN_IF_ERROR(read_profile_values(config, base, p));
   NL2SQL_RETURN_IF_ERROR(check_budgets_fit(base, p));
   NL2SQL_RETURN_IF_ERROR(read_request_shaping(config, base, p));
+  NL2SQL_RETURN_IF_ERROR(read_batch(config, base, p));
   NL2SQL_RETURN_IF_ERROR(settle_provider(base, p));
+  if (p.batch.enabled && p.stream)
+    return invalid_input("config key \"" + base + ".batch\": a batch job's answers are files, not streams; "
+                         "set \"" + base + ".stream\" to false");
   NL2SQL_RETURN_IF_ERROR(check_ranges(base, p));
   read_api_key(p);
   return p;

@@ -19,6 +19,9 @@
 namespace nl2sql::pipeline {
 namespace {
 
+// A batch profile's answers are billed at its batch_discount.
+double batch_factor(const llm::ModelProfile& p) { return p.batch.enabled ? p.batch_discount : 1.0; }
+
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
@@ -144,8 +147,8 @@ void count_records(const std::vector<run::QuestionRecord>& records, const json& 
       if (it == settings->profiles.end()) continue;
       auto& s = out.stages[call.stage];
       s.traced += 1;
-      s.price_in += it->second.price_in_per_mtok;
-      s.price_out += it->second.price_out_per_mtok;
+      s.price_in += it->second.price_in_per_mtok * batch_factor(it->second);
+      s.price_out += it->second.price_out_per_mtok * batch_factor(it->second);
       s.budget += static_cast<double>(settings->output_budget(it->second, role_of_stage(call.stage)));
     }
   }
@@ -172,6 +175,7 @@ core::Config dry_config(const core::Config& config, const llm::LlmSettings& sett
     c.set(base + "rpm", 0);
     c.set(base + "tpm", 0);
     c.set(base + "stream", false);
+    c.set(base + "batch", false);  // the dry run answers itself at once; prices keep the discount
     if (p.headers.size()) c.set(base + "headers", json::object());
   }
   c.set("llm.cache.mode", "off");
@@ -262,7 +266,7 @@ Prices stage_prices(const StageCount* s, const std::string& stage, const llm::Ll
   if (s && s->traced > 0) return {s->price_in / s->traced, s->price_out / s->traced, s->budget / s->traced};
   auto p = settings.resolve(role_of_stage(stage), "");
   if (!p) return {};
-  return {(*p)->price_in_per_mtok, (*p)->price_out_per_mtok,
+  return {(*p)->price_in_per_mtok * batch_factor(**p), (*p)->price_out_per_mtok * batch_factor(**p),
           static_cast<double>(settings.output_budget(**p, role_of_stage(stage)))};
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "batch_journal.h"
 #include "nl2sql/core/log.h"
 #include "nl2sql/db/schema_info.h"
 #include "nl2sql/run/run_data.h"
@@ -249,6 +250,8 @@ Result<OpenedStore> open_store(Shared& s, const data::Dataset& ds, const std::ve
   }
   NL2SQL_RETURN_IF_ERROR((*store)->save_manifest(manifest));
   NL2SQL_RETURN_IF_ERROR((*store)->save_resolved_config(core::redact_json(s.config.json())));
+  // Batch jobs a stop left running are picked up from the store, new ones recorded there.
+  s.client->set_batch_journal(std::make_shared<RunStoreBatchJournal>(**store));
   if (services.simulated)
     spdlog::warn("the sim provider answers some roles: every accuracy in this run is SIMULATED "
                  "(derived from gold), not a model's");

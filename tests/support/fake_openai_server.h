@@ -159,7 +159,10 @@ class FakeOpenAiServer {
 
   // `threads` bounds the connections served at once (a keep-alive connection holds a thread);
   // `port` 0 picks a free one.
-  explicit FakeOpenAiServer(Script script, int threads = 16, int port = 0) : script_(std::move(script)) {
+  // `more_routes` registers further handlers before the server listens (the batch fake's).
+  explicit FakeOpenAiServer(Script script, int threads = 16, int port = 0,
+                            const std::function<void(httplib::Server&)>& more_routes = {})
+      : script_(std::move(script)) {
     server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
     server_.set_tcp_nodelay(true);  // else Nagle + delayed ACK add ~40 ms per answer
     server_.set_keep_alive_max_count(100000);
@@ -167,6 +170,7 @@ class FakeOpenAiServer {
     auto handler = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
     server_.Post("/v1/chat/completions", handler);
     server_.Post("/v1/embeddings", handler);
+    if (more_routes) more_routes(server_);
     port_ = port > 0 ? (server_.bind_to_port("127.0.0.1", port) ? port : -1) : server_.bind_to_any_port("127.0.0.1");
     if (port_ < 0) throw std::runtime_error("fake OpenAI server: cannot bind 127.0.0.1:" + std::to_string(port));
     widen_backlog(port_);

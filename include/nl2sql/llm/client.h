@@ -33,6 +33,7 @@
 #include "nl2sql/core/config.h"
 #include "nl2sql/core/status.h"
 #include "nl2sql/llm/accounting.h"
+#include "nl2sql/llm/batch_journal.h"
 #include "nl2sql/llm/clock.h"
 #include "nl2sql/llm/cost.h"
 #include "nl2sql/llm/openai_chat.h"
@@ -147,6 +148,11 @@ class Client {
   // served, which is also the default). Set before the first call.
   using PriorityFn = std::function<SlotPriority(const ChatRequest&)>;
   void set_priority(PriorityFn fn) { priority_ = std::move(fn); }
+  // Where batch profiles (llm.models.*.batch) record their jobs until they ended, and find the
+  // jobs of an earlier run to pick up (BatchJournal). Set before the first call.
+  void set_batch_journal(std::shared_ptr<BatchJournal> journal);
+  // Batch jobs submitted so far, across profiles (tests and benchmarks).
+  int64_t batch_jobs();
   // Peak requests in flight across all profiles (for tests and benchmarks).
   int64_t peak_in_flight() { return global_limit_.peak(); }
   // Per profile: overload answers and the in-flight limit they brought it to (reports).
@@ -164,9 +170,16 @@ class Client {
   std::optional<Result<ChatResponse>> answer_from_cache(const ModelProfile& profile, const ChatRequest& request,
                                                         ResponseCache& cache, const std::string& key);
 
-  // The HTTP chat call with the cut-answer rule (client_chat_http.cpp).
+  // The HTTP chat call with the cut-answer rule (client_chat_http.cpp). `spent`: what the
+  // server processed over every attempt and what it costs (batched answers discounted).
   Result<ChatResponse> chat_uncached(const ModelProfile& profile, ProfileState& state,
-                                     const ChatRequest& request, int* attempts, Usage* spent);
+                                     const ChatRequest& request, int* attempts, CallSpend* spent);
+  // One attempt of a batch profile: the answer line from its batch job, or — for a line that
+  // failed, or a job that ended without it — one synchronous call through the retry loop.
+  // `batched`: the answer came from the job.
+  Result<HttpResponse> post_batched(const ModelProfile& profile, ProfileState& state, const HttpRequest& http,
+                                    double estimated_tokens, const ChatRequest& request, int* attempts,
+                                    bool* batched);
 
   // Overload back-pressure and endpoint health (client_retry.cpp).
   void note_overload(const ModelProfile& profile, ProfileState& state);

@@ -13,6 +13,7 @@ namespace nl2sql::llm {
 // cached ones at price_cached_in_per_mtok (the input price when unset), completion tokens
 // (reasoning included) at price_out_per_mtok. Cached tokens are part of prompt_tokens (clamped
 // to it); a server that reports none bills the whole prompt uncached.
-double cost_usd(const ModelProfile& profile, const Usage& usage);
+// An answer read from a batch job (`batched`) costs that times the profile's batch_discount.
+double cost_usd(const ModelProfile& profile, const Usage& usage, bool batched = false);
 
 }  // namespace nl2sql::llm

@@ -26,6 +26,19 @@ inline constexpr const char* kSimBaseUrl = "sim://";
 // What a server refuses or needs differs (OpenAI o-series/gpt-5 reject `max_tokens` and any
 // non-default temperature; vLLM takes `chat_template_kwargs`; Azure wants `api-version` in the
 // query and its key in an `api-key` header): a profile shapes its requests.
+// A profile's batch endpoint (key `batch`: `true` or an object of these): its chat requests are
+// gathered into jobs of the OpenAI Batch API (/v1/files + /v1/batches, JSONL lines with
+// `custom_id`) instead of being sent one by one (src/llm/batch_queue.h).
+struct BatchSettings {
+  bool enabled = false;
+  std::string window = "24h";          // completion_window (OpenAI accepts only "24h")
+  int64_t max_requests = 50000;        // requests per job (OpenAI's limit)
+  int64_t max_bytes = 200000000;       // JSONL bytes per job (OpenAI's limit: 200 MB)
+  double gather_ms = 200;              // a job is sent when no request came for this long
+  double poll_s = 5;                   // first wait between two looks at a job; doubles
+  double poll_max_s = 60;              // up to this
+};
+
 struct ModelProfile {
   std::string name;
   std::string provider = "openai";  // "openai" (any compatible server) or "sim"
@@ -51,6 +64,9 @@ struct ModelProfile {
   double price_out_per_mtok = 0.0;  // USD per million completion tokens
   // USD per million prompt tokens the provider's prefix cache served; unset: the input price.
   std::optional<double> price_cached_in_per_mtok;
+  // Factor on the cost of an answer that came from a batch job (OpenAI bills batches at 0.5).
+  double batch_discount = 1.0;
+  BatchSettings batch;
   int64_t max_in_flight = 16;
   double rpm = 0;                   // requests per minute, 0 = unlimited
   double tpm = 0;                   // tokens per minute, 0 = unlimited

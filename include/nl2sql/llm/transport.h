@@ -1,5 +1,6 @@
 // Transport: the one door to the network. The client builds an HttpRequest (URL, headers,
-// JSON body, timeout) and a Transport performs the POST; tests inject a fake (or point the
+// JSON body, timeout) and a Transport performs the POST (or, for a batch job's state and files,
+// the GET); tests inject a fake (or point the
 // real one at an in-process server on 127.0.0.1). Transports report what happened on the wire
 // only: an HTTP status of any value is a successful post(); connection failures, timeouts and
 // cancellation are error Statuses (kUnavailable, kTimeout, kCancelled), a body over
@@ -55,6 +56,12 @@ class Transport {
  public:
   virtual ~Transport() = default;
   virtual Result<HttpResponse> post(const HttpRequest& request) = 0;
+  // The same without a body (request.body is ignored). Only batch profiles need it: a transport
+  // that cannot GET fails their jobs, which fall back to synchronous calls.
+  virtual Result<HttpResponse> get(const HttpRequest& request) {
+    (void)request;
+    return Status(ErrorCode::kUnavailable, "this transport cannot send a GET request");
+  }
   // Abandons in-flight posts (they return kCancelled) and refuses new ones. Thread-safe.
   virtual void cancel() {}
 };
@@ -67,9 +74,11 @@ class CurlTransport : public Transport {
   CurlTransport& operator=(const CurlTransport&) = delete;
 
   Result<HttpResponse> post(const HttpRequest& request) override;
+  Result<HttpResponse> get(const HttpRequest& request) override;
   void cancel() override { cancelled_.store(true); }
 
  private:
+  Result<HttpResponse> perform(const HttpRequest& request, bool with_body);
   void* acquire_handle();
   void release_handle(void* handle);
 
