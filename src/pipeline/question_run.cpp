@@ -541,19 +541,22 @@ void QuestionRun::add_usage(run::QuestionRecord& rec,
   add_calls(rec.usage, "curves", curve_calls_, prices);
 }
 
+// The counts untraced usage is reckoned in (calls, tokens, cost, cache hits) of `from` added to `to`.
+static void add_counts(run::StageUsage& to, const run::StageUsage& from) {
+  to.calls += from.calls;
+  to.prompt_tokens += from.prompt_tokens;
+  to.completion_tokens += from.completion_tokens;
+  to.cost_usd += from.cost_usd;
+  to.cache_hits += from.cache_hits;
+  to.cache_prompt_tokens += from.cache_prompt_tokens;
+  to.cache_completion_tokens += from.cache_completion_tokens;
+}
+
 run::StageUsage QuestionRun::traced_usage() const {
   run::QuestionRecord scratch;
   add_usage(scratch, selections_);
   run::StageUsage sum;
-  for (const auto& [stage, u] : scratch.usage) {
-    sum.calls += u.calls;
-    sum.prompt_tokens += u.prompt_tokens;
-    sum.completion_tokens += u.completion_tokens;
-    sum.cost_usd += u.cost_usd;
-    sum.cache_hits += u.cache_hits;
-    sum.cache_prompt_tokens += u.cache_prompt_tokens;
-    sum.cache_completion_tokens += u.cache_completion_tokens;
-  }
+  for (const auto& [stage, u] : scratch.usage) add_counts(sum, u);
   return sum;
 }
 
@@ -584,14 +587,7 @@ void QuestionRun::add_untraced_usage(run::QuestionRecord& rec, const char* stage
   missing.cache_completion_tokens = gap(counted.cache_completion_tokens, c0.cache_completion_tokens,
                                         traced.cache_completion_tokens, t0.cache_completion_tokens);
   if (missing == run::StageUsage{}) return;
-  run::StageUsage& u = rec.usage[stage];
-  u.calls += missing.calls;
-  u.prompt_tokens += missing.prompt_tokens;
-  u.completion_tokens += missing.completion_tokens;
-  u.cost_usd += missing.cost_usd;
-  u.cache_hits += missing.cache_hits;
-  u.cache_prompt_tokens += missing.cache_prompt_tokens;
-  u.cache_completion_tokens += missing.cache_completion_tokens;
+  add_counts(rec.usage[stage], missing);
   spdlog::debug("question {}: {} stage failed; {} answered call(s) ({} + {} tokens) it left untraced are counted",
                 q_.question_id, stage, missing.calls, missing.prompt_tokens, missing.completion_tokens);
 }
